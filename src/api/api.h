@@ -1,0 +1,38 @@
+/* What CRI handlers see: plain functions over protobuf-c request/response structs, callable
+ * without a socket (tests do). protobuf-c types never leave src/api/. */
+#pragma once
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "base/arena.h"
+#include "base/error.h"
+
+typedef struct rkl_cache rkl_cache;
+
+/* Facts fixed at start, shared read-only by every handler. */
+typedef struct rkl_api_config {
+        const char *listen_path;
+        const char *version;  /* rktlet's own */
+        const char *rkt_path; /* as configured (NULL: not found) */
+        const char *rkt_data_dir;
+        const char *state_dir;
+        const char *systemd_bus;
+        unsigned n_threads; /* completion-queue threads */
+        gid_t socket_gid;   /* (gid_t)-1: keep root's group */
+} rkl_api_config;
+
+/* Per-call context. The arena lives as long as the call: responses point into it. */
+typedef struct rkl_api_ctx {
+        const rkl_api_config *cfg;
+        rkl_cache *cache;
+        rkl_arena *arena;
+} rkl_api_ctx;
+
+/* A handler fills resp (already initialised for its type) and returns 0, or a -errno with
+ * reterr set; the server maps it to a gRPC status with rkl_api_status_from_errno(). */
+typedef int (*rkl_api_handler)(rkl_api_ctx *ctx, const ProtobufCMessage *req,
+                               ProtobufCMessage *resp, rkl_error *reterr);
+
+/* The handler for service ("RuntimeService" or "ImageService") and method, or NULL when
+ * the method is not implemented. */
+rkl_api_handler rkl_api_handler_lookup(const char *service, const char *method);

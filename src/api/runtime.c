@@ -1,0 +1,141 @@
+#include "runtime.h"
+
+#include <json-c/json.h>
+
+#include "base/utf8.h"
+#include "reconciler/cache.h"
+#include "base/banned.h"
+
+#define CRI_API_VERSION "v1"
+/* VersionResponse.version is the version of the kubelet runtime API (containerd and
+ * CRI-O answer "0.1.0"). */
+#define KUBELET_API_VERSION "0.1.0"
+
+static char *outstr(rkl_arena *a, const char *s)
+{
+        return rkl_utf8_sanitize(rkl_arena_strdup(a, s ? s : ""));
+}
+
+int rkl_api_version(rkl_api_ctx *ctx, const Runtime__V1__VersionRequest *req,
+                    Runtime__V1__VersionResponse *resp, rkl_error *reterr)
+{
+        rkl_health h = {0};
+
+        rkl_cache_get_health(ctx->cache, &h);
+        resp->version = (char *)KUBELET_API_VERSION;
+        resp->runtime_name = (char *)"rktlet";
+        resp->runtime_api_version = (char *)CRI_API_VERSION;
+        /* rkt's version rides along as semver build metadata, e.g. "0.1.0+rkt.1.30.0". */
+        if (h.rkt_ok && h.rkt_version)
+                resp->runtime_version =
+                    outstr(ctx->arena, rkl_arena_printf(ctx->arena, "%s+rkt.%s", ctx->cfg->version,
+                                                        h.rkt_version));
+        else
+                resp->runtime_version = outstr(ctx->arena, ctx->cfg->version);
+        rkl_health_done(&h);
+        return 0;
+}
+
+static Runtime__V1__RuntimeCondition *condition(rkl_arena *a, const char *type, bool ok,
+                                                const char *reason, const char *message)
+{
+        Runtime__V1__RuntimeCondition *c = rkl_arena_newa(Runtime__V1__RuntimeCondition, a, 1);
+        runtime__v1__runtime_condition__init(c);
+        c->type = (char *)type;
+        c->status = ok;
+        if (!ok) {
+                c->reason = (char *)reason;
+                c->message = outstr(a, message);
+        }
+        return c;
+}
+
+static void info_add(rkl_arena *a, Runtime__V1__StatusResponse *resp, const char *key,
+                     json_object *value)
+{
+        Runtime__V1__StatusResponse__InfoEntry *e =
+            rkl_arena_newa(Runtime__V1__StatusResponse__InfoEntry, a, 1);
+        runtime__v1__status_response__info_entry__init(e);
+        e->key = (char *)key;
+        e->value = outstr(a, json_object_to_json_string_ext(
+                                 value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(value);
+        resp->info[resp->n_info++] = e;
+}
+
+static json_object *json_str(const char *s)
+{
+        return s ? json_object_new_string(s) : NULL;
+}
+
+int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
+                   Runtime__V1__StatusResponse *resp, rkl_error *reterr)
+{
+        rkl_arena *a = ctx->arena;
+        rkl_health h = {0};
+        const char *reason = NULL, *message = NULL;
+
+        rkl_cache_get_health(ctx->cache, &h);
+        if (!h.rkt_ok) {
+                reason = "RktUnavailable";
+                message = h.rkt_detail;
+        } else if (!h.systemd_ok) {
+                reason = "SystemdUnreachable";
+                message = h.systemd_detail;
+        }
+
+        Runtime__V1__RuntimeStatus *st = rkl_arena_newa(Runtime__V1__RuntimeStatus, a, 1);
+        runtime__v1__runtime_status__init(st);
+        st->conditions = rkl_arena_newa(Runtime__V1__RuntimeCondition *, a, 2);
+        st->conditions[st->n_conditions++] =
+            condition(a, "RuntimeReady", h.rkt_ok && h.systemd_ok, reason, message);
+        /* rkt sets up each pod's network itself (CNI inside stage1): the network is as
+         * ready as rkt is. */
+        st->conditions[st->n_conditions++] =
+            condition(a, "NetworkReady", h.rkt_ok, "RktUnavailable", h.rkt_detail);
+        resp->status = st;
+
+        if (req->verbose) {
+                json_object *o;
+                resp->info = rkl_arena_newa(Runtime__V1__StatusResponse__InfoEntry *, a, 3);
+
+                o = json_object_new_object();
+                json_object_object_add(o, "listen", json_str(ctx->cfg->listen_path));
+                json_object_object_add(o, "stateDir", json_str(ctx->cfg->state_dir));
+                json_object_object_add(o, "rktPath", json_str(ctx->cfg->rkt_path));
+                json_object_object_add(o, "rktDataDir", json_str(ctx->cfg->rkt_data_dir));
+                json_object_object_add(
+                    o, "systemdBus",
+                    json_str(ctx->cfg->systemd_bus ? ctx->cfg->systemd_bus : "system"));
+                json_object_object_add(o, "version", json_str(ctx->cfg->version));
+                info_add(a, resp, "config", o);
+
+                o = json_object_new_object();
+                json_object_object_add(o, "usable", json_object_new_boolean(h.rkt_ok));
+                json_object_object_add(o, "version", json_str(h.rkt_version));
+                json_object_object_add(o, "detail", json_str(h.rkt_detail));
+                json_object_object_add(o, "probedAt", json_object_new_int64(h.probed_at));
+                info_add(a, resp, "rkt", o);
+
+                o = json_object_new_object();
+                json_object_object_add(o, "reachable", json_object_new_boolean(h.systemd_ok));
+                json_object_object_add(o, "version", json_str(h.systemd_version));
+                json_object_object_add(o, "detail", json_str(h.systemd_detail));
+                info_add(a, resp, "systemd", o);
+        }
+        rkl_health_done(&h);
+        return 0;
+}
+
+int rkl_api_runtime_config(rkl_api_ctx *ctx, const Runtime__V1__RuntimeConfigRequest *req,
+                           Runtime__V1__RuntimeConfigResponse *resp, rkl_error *reterr)
+{
+        /* Pods run in transient systemd units placed in kubelet's slices: the systemd
+         * cgroup driver is the only one rktlet supports (KEP-4033). */
+        Runtime__V1__LinuxRuntimeConfiguration *l =
+            rkl_arena_newa(Runtime__V1__LinuxRuntimeConfiguration, ctx->arena, 1);
+        runtime__v1__linux_runtime_configuration__init(l);
+        l->cgroup_driver = RUNTIME__V1__CGROUP_DRIVER__SYSTEMD;
+        resp->linux = l;
+        return 0;
+}

@@ -1,0 +1,470 @@
+/* Call flow (grpc core, see reference/grpc-core.md):
+ *   request (registered method or catch-all) completes on a worker's queue
+ *     -> re-arm the same request kind, unpack, run the handler, pack
+ *     -> one batch: initial metadata, message, status, recv close
+ *     -> batch completes -> free everything.
+ * A call is owned by exactly one thread at a time; its tag is its rkl_api_call pointer. */
+#include "server.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "api.pb-c.h"
+#include "status.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/banned.h"
+
+#define MAX_MESSAGE    (16 * 1024 * 1024) /* kubelet's limit */
+#define REQUESTS_ARMED 2                  /* pending requests per method per queue */
+
+typedef struct method {
+        char *path; /* "/runtime.v1.RuntimeService/Version" */
+        const ProtobufCMethodDescriptor *desc;
+        rkl_api_handler handler;
+        void *registered; /* grpc's handle */
+} method;
+
+typedef struct worker {
+        rkl_api_server *srv;
+        grpc_completion_queue *cq;
+        pthread_t thread;
+        bool started;
+} worker;
+
+struct rkl_api_server {
+        const rkl_api_config *cfg;
+        rkl_cache *cache;
+        grpc_server *server;
+        grpc_completion_queue *shutdown_cq;
+        method *methods;
+        size_t n_methods;
+        worker *workers;
+        size_t n_workers;
+        atomic_bool shutting_down;
+        bool listening, started, shut_down;
+};
+
+typedef enum call_stage {
+        CALL_REQUESTED,
+        CALL_SENDING,
+} call_stage;
+
+typedef struct rkl_api_call {
+        call_stage stage;
+        worker *w;
+        const method *m; /* NULL for the catch-all request */
+        grpc_call *call;
+        gpr_timespec deadline;
+        grpc_byte_buffer *payload;
+        grpc_metadata_array md;
+        grpc_call_details details; /* catch-all only */
+        grpc_byte_buffer *response;
+        grpc_slice status_details;
+        bool has_status_details;
+        int cancelled;
+        rkl_arena *arena;
+} rkl_api_call;
+
+static void call_free(rkl_api_call *c)
+{
+        if (!c)
+                return;
+        if (c->call)
+                grpc_call_unref(c->call);
+        if (c->payload)
+                grpc_byte_buffer_destroy(c->payload);
+        if (c->response)
+                grpc_byte_buffer_destroy(c->response);
+        if (c->has_status_details)
+                grpc_slice_unref(c->status_details);
+        grpc_metadata_array_destroy(&c->md);
+        if (!c->m)
+                grpc_call_details_destroy(&c->details);
+        rkl_arena_free(c->arena);
+        free(c);
+}
+
+static void request_arm(worker *w, const method *m)
+{
+        rkl_api_call *c = rkl_xnew0(rkl_api_call, 1);
+        grpc_call_error e;
+
+        c->w = w;
+        c->m = m;
+        c->stage = CALL_REQUESTED;
+        grpc_metadata_array_init(&c->md);
+        if (m) {
+                e = grpc_server_request_registered_call(w->srv->server, m->registered, &c->call,
+                                                        &c->deadline, &c->md, &c->payload, w->cq,
+                                                        w->cq, c);
+        } else {
+                grpc_call_details_init(&c->details);
+                e = grpc_server_request_call(w->srv->server, &c->call, &c->details, &c->md, w->cq,
+                                             w->cq, c);
+        }
+        if (e != GRPC_CALL_OK) {
+                assert(!"grpc_server_request_call failed");
+                rkl_log_error("cannot arm a request for '%s': grpc call error %d",
+                              m ? m->path : "*", (int)e);
+                call_free(c);
+        }
+}
+
+/* Reads the whole payload into arena memory. Returns -EBADMSG when it cannot be decoded
+ * (decompression failure). */
+static int payload_read(rkl_api_call *c, uint8_t **ret, size_t *ret_len)
+{
+        grpc_byte_buffer_reader reader;
+        if (!c->payload) {
+                *ret = NULL;
+                *ret_len = 0;
+                return -EBADMSG;
+        }
+        if (!grpc_byte_buffer_reader_init(&reader, c->payload))
+                return -EBADMSG;
+        grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        size_t n = GRPC_SLICE_LENGTH(s);
+        uint8_t *buf = rkl_arena_alloc(c->arena, n + 1);
+        memcpy(buf, GRPC_SLICE_START_PTR(s), n);
+        grpc_slice_unref(s);
+        *ret = buf;
+        *ret_len = n;
+        return 0;
+}
+
+static void *arena_alloc(void *data, size_t size)
+{
+        return rkl_arena_alloc(data, size);
+}
+
+static void arena_free(void *data, void *p)
+{
+        /* Freed with the call's arena. */
+}
+
+static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
+{
+        grpc_op ops[4], *op = ops;
+
+        memset(ops, 0, sizeof(ops));
+        op->op = GRPC_OP_SEND_INITIAL_METADATA;
+        op++;
+        if (code == GRPC_STATUS_OK && c->response) {
+                op->op = GRPC_OP_SEND_MESSAGE;
+                op->data.send_message.send_message = c->response;
+                op++;
+        }
+        op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op->data.send_status_from_server.status = code;
+        if (!isempty(msg)) {
+                /* Kept alive until the batch completes. */
+                c->status_details = grpc_slice_from_copied_string(msg);
+                c->has_status_details = true;
+                op->data.send_status_from_server.status_details = &c->status_details;
+        }
+        op++;
+        op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op->data.recv_close_on_server.cancelled = &c->cancelled;
+        op++;
+
+        c->stage = CALL_SENDING;
+        grpc_call_error e = grpc_call_start_batch(c->call, ops, (size_t)(op - ops), c, NULL);
+        if (e != GRPC_CALL_OK) {
+                assert(!"grpc_call_start_batch failed");
+                rkl_log_error("cannot answer call: grpc call error %d", (int)e);
+                call_free(c);
+        }
+}
+
+static void call_process(rkl_api_call *c)
+{
+        const method *m = c->m;
+        rkl_error err = RKL_ERROR_INIT;
+        uint8_t *buf;
+        size_t len;
+        int r;
+
+        c->arena = rkl_arena_new();
+
+        if (!m) {
+                /* Only unknown paths reach the catch-all: every CRI path is registered. */
+                char *path = rkl_arena_strndup(
+                    c->arena, (const char *)GRPC_SLICE_START_PTR(c->details.method),
+                    GRPC_SLICE_LENGTH(c->details.method));
+                rkl_log_debug("unknown method '%s'", path);
+                call_send(c, GRPC_STATUS_UNIMPLEMENTED,
+                          rkl_arena_printf(c->arena, "unknown method '%s'", path));
+                return;
+        }
+        if (!m->handler) {
+                call_send(
+                    c, GRPC_STATUS_UNIMPLEMENTED,
+                    rkl_arena_printf(c->arena, "%s is not implemented by rktlet", m->path + 1));
+                return;
+        }
+
+        r = payload_read(c, &buf, &len);
+        if (r < 0) {
+                call_send(
+                    c, GRPC_STATUS_INVALID_ARGUMENT,
+                    rkl_arena_printf(c->arena, "%s: cannot read the request payload", m->path + 1));
+                return;
+        }
+        ProtobufCAllocator alloc = {
+            .alloc = arena_alloc, .free = arena_free, .allocator_data = c->arena};
+        ProtobufCMessage *req = protobuf_c_message_unpack(m->desc->input, &alloc, len, buf);
+        if (!req) {
+                call_send(c, GRPC_STATUS_INVALID_ARGUMENT,
+                          rkl_arena_printf(c->arena, "%s: cannot decode %s", m->path + 1,
+                                           m->desc->input->name));
+                return;
+        }
+
+        ProtobufCMessage *resp = rkl_arena_alloc(c->arena, m->desc->output->sizeof_message);
+        protobuf_c_message_init(m->desc->output, resp);
+        rkl_api_ctx ctx = {.cfg = c->w->srv->cfg, .cache = c->w->srv->cache, .arena = c->arena};
+
+        r = m->handler(&ctx, req, resp, &err);
+        if (r < 0) {
+                grpc_status_code code = rkl_api_status_from_errno(r);
+                if (code == GRPC_STATUS_INTERNAL)
+                        rkl_log_error("%s failed: %s", m->path + 1, err.msg);
+                else
+                        rkl_log_debug("%s: %s", m->path + 1, err.msg);
+                call_send(c, code, isempty(err.msg) ? strerror(-r) : err.msg);
+                return;
+        }
+
+        size_t n = protobuf_c_message_get_packed_size(resp);
+        grpc_slice s = grpc_slice_malloc(n);
+        protobuf_c_message_pack(resp, GRPC_SLICE_START_PTR(s));
+        c->response = grpc_raw_byte_buffer_create(&s, 1);
+        grpc_slice_unref(s);
+        call_send(c, GRPC_STATUS_OK, NULL);
+}
+
+static void *worker_main(void *userdata)
+{
+        worker *w = userdata;
+
+        for (;;) {
+                grpc_event ev =
+                    grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        break;
+                if (ev.type != GRPC_OP_COMPLETE)
+                        continue;
+                rkl_api_call *c = ev.tag;
+                if (c->stage == CALL_SENDING) {
+                        call_free(c);
+                        continue;
+                }
+                /* A request completed. ok=0 means the server is shutting down. */
+                if (!ev.success) {
+                        call_free(c);
+                        continue;
+                }
+                if (!atomic_load(&w->srv->shutting_down))
+                        request_arm(w, c->m);
+                call_process(c);
+        }
+        return NULL;
+}
+
+static int socket_path_check(const char *path, rkl_error *reterr)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct stat st;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return rkl_error_set(reterr, -ENAMETOOLONG, "socket path '%s' is too long", path);
+        if (path[0] != '/')
+                return rkl_error_set(reterr, -EINVAL, "socket path '%s' is not absolute", path);
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return rkl_error_set(reterr, -errno, "socket path '%s': %s", path, strerror(errno));
+        }
+        if (!S_ISSOCK(st.st_mode))
+                return rkl_error_set(reterr, -EEXIST, "'%s' exists and is not a socket", path);
+
+        /* A socket someone still listens on belongs to a running daemon: never steal it. */
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return rkl_error_set(reterr, -errno, "socket: %s", strerror(errno));
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                return rkl_error_set(reterr, -EADDRINUSE, "another process is listening on '%s'",
+                                     path);
+        return 0; /* stale: grpc unlinks it */
+}
+
+static void methods_add(rkl_api_server *s, const ProtobufCServiceDescriptor *svc)
+{
+        for (unsigned i = 0; i < svc->n_methods; i++) {
+                const ProtobufCMethodDescriptor *d = &svc->methods[i];
+                method *m = &s->methods[s->n_methods++];
+                m->desc = d;
+                m->path = rkl_xasprintf("/%s/%s", svc->name, d->name);
+                m->handler = rkl_api_handler_lookup(svc->short_name, d->name);
+                m->registered = grpc_server_register_method(
+                    s->server, m->path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        }
+}
+
+int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_api_server **ret,
+                       rkl_error *reterr)
+{
+        static const ProtobufCServiceDescriptor *const services[] = {
+            &runtime__v1__runtime_service__descriptor,
+            &runtime__v1__image_service__descriptor,
+        };
+        _cleanup_(rkl_api_server_freep) rkl_api_server *s = NULL;
+        int r;
+
+        r = socket_path_check(cfg->listen_path, reterr);
+        if (r < 0)
+                return r;
+
+        /* grpc starts its own threads here: callers block signals before. */
+        grpc_init();
+        s = rkl_xnew0(rkl_api_server, 1);
+        s->cfg = cfg;
+        s->cache = cache;
+
+        grpc_arg args[] = {
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+             .value.integer = MAX_MESSAGE},
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+             .value.integer = MAX_MESSAGE},
+        };
+        grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
+        s->server = grpc_server_create(&cargs, NULL);
+
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(services); i++)
+                n += services[i]->n_methods;
+        s->methods = rkl_xnew0(method, n);
+        for (size_t i = 0; i < ELEMENTSOF(services); i++)
+                methods_add(s, services[i]);
+
+        s->n_workers = cfg->n_threads ? cfg->n_threads : 1;
+        s->workers = rkl_xnew0(worker, s->n_workers);
+        for (size_t i = 0; i < s->n_workers; i++) {
+                s->workers[i].srv = s;
+                s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
+                grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
+        }
+        s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
+
+        _cleanup_free_ char *addr = rkl_xasprintf("unix:%s", cfg->listen_path);
+        grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+        int port = grpc_server_add_http2_port(s->server, addr, creds);
+        grpc_server_credentials_release(creds);
+        if (port == 0)
+                return rkl_error_set(reterr, -EADDRNOTAVAIL, "cannot listen on '%s'",
+                                     cfg->listen_path);
+        /* From here on, grpc requires a shutdown before destroy. */
+        s->listening = true;
+
+        /* The umask made it 0600 at bind time; widen to 0660 for the configured group. */
+        if (cfg->socket_gid != (gid_t)-1 && chown(cfg->listen_path, (uid_t)-1, cfg->socket_gid) < 0)
+                return rkl_error_set(reterr, -errno, "chown '%s': %s", cfg->listen_path,
+                                     strerror(errno));
+        if (chmod(cfg->listen_path, 0660) < 0)
+                return rkl_error_set(reterr, -errno, "chmod '%s': %s", cfg->listen_path,
+                                     strerror(errno));
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
+{
+        grpc_server_start(s->server);
+        s->started = true;
+        for (size_t i = 0; i < s->n_workers; i++) {
+                worker *w = &s->workers[i];
+                for (size_t j = 0; j < s->n_methods; j++)
+                        for (int k = 0; k < REQUESTS_ARMED; k++)
+                                request_arm(w, &s->methods[j]);
+                for (int k = 0; k < REQUESTS_ARMED; k++)
+                        request_arm(w, NULL);
+                int r = pthread_create(&w->thread, NULL, worker_main, w);
+                if (r != 0)
+                        return rkl_error_set(reterr, -r, "cannot start api thread: %s",
+                                             strerror(r));
+                w->started = true;
+        }
+        return 0;
+}
+
+void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
+{
+        if (!s || s->shut_down)
+                return;
+        s->shut_down = true;
+        atomic_store(&s->shutting_down, true);
+
+        if (s->listening) {
+                int tag;
+                grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, &tag);
+                grpc_event ev = grpc_completion_queue_pluck(
+                    s->shutdown_cq, &tag, gpr_time_from_millis(grace_ms, GPR_TIMESPAN), NULL);
+                if (ev.type == GRPC_QUEUE_TIMEOUT) {
+                        if (grace_ms > 0)
+                                rkl_log_warning(
+                                    "calls still in flight after %d ms, cancelling them", grace_ms);
+                        grpc_server_cancel_all_calls(s->server);
+                        (void)grpc_completion_queue_pluck(s->shutdown_cq, &tag,
+                                                          gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                }
+        }
+        /* Pending requests complete with ok=0 and are freed as the workers drain. */
+        for (size_t i = 0; i < s->n_workers; i++)
+                grpc_completion_queue_shutdown(s->workers[i].cq);
+        for (size_t i = 0; i < s->n_workers; i++) {
+                if (s->workers[i].started)
+                        pthread_join(s->workers[i].thread, NULL);
+                else
+                        (void)worker_main(&s->workers[i]);
+                s->workers[i].started = false;
+        }
+}
+
+rkl_api_server *rkl_api_server_free(rkl_api_server *s)
+{
+        if (!s)
+                return NULL;
+        rkl_api_server_shutdown(s, 0);
+        if (s->server)
+                grpc_server_destroy(s->server);
+        for (size_t i = 0; i < s->n_workers; i++)
+                grpc_completion_queue_destroy(s->workers[i].cq);
+        if (s->shutdown_cq) {
+                grpc_completion_queue_shutdown(s->shutdown_cq);
+                grpc_completion_queue_destroy(s->shutdown_cq);
+        }
+        for (size_t i = 0; i < s->n_methods; i++)
+                free(s->methods[i].path);
+        free(s->methods);
+        free(s->workers);
+        free(s);
+        grpc_shutdown();
+        return NULL;
+}
+
+size_t rkl_api_server_n_methods(const rkl_api_server *s)
+{
+        return s->n_methods;
+}

@@ -1,0 +1,51 @@
+#include "status.h"
+
+#include <errno.h>
+
+#include "base/banned.h"
+
+grpc_status_code rkl_api_status_from_errno(int r)
+{
+        switch (r) {
+        case 0:
+                return GRPC_STATUS_OK;
+        case -ENOENT:
+        case -ESRCH:
+                return GRPC_STATUS_NOT_FOUND;
+        case -EEXIST:
+                return GRPC_STATUS_ALREADY_EXISTS;
+        case -EINVAL:
+        case -E2BIG:
+        case -ENAMETOOLONG:
+        case -EBADMSG:
+        case -ERANGE:
+                return GRPC_STATUS_INVALID_ARGUMENT;
+        case -EOPNOTSUPP:
+        case -ENOSYS:
+                return GRPC_STATUS_UNIMPLEMENTED;
+        case -EPERM:
+        case -EACCES:
+                return GRPC_STATUS_PERMISSION_DENIED;
+        case -EBUSY:
+        case -EAGAIN:
+        case -ENOTCONN:
+        case -ECONNREFUSED:
+        case -EHOSTUNREACH:
+                return GRPC_STATUS_UNAVAILABLE;
+        case -ETIMEDOUT:
+        case -ETIME:
+                return GRPC_STATUS_DEADLINE_EXCEEDED;
+        case -ECANCELED:
+                return GRPC_STATUS_CANCELLED;
+        case -ENOSPC:
+        case -EMFILE:
+        case -ENFILE:
+        case -ENOMEM:
+                return GRPC_STATUS_RESOURCE_EXHAUSTED;
+        case -ENOTEMPTY:
+        case -ENOTUNIQ:
+                return GRPC_STATUS_FAILED_PRECONDITION;
+        default:
+                return GRPC_STATUS_INTERNAL;
+        }
+}

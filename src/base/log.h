@@ -1,0 +1,35 @@
+/* Logging to stderr with "<N>" syslog priority prefixes, which journald keeps. */
+#pragma once
+
+#include <syslog.h>
+
+#include "macro.h"
+
+/* The one mutable global besides arg_*: set once at start. */
+extern int rkl_log_max_level;
+
+int rkl_log_level_from_string(const char *s); /* -EINVAL when unknown */
+const char *rkl_log_level_to_string(int level);
+
+/* Returns -abs(error) (or 0) and keeps errno = abs(error) so that %m works. */
+int rkl_log_internal(int level, int error, const char *file, int line, const char *fmt, ...)
+    _printf_(5, 6);
+
+#define rkl_log_full_errno(level, error, ...)                                                      \
+        ({                                                                                         \
+                int _l_ = (level), _e_ = (error);                                                  \
+                _l_ <= rkl_log_max_level                                                           \
+                    ? rkl_log_internal(_l_, _e_, __FILE__, __LINE__, __VA_ARGS__)                  \
+                    : -abs(_e_);                                                                   \
+        })
+
+#define rkl_log_debug(...)   rkl_log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define rkl_log_info(...)    rkl_log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define rkl_log_notice(...)  rkl_log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define rkl_log_warning(...) rkl_log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define rkl_log_error(...)   rkl_log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+
+#define rkl_log_debug_errno(e, ...)   rkl_log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
+#define rkl_log_info_errno(e, ...)    rkl_log_full_errno(LOG_INFO, e, __VA_ARGS__)
+#define rkl_log_warning_errno(e, ...) rkl_log_full_errno(LOG_WARNING, e, __VA_ARGS__)
+#define rkl_log_error_errno(e, ...)   rkl_log_full_errno(LOG_ERR, e, __VA_ARGS__)

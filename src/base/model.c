@@ -1,0 +1,130 @@
+#include "model.h"
+
+#include "alloc.h"
+#include "strv.h"
+#include "banned.h"
+
+void rkl_kvs_done(rkl_kvs *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].key);
+                free(l->items[i].value);
+        }
+        free(l->items);
+        *l = (rkl_kvs){0};
+}
+
+void rkl_kvs_add(rkl_kvs *l, const char *key, const char *value)
+{
+        l->items = rkl_xrealloc(l->items, (l->n + 1) * sizeof(rkl_kv));
+        l->items[l->n++] = (rkl_kv){rkl_xstrdup(key), rkl_xstrdup(value)};
+}
+
+const char *rkl_kvs_get(const rkl_kvs *l, const char *key)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->items[i].key, key))
+                        return l->items[i].value;
+        return NULL;
+}
+
+void rkl_kvs_copy(rkl_kvs *dst, const rkl_kvs *src)
+{
+        *dst = (rkl_kvs){0};
+        for (size_t i = 0; i < src->n; i++)
+                rkl_kvs_add(dst, src->items[i].key, src->items[i].value);
+}
+
+void rkl_pod_spec_done(rkl_pod_spec *s)
+{
+        if (!s)
+                return;
+        free(s->name);
+        free(s->uid);
+        free(s->namespace);
+        free(s->hostname);
+        free(s->log_directory);
+        rkl_strv_free(s->dns_servers);
+        rkl_strv_free(s->dns_searches);
+        rkl_strv_free(s->dns_options);
+        for (size_t i = 0; i < s->n_ports; i++)
+                free(s->ports[i].host_ip);
+        free(s->ports);
+        rkl_kvs_done(&s->labels);
+        rkl_kvs_done(&s->annotations);
+        free(s->cgroup_parent);
+        rkl_kvs_done(&s->sysctls);
+        free(s->runtime_handler);
+        *s = (rkl_pod_spec){0};
+}
+
+void rkl_container_spec_done(rkl_container_spec *s)
+{
+        if (!s)
+                return;
+        free(s->name);
+        free(s->image);
+        rkl_strv_free(s->command);
+        rkl_strv_free(s->args);
+        free(s->working_dir);
+        rkl_kvs_done(&s->envs);
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                free(s->mounts[i].container_path);
+                free(s->mounts[i].host_path);
+        }
+        free(s->mounts);
+        rkl_kvs_done(&s->labels);
+        rkl_kvs_done(&s->annotations);
+        free(s->log_path);
+        free(s->run_as_username);
+        free(s->supplemental_groups);
+        rkl_strv_free(s->caps_add);
+        rkl_strv_free(s->caps_drop);
+        free(s->seccomp_localhost_ref);
+        *s = (rkl_container_spec){0};
+}
+
+static const char *const pod_desired[] = {"ready", "stopped"};
+static const char *const ctr_desired[] = {"created", "running", "stopped"};
+static const char *const pod_phase[] = {"pending", "running", "failed", "stopped"};
+static const char *const ctr_phase[] = {"created", "running", "exited", "unknown"};
+
+static const char *to_string(const char *const *table, size_t n, int v)
+{
+        return v >= 0 && (size_t)v < n ? table[v] : NULL;
+}
+
+static int from_string(const char *const *table, size_t n, const char *s)
+{
+        for (size_t i = 0; s && i < n; i++)
+                if (streq(table[i], s))
+                        return (int)i;
+        return -EINVAL;
+}
+
+#define DEFINE_STRING_TABLE(name, type, table)                                                     \
+        const char *name##_to_string(type v)                                                       \
+        {                                                                                          \
+                return to_string(table, ELEMENTSOF(table), (int)v);                                \
+        }                                                                                          \
+        type name##_from_string(const char *s)                                                     \
+        {                                                                                          \
+                return (type)from_string(table, ELEMENTSOF(table), s);                             \
+        }
+
+DEFINE_STRING_TABLE(rkl_pod_desired, rkl_pod_desired, pod_desired)
+DEFINE_STRING_TABLE(rkl_ctr_desired, rkl_ctr_desired, ctr_desired)
+DEFINE_STRING_TABLE(rkl_pod_phase, rkl_pod_phase, pod_phase)
+DEFINE_STRING_TABLE(rkl_ctr_phase, rkl_ctr_phase, ctr_phase)
+
+bool rkl_id_is_valid(const char *id)
+{
+        if (!id)
+                return false;
+        size_t i = 0;
+        for (; id[i]; i++)
+                if (i >= RKL_ID_LEN ||
+                    !((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+                        return false;
+        return i == RKL_ID_LEN;
+}

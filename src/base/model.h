@@ -1,0 +1,170 @@
+/* The project's own model of CRI objects: what api/ converts protobuf into, what store/
+ * persists and what reconciler/ acts on. Plain value types with _done()/_free(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits enforced at the API boundary (STYLE rule 14) and again by the store. */
+#define RKL_ID_LEN     64  /* CRI IDs are 64 lowercase hex */
+#define RKL_MAX_NAME   253 /* names, namespaces, uids (DNS subdomain) */
+#define RKL_MAX_KEY    317 /* label/annotation keys: prefix 253 + '/' + name 63 */
+#define RKL_MAX_VALUE  65536
+#define RKL_MAX_KV     1024 /* labels or annotations per object */
+#define RKL_MAX_PATH   4096
+#define RKL_MAX_ARGS   4096
+#define RKL_MAX_ARG    (128 * 1024)
+#define RKL_MAX_ENVS   4096
+#define RKL_MAX_MOUNTS 256
+#define RKL_MAX_PORTS  256
+#define RKL_MAX_DNS    64
+#define RKL_MAX_STRING 65536 /* any other client string */
+
+typedef struct rkl_kv {
+        char *key;
+        char *value;
+} rkl_kv;
+
+/* An ordered list of key/value pairs; keys are unique. */
+typedef struct rkl_kvs {
+        rkl_kv *items;
+        size_t n;
+} rkl_kvs;
+
+void rkl_kvs_done(rkl_kvs *l);
+void rkl_kvs_add(rkl_kvs *l, const char *key, const char *value); /* copies */
+const char *rkl_kvs_get(const rkl_kvs *l, const char *key);
+void rkl_kvs_copy(rkl_kvs *dst, const rkl_kvs *src);
+
+typedef enum rkl_protocol {
+        RKL_PROTOCOL_TCP = 0,
+        RKL_PROTOCOL_UDP = 1,
+        RKL_PROTOCOL_SCTP = 2,
+        _RKL_PROTOCOL_MAX,
+} rkl_protocol;
+
+typedef struct rkl_port_mapping {
+        rkl_protocol protocol;
+        int32_t container_port;
+        int32_t host_port;
+        char *host_ip;
+} rkl_port_mapping;
+
+typedef enum rkl_propagation {
+        RKL_PROPAGATION_PRIVATE = 0,
+        RKL_PROPAGATION_HOST_TO_CONTAINER = 1,
+        RKL_PROPAGATION_BIDIRECTIONAL = 2,
+        _RKL_PROPAGATION_MAX,
+} rkl_propagation;
+
+typedef struct rkl_mount {
+        char *container_path;
+        char *host_path;
+        bool readonly;
+        bool selinux_relabel;
+        rkl_propagation propagation;
+} rkl_mount;
+
+/* What RunPodSandbox asked for. */
+typedef struct rkl_pod_spec {
+        char *name, *uid, *namespace;
+        uint32_t attempt;
+        char *hostname;
+        char *log_directory;
+        char **dns_servers, **dns_searches, **dns_options;
+        rkl_port_mapping *ports;
+        size_t n_ports;
+        rkl_kvs labels, annotations;
+        char *cgroup_parent;
+        rkl_kvs sysctls;
+        bool host_network;
+        bool privileged;
+        char *runtime_handler;
+} rkl_pod_spec;
+
+void rkl_pod_spec_done(rkl_pod_spec *s);
+
+typedef enum rkl_seccomp {
+        RKL_SECCOMP_RUNTIME_DEFAULT = 0,
+        RKL_SECCOMP_UNCONFINED = 1,
+        RKL_SECCOMP_LOCALHOST = 2,
+        _RKL_SECCOMP_MAX,
+} rkl_seccomp;
+
+/* What CreateContainer asked for. */
+typedef struct rkl_container_spec {
+        char *name;
+        uint32_t attempt;
+        char *image; /* the image as the client named it */
+        char **command, **args;
+        char *working_dir;
+        rkl_kvs envs;
+        rkl_mount *mounts;
+        size_t n_mounts;
+        rkl_kvs labels, annotations;
+        char *log_path; /* relative to the sandbox's log_directory */
+        bool stdin_open, stdin_once, tty;
+        /* Linux resources; 0 means unset. */
+        int64_t cpu_period, cpu_quota, cpu_shares, memory_limit;
+        int64_t oom_score_adj;
+        /* Security context. */
+        bool has_run_as_user, has_run_as_group;
+        int64_t run_as_user, run_as_group;
+        char *run_as_username;
+        int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        bool readonly_rootfs, privileged, no_new_privs;
+        char **caps_add, **caps_drop;
+        rkl_seccomp seccomp;
+        char *seccomp_localhost_ref;
+} rkl_container_spec;
+
+void rkl_container_spec_done(rkl_container_spec *s);
+
+/* Desired states: what kubelet last asked for. */
+typedef enum rkl_pod_desired {
+        RKL_POD_DESIRED_READY = 0,   /* RunPodSandbox accepted */
+        RKL_POD_DESIRED_STOPPED = 1, /* StopPodSandbox accepted */
+        _RKL_POD_DESIRED_MAX,
+        _RKL_POD_DESIRED_INVALID = -22,
+} rkl_pod_desired;
+
+typedef enum rkl_ctr_desired {
+        RKL_CTR_DESIRED_CREATED = 0, /* CreateContainer accepted */
+        RKL_CTR_DESIRED_RUNNING = 1, /* StartContainer accepted */
+        RKL_CTR_DESIRED_STOPPED = 2, /* StopContainer (or a stop of its pod) accepted */
+        _RKL_CTR_DESIRED_MAX,
+        _RKL_CTR_DESIRED_INVALID = -22,
+} rkl_ctr_desired;
+
+/* Observed phases: what the reconciler last saw. */
+typedef enum rkl_pod_phase {
+        RKL_POD_PHASE_PENDING = 0, /* accepted, not yet running */
+        RKL_POD_PHASE_RUNNING = 1, /* supervisor ready */
+        RKL_POD_PHASE_FAILED = 2,  /* creation failed for good, or the pod died */
+        RKL_POD_PHASE_STOPPED = 3, /* stopped on request */
+        _RKL_POD_PHASE_MAX,
+        _RKL_POD_PHASE_INVALID = -22,
+} rkl_pod_phase;
+
+typedef enum rkl_ctr_phase {
+        RKL_CTR_PHASE_CREATED = 0, /* CRI CONTAINER_CREATED */
+        RKL_CTR_PHASE_RUNNING = 1, /* CRI CONTAINER_RUNNING */
+        RKL_CTR_PHASE_EXITED = 2,  /* CRI CONTAINER_EXITED */
+        RKL_CTR_PHASE_UNKNOWN = 3, /* CRI CONTAINER_UNKNOWN */
+        _RKL_CTR_PHASE_MAX,
+        _RKL_CTR_PHASE_INVALID = -22,
+} rkl_ctr_phase;
+
+const char *rkl_pod_desired_to_string(rkl_pod_desired d);
+rkl_pod_desired rkl_pod_desired_from_string(const char *s);
+const char *rkl_ctr_desired_to_string(rkl_ctr_desired d);
+rkl_ctr_desired rkl_ctr_desired_from_string(const char *s);
+const char *rkl_pod_phase_to_string(rkl_pod_phase p);
+rkl_pod_phase rkl_pod_phase_from_string(const char *s);
+const char *rkl_ctr_phase_to_string(rkl_ctr_phase p);
+rkl_ctr_phase rkl_ctr_phase_from_string(const char *s);
+
+/* True for exactly 64 lowercase hex digits. */
+bool rkl_id_is_valid(const char *id);

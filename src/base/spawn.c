@@ -1,0 +1,211 @@
+#include "spawn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+
+#include "alloc.h"
+#include "time-util.h"
+#include "banned.h"
+
+extern char **environ;
+
+void rkl_spawn_result_done(rkl_spawn_result *r)
+{
+        if (!r)
+                return;
+        free(r->out);
+        free(r->err);
+        *r = (rkl_spawn_result){0};
+}
+
+typedef struct capture {
+        int fd;
+        char *buf;
+        size_t len, cap, max;
+        bool truncated;
+} capture;
+
+/* Returns false at EOF or error. */
+static bool capture_read(capture *c)
+{
+        char tmp[16384];
+        ssize_t k = read(c->fd, tmp, sizeof(tmp));
+        if (k < 0)
+                return errno == EINTR || errno == EAGAIN;
+        if (k == 0)
+                return false;
+        size_t keep = (size_t)k;
+        if (c->len + keep > c->max) {
+                keep = c->max - c->len;
+                c->truncated = true;
+        }
+        if (keep > 0) {
+                if (c->len + keep + 1 > c->cap) {
+                        c->cap = c->len + keep + 1 > 2 * c->cap ? c->len + keep + 1 : 2 * c->cap;
+                        c->buf = rkl_xrealloc(c->buf, c->cap);
+                }
+                memcpy(c->buf + c->len, tmp, keep);
+                c->len += keep;
+        }
+        return true;
+}
+
+static char *capture_take(capture *c, size_t *ret_len)
+{
+        char *s = c->buf ? c->buf : rkl_xmalloc(1);
+        s[c->len] = 0;
+        *ret_len = c->len;
+        c->buf = NULL;
+        return s;
+}
+
+int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result *ret,
+                  rkl_error *reterr)
+{
+        static const rkl_spawn_opts defaults = {.max_output = 1 << 20};
+        _cleanup_close_ int out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
+        _cleanup_close_ int pidfd = -EBADF;
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        int p[2], r;
+        pid_t pid;
+
+        assert(argv && argv[0]);
+        if (!o)
+                o = &defaults;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
+        out_r = p[0], out_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
+        err_r = p[0], err_w = p[1];
+
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
+        posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+        posix_spawn_file_actions_addchdir_np(&fa, o->cwd ? o->cwd : "/");
+        /* Belt and braces: every fd is O_CLOEXEC already. */
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+
+        /* The child starts with default signal dispositions and an empty mask, whatever the
+         * daemon's threads block. */
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+        r = posix_spawn(&pid, argv[0], &fa, &attr, argv, o->envp ? o->envp : environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (r != 0)
+                return rkl_error_set(reterr, -r, "cannot run '%s': %s", argv[0], strerror(r));
+        out_w = safe_close(out_w);
+        err_w = safe_close(err_w);
+
+        pidfd = pidfd_open(pid, 0);
+        if (pidfd < 0) {
+                r = -errno;
+                (void)kill(pid, SIGKILL);
+                (void)waitpid(pid, NULL, 0);
+                return rkl_error_set(reterr, r, "pidfd_open: %s", strerror(-r));
+        }
+
+        capture cout = {.fd = out_r, .max = o->max_output ? o->max_output : (1 << 20)};
+        capture cerr = {.fd = err_r, .max = cout.max};
+        bool exited = false, timed_out = false, killed = false;
+        uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
+        uint64_t timeout = o->timeout_usec ? o->timeout_usec : USEC_INFINITY;
+        uint64_t grace = o->kill_grace_usec ? o->kill_grace_usec : 2 * USEC_PER_SEC;
+
+        /* Wait for the exit and for both pipes to close: a grandchild holding a pipe must
+         * not keep us past the deadline either. */
+        while (!exited || cout.fd >= 0 || cerr.fd >= 0) {
+                struct pollfd pfd[3];
+                int n = 0, wait_ms = -1;
+                if (cout.fd >= 0)
+                        pfd[n++] = (struct pollfd){.fd = cout.fd, .events = POLLIN};
+                if (cerr.fd >= 0)
+                        pfd[n++] = (struct pollfd){.fd = cerr.fd, .events = POLLIN};
+                if (!exited)
+                        pfd[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+
+                uint64_t now = rkl_now_usec(CLOCK_MONOTONIC);
+                uint64_t deadline = timeout == USEC_INFINITY ? USEC_INFINITY
+                                    : timed_out              ? start + timeout + grace
+                                                             : start + timeout;
+                if (killed && exited)
+                        break; /* killed child, pipes held by its descendants: give up */
+                if (deadline != USEC_INFINITY)
+                        wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999) / 1000);
+
+                int k = poll(pfd, (nfds_t)n, wait_ms);
+                if (k < 0 && errno != EINTR) {
+                        r = -errno;
+                        (void)kill(pid, SIGKILL);
+                        (void)waitpid(pid, NULL, 0);
+                        free(cout.buf);
+                        free(cerr.buf);
+                        return rkl_error_set(reterr, r, "poll: %s", strerror(-r));
+                }
+                if (k == 0) {
+                        if (!timed_out) {
+                                timed_out = true;
+                                (void)pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
+                        } else {
+                                killed = true;
+                                if (!exited)
+                                        (void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+                                else
+                                        break;
+                        }
+                        continue;
+                }
+                for (int i = 0; i < n; i++) {
+                        if (!pfd[i].revents)
+                                continue;
+                        if (pfd[i].fd == pidfd) {
+                                exited = true;
+                        } else if (pfd[i].fd == cout.fd) {
+                                if (!capture_read(&cout))
+                                        cout.fd = -1;
+                        } else if (pfd[i].fd == cerr.fd) {
+                                if (!capture_read(&cerr))
+                                        cerr.fd = -1;
+                        }
+                }
+        }
+
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0) {
+                if (errno != EINTR) {
+                        r = -errno;
+                        free(cout.buf);
+                        free(cerr.buf);
+                        return rkl_error_set(reterr, r, "waitpid: %s", strerror(-r));
+                }
+        }
+
+        *ret = (rkl_spawn_result){
+            .timed_out = timed_out,
+            .out_truncated = cout.truncated,
+            .err_truncated = cerr.truncated,
+        };
+        if (WIFEXITED(status)) {
+                ret->exit_code = WEXITSTATUS(status);
+        } else {
+                ret->exit_code = -1;
+                ret->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        }
+        ret->out = capture_take(&cout, &ret->out_len);
+        ret->err = capture_take(&cerr, &ret->err_len);
+        return 0;
+}

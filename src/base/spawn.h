@@ -1,0 +1,33 @@
+/* The one door for running a program: argv vector, posix_spawn, deadline, bounded capture. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct rkl_spawn_opts {
+        char *const *envp;        /* full environment; NULL inherits the daemon's */
+        uint64_t timeout_usec;    /* 0 or USEC_INFINITY: none */
+        uint64_t kill_grace_usec; /* SIGTERM at the deadline, SIGKILL this much later */
+        size_t max_output;        /* bytes kept per stream; the rest is drained and dropped */
+        const char *cwd;          /* NULL: "/" so no caller cwd leaks in */
+} rkl_spawn_opts;
+
+typedef struct rkl_spawn_result {
+        int exit_code; /* the exit status, or -1 when killed by a signal */
+        int signal;    /* the signal that killed it, or 0 */
+        bool timed_out;
+        char *out, *err; /* NUL-terminated captures */
+        size_t out_len, err_len;
+        bool out_truncated, err_truncated;
+} rkl_spawn_result;
+
+void rkl_spawn_result_done(rkl_spawn_result *r);
+
+/* Runs argv[0] (an absolute or relative path, never searched in PATH) to completion.
+ * Returns 0 when the program ran (whatever its exit status: see ret), -errno when it could
+ * not be started or waited for. */
+int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result *ret,
+                  rkl_error *reterr);

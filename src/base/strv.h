@@ -1,0 +1,19 @@
+/* NULL-terminated string vectors, owned (char **) or borrowed (char *const *). */
+#pragma once
+
+#include <stddef.h>
+
+#include "macro.h"
+
+char **rkl_strv_free(char **l);
+size_t rkl_strv_length(char *const *l);
+/* Appends a copy of s; *l may be NULL. */
+void rkl_strv_push(char ***l, const char *s);
+/* Appends s itself (takes ownership). */
+void rkl_strv_consume(char ***l, char *s);
+char **rkl_strv_copy(char *const *l);
+static inline void rkl_strv_freep(char ***l)
+{
+        *l = rkl_strv_free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(rkl_strv_freep)

@@ -1,0 +1,30 @@
+/* rkl_daemon: owns the configuration, the cache, the reconciler and the API server, and
+ * starts and stops them in order. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+
+typedef struct rkl_daemon_config {
+        const char *listen_path;
+        const char *state_dir;
+        const char *rkt_path; /* NULL: not found */
+        const char *rkt_data_dir;
+        const char *systemd_bus; /* NULL: the system bus */
+        unsigned api_threads;
+        gid_t socket_gid; /* (gid_t)-1: root's */
+        uint64_t probe_interval_usec;
+} rkl_daemon_config;
+
+typedef struct rkl_daemon rkl_daemon;
+
+int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *reterr);
+/* Starts every part; once it returns 0 the socket answers calls. */
+int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr);
+/* Stops accepting calls, finishes or cancels in-flight ones, stops the threads. */
+void rkl_daemon_stop(rkl_daemon *d);
+rkl_daemon *rkl_daemon_free(rkl_daemon *d);
+
+RKL_DEFINE_CLEANUP(rkl_daemon *, rkl_daemon_free)

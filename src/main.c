@@ -1,0 +1,284 @@
+/* rktlet: a Kubernetes CRI runtime that runs pods with rkt. */
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/parse.h"
+#include "base/time-util.h"
+#include "base/banned.h"
+
+#define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
+#define DEFAULT_STATE_DIR    "/var/lib/rktlet"
+#define DEFAULT_RKT_DATA_DIR "/var/lib/rktlet/data"
+#define EXIT_USAGE           2
+
+static char *arg_listen;
+static char *arg_state_dir;
+static char *arg_rkt_path;
+static char *arg_rkt_data_dir;
+static char *arg_systemd_bus;
+static gid_t arg_socket_gid = (gid_t)-1;
+static unsigned arg_api_threads = 1;
+static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
+
+static void help(void)
+{
+        printf("Usage: rktlet [OPTIONS]\n"
+               "\n"
+               "A Kubernetes CRI (runtime.v1) runtime that runs pods with rkt.\n"
+               "\n"
+               "  --listen PATH           CRI socket (default " DEFAULT_LISTEN ")\n"
+               "  --socket-group GROUP    group that may use the socket (default: root's)\n"
+               "  --state-dir DIR         where the database lives (default " DEFAULT_STATE_DIR
+               ")\n"
+               "  --rkt-path PATH         the rkt binary (default: rkt in PATH)\n"
+               "  --rkt-data-dir DIR      rkt's --dir (default " DEFAULT_RKT_DATA_DIR ")\n"
+               "  --systemd-bus ADDRESS   D-Bus address of systemd (default: the system bus)\n"
+               "  --api-threads N         gRPC completion-queue threads (default 1)\n"
+               "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
+               "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
+               "  -h, --help              show this help\n"
+               "  --version               show the version\n");
+}
+
+/* An absolute path for p, without requiring it to exist. */
+static char *absolute(const char *p)
+{
+        if (p[0] == '/')
+                return rkl_xstrdup(p);
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        if (!cwd)
+                rkl_oom();
+        return rkl_xasprintf("%s/%s", cwd, p);
+}
+
+/* rkt's path from PATH, like a shell would find it; NULL when there is none. */
+static char *find_in_path(const char *name)
+{
+        const char *path = getenv("PATH");
+        if (isempty(path))
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        _cleanup_free_ char *copy = rkl_xstrdup(path);
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                if (dir[0] != '/')
+                        continue;
+                _cleanup_free_ char *p = rkl_xasprintf("%s/%s", dir, name);
+                if (access(p, X_OK) == 0)
+                        return TAKE_PTR(p);
+        }
+        return NULL;
+}
+
+static int parse_argv(int argc, char *argv[])
+{
+        enum {
+                ARG_LISTEN = 0x100,
+                ARG_SOCKET_GROUP,
+                ARG_STATE_DIR,
+                ARG_RKT_PATH,
+                ARG_RKT_DATA_DIR,
+                ARG_SYSTEMD_BUS,
+                ARG_API_THREADS,
+                ARG_PROBE_INTERVAL,
+                ARG_LOG_LEVEL,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+            {"listen", required_argument, NULL, ARG_LISTEN},
+            {"socket-group", required_argument, NULL, ARG_SOCKET_GROUP},
+            {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+            {"rkt-path", required_argument, NULL, ARG_RKT_PATH},
+            {"rkt-data-dir", required_argument, NULL, ARG_RKT_DATA_DIR},
+            {"systemd-bus", required_argument, NULL, ARG_SYSTEMD_BUS},
+            {"api-threads", required_argument, NULL, ARG_API_THREADS},
+            {"probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL},
+            {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+            {"help", no_argument, NULL, 'h'},
+            {"version", no_argument, NULL, ARG_VERSION},
+            {},
+        };
+        int c, r;
+        unsigned u;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_LISTEN:
+                        free(arg_listen);
+                        arg_listen = absolute(optarg);
+                        break;
+                case ARG_SOCKET_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        if (g)
+                                arg_socket_gid = g->gr_gid;
+                        else if (rkl_safe_atou(optarg, &u) == 0)
+                                arg_socket_gid = (gid_t)u;
+                        else {
+                                fprintf(stderr, "rktlet: unknown group '%s'\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                }
+                case ARG_STATE_DIR:
+                        free(arg_state_dir);
+                        arg_state_dir = absolute(optarg);
+                        break;
+                case ARG_RKT_PATH:
+                        free(arg_rkt_path);
+                        arg_rkt_path = absolute(optarg);
+                        break;
+                case ARG_RKT_DATA_DIR:
+                        free(arg_rkt_data_dir);
+                        arg_rkt_data_dir = absolute(optarg);
+                        break;
+                case ARG_SYSTEMD_BUS:
+                        free(arg_systemd_bus);
+                        arg_systemd_bus = streq(optarg, "system") ? NULL : rkl_xstrdup(optarg);
+                        break;
+                case ARG_API_THREADS:
+                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 64) {
+                                fprintf(stderr, "rktlet: --api-threads takes 1 to 64, not '%s'\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        arg_api_threads = u;
+                        break;
+                case ARG_PROBE_INTERVAL:
+                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 3600) {
+                                fprintf(stderr,
+                                        "rktlet: --probe-interval takes 1 to 3600 seconds, "
+                                        "not '%s'\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        arg_probe_interval_usec = u * USEC_PER_SEC;
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = rkl_log_level_from_string(optarg);
+                        if (r < 0) {
+                                fprintf(stderr, "rktlet: unknown log level '%s'\n", optarg);
+                                return -EINVAL;
+                        }
+                        rkl_log_max_level = r;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("rktlet %s\nCRI API: runtime.v1\n", RKL_VERSION);
+                        return 0;
+                case ':':
+                        fprintf(stderr, "rktlet: option '%s' needs a value\n", argv[optind - 1]);
+                        return -EINVAL;
+                default:
+                        fprintf(stderr, "rktlet: unknown option '%s' (see --help)\n",
+                                argv[optind - 1]);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "rktlet: unexpected argument '%s' (see --help)\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static void args_free(void)
+{
+        free(arg_listen);
+        free(arg_state_dir);
+        free(arg_rkt_path);
+        free(arg_rkt_data_dir);
+        free(arg_systemd_bus);
+}
+
+static int run(void)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_(rkl_daemon_freep) rkl_daemon *d = NULL;
+        sigset_t mask;
+        int r;
+
+        /* Signals are taken by this thread only: block them before any thread starts. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0)
+                return rkl_log_error_errno(errno, "signalfd: %m");
+
+        /* The socket's parent, for the default path under /run. */
+        _cleanup_free_ char *parent = rkl_xstrdup(arg_listen);
+        *strrchr(parent, '/') = 0;
+        if (!isempty(parent) && (r = rkl_mkdir_p(parent, 0755)) < 0)
+                return rkl_log_error_errno(r, "cannot create '%s': %m", parent);
+
+        if (!arg_rkt_path)
+                rkl_log_warning("no rkt binary in PATH: the runtime reports not ready until "
+                                "--rkt-path names one");
+
+        rkl_daemon_config cfg = {
+            .listen_path = arg_listen,
+            .state_dir = arg_state_dir,
+            .rkt_path = arg_rkt_path,
+            .rkt_data_dir = arg_rkt_data_dir,
+            .systemd_bus = arg_systemd_bus,
+            .api_threads = arg_api_threads,
+            .socket_gid = arg_socket_gid,
+            .probe_interval_usec = arg_probe_interval_usec,
+        };
+        r = rkl_daemon_new(&cfg, &d, &err);
+        if (r >= 0)
+                r = rkl_daemon_start(d, &err);
+        if (r < 0)
+                return rkl_log_error_errno(r, "cannot start: %s", err.msg);
+
+        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'", RKL_VERSION, arg_listen);
+        (void)sd_notify(0, "READY=1\nSTATUS=serving");
+
+        for (;;) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(sfd, &si, sizeof(si));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != sizeof(si))
+                        return rkl_log_error_errno(errno, "signalfd read: %m");
+                rkl_log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
+                break;
+        }
+        (void)sd_notify(0, "STOPPING=1");
+        rkl_daemon_stop(d);
+        return 0;
+}
+
+int main(int argc, char *argv[])
+{
+        int r;
+
+        umask(0077);
+        arg_listen = rkl_xstrdup(DEFAULT_LISTEN);
+        arg_state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
+        arg_rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
+
+        r = parse_argv(argc, argv);
+        if (r <= 0) {
+                args_free();
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        }
+        if (!arg_rkt_path)
+                arg_rkt_path = find_in_path("rkt");
+
+        r = run();
+        args_free();
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

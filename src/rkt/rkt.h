@@ -1,0 +1,39 @@
+/* The rkt driver: the only code that runs rkt. Every command goes through rkl_rkt_exec(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/spawn.h"
+
+typedef struct rkl_rkt rkl_rkt;
+
+typedef struct rkl_rkt_config {
+        const char *rkt_path; /* absolute path of the rkt binary */
+        const char *data_dir; /* rkt's --dir */
+} rkl_rkt_config;
+
+int rkl_rkt_new(const rkl_rkt_config *cfg, rkl_rkt **ret, rkl_error *reterr);
+rkl_rkt *rkl_rkt_free(rkl_rkt *d);
+
+/* Runs `rkt <global flags> <args...>` with the experiment variables set. Returns 0 when rkt
+ * ran and exited 0; -EIO with rkt's own error message in reterr when it exited non-zero;
+ * -ETIMEDOUT when it overran the deadline and was killed. ret (may be NULL) gets the
+ * captured output either way when rkt ran. */
+int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
+                 rkl_error *reterr);
+
+typedef struct rkl_rkt_version {
+        char *version;  /* "1.30.0" */
+        char *text;     /* the whole output, trimmed */
+        bool simulator; /* a test double said so */
+} rkl_rkt_version;
+
+void rkl_rkt_version_done(rkl_rkt_version *v);
+/* `rkt version`, parsed. */
+int rkl_rkt_version_get(rkl_rkt *d, rkl_rkt_version *ret, rkl_error *reterr);
+/* Parses `rkt version` output; -EBADMSG when it has no "rkt Version:" line. */
+int rkl_rkt_version_parse(const char *text, rkl_rkt_version *ret);
+
+RKL_DEFINE_CLEANUP(rkl_rkt *, rkl_rkt_free)

@@ -1,0 +1,118 @@
+/* error, parse, utf8, strv, fileio, model string tables. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/model.h"
+#include "base/parse.h"
+#include "base/strv.h"
+#include "base/utf8.h"
+
+static void test_error_prefix(void **state)
+{
+        rkl_error e = RKL_ERROR_INIT;
+        assert_int_equal(rkl_error_set(&e, -ENOENT, "pod '%s' not found", "x"), -ENOENT);
+        assert_int_equal(rkl_error_prefix(&e, "status"), -ENOENT);
+        assert_string_equal(e.msg, "status: pod 'x' not found");
+        assert_int_equal(rkl_error_set(NULL, -EIO, "ignored"), -EIO);
+
+        /* A long message is truncated at its tail, never overflowing. */
+        char big[600];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+        rkl_error_set(&e, -EIO, "%s", big);
+        rkl_error_prefix(&e, "ctx");
+        assert_int_equal(strlen(e.msg), sizeof(e.msg) - 1);
+        assert_memory_equal(e.msg, "ctx: aaa", 8);
+}
+
+static void test_parse(void **state)
+{
+        uint64_t u;
+        int i;
+        assert_int_equal(rkl_safe_atou64("18446744073709551615", &u), 0);
+        assert_true(u == UINT64_MAX);
+        assert_int_equal(rkl_safe_atou64("18446744073709551616", &u), -ERANGE);
+        assert_int_equal(rkl_safe_atou64("-1", &u), -EINVAL);
+        assert_int_equal(rkl_safe_atou64(" 1", &u), -EINVAL);
+        assert_int_equal(rkl_safe_atou64("1x", &u), -EINVAL);
+        assert_int_equal(rkl_safe_atou64("", &u), -EINVAL);
+        assert_int_equal(rkl_safe_atoi("-42", &i), 0);
+        assert_int_equal(i, -42);
+        assert_int_equal(rkl_safe_atoi("2147483648", &i), -ERANGE);
+}
+
+static void test_utf8(void **state)
+{
+        assert_true(rkl_utf8_is_valid("héllo ☃ 𝄞", strlen("héllo ☃ 𝄞")));
+        assert_false(rkl_utf8_is_valid("\xc0\xaf", 2));     /* overlong '/' */
+        assert_false(rkl_utf8_is_valid("\xed\xa0\x80", 3)); /* surrogate */
+        assert_false(rkl_utf8_is_valid("\xe2\x98", 2));     /* truncated */
+        char s[] = "ok\xff\xfe!";
+        assert_string_equal(rkl_utf8_sanitize(s), "ok?"
+                                                  "?!");
+}
+
+static void test_strv(void **state)
+{
+        _cleanup_strv_free_ char **l = NULL;
+        rkl_strv_push(&l, "a");
+        rkl_strv_push(&l, "b");
+        assert_int_equal(rkl_strv_length(l), 2);
+        _cleanup_strv_free_ char **c = rkl_strv_copy(l);
+        assert_string_equal(c[1], "b");
+        assert_null(c[2]);
+}
+
+static void test_fileio(void **state)
+{
+        char dir[] = "/tmp/rkl-test-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+
+        assert_int_equal(rkl_write_file_atomic_at(fd, "f", "hello", 5, 0600), 0);
+        _cleanup_free_ char *s = NULL;
+        size_t n;
+        assert_int_equal(rkl_read_file_at(fd, "f", 100, &s, &n), 0);
+        assert_string_equal(s, "hello");
+        assert_int_equal(n, 5);
+        char *t = NULL;
+        assert_int_equal(rkl_read_file_at(fd, "f", 4, &t, NULL), -EFBIG);
+        assert_int_equal(rkl_read_file_at(fd, "missing", 4, &t, NULL), -ENOENT);
+
+        assert_int_equal(mkdirat(fd, "d", 0700), 0);
+        assert_int_equal(rkl_write_file_atomic_at(fd, "d/g", "x", 1, 0600), 0);
+        assert_int_equal(rkl_rm_rf_at(AT_FDCWD, dir), 0);
+        assert_int_equal(access(dir, F_OK), -1);
+}
+
+static void test_model_tables(void **state)
+{
+        assert_string_equal(rkl_pod_phase_to_string(RKL_POD_PHASE_FAILED), "failed");
+        assert_int_equal(rkl_ctr_desired_from_string("running"), RKL_CTR_DESIRED_RUNNING);
+        assert_int_equal(rkl_ctr_phase_from_string("bogus"), _RKL_CTR_PHASE_INVALID);
+        assert_null(rkl_pod_desired_to_string(_RKL_POD_DESIRED_MAX));
+        assert_true(
+            rkl_id_is_valid("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+        assert_false(
+            rkl_id_is_valid("0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
+        assert_false(rkl_id_is_valid("0123"));
+        assert_false(rkl_id_is_valid(NULL));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_parse),
+            cmocka_unit_test(test_utf8),         cmocka_unit_test(test_strv),
+            cmocka_unit_test(test_fileio),       cmocka_unit_test(test_model_tables),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,77 @@
+"""The daemon under valgrind with client load: no leak that grows with the number of calls.
+
+Two runs, with few and with many calls of every implemented kind (and failing ones); the
+bytes valgrind reports lost must not grow with the call count, and no definite leak or
+memory error is allowed at all."""
+import os
+import re
+import shutil
+import signal
+import tempfile
+import unittest
+
+import grpc
+
+import harness
+
+pb, pbg = harness.stubs()
+
+
+def lost_bytes(log):
+    total = 0
+    for kind in ("definitely", "indirectly"):
+        m = re.search(r"%s lost: ([\d,]+) bytes" % kind, log)
+        if m:
+            total += int(m.group(1).replace(",", ""))
+    return total
+
+
+@unittest.skipUnless(shutil.which("valgrind"), "valgrind is not installed")
+class ValgrindTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rktlet-vg-")
+        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
+        cls.rkt = harness.fake_rkt(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.systemd.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_with_calls(self, n):
+        wd = harness.workdir(self)
+        vglog = os.path.join(wd, "valgrind.log")
+        d = harness.Daemon(wd, rkt_path=self.rkt, bus=self.systemd.address,
+                           extra=["--probe-interval", "1"])
+        d.start(wrapper=["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                         "--error-exitcode=99", "--log-file=" + vglog], timeout=120)
+        ch = d.channel()
+        rs = pbg.RuntimeServiceStub(ch)
+        raw = ch.unary_unary("/runtime.v1.RuntimeService/Status",
+                             request_serializer=lambda x: x, response_deserializer=lambda x: x)
+        for _ in range(n):
+            rs.Version(pb.VersionRequest(), timeout=30)
+            rs.Status(pb.StatusRequest(verbose=True), timeout=30)
+            rs.RuntimeConfig(pb.RuntimeConfigRequest(), timeout=30)
+            for call in (lambda: rs.ListContainers(pb.ListContainersRequest(), timeout=30),
+                         lambda: raw(b"\xff\xff", timeout=30)):
+                with self.assertRaises(grpc.RpcError):
+                    call()
+        ch.close()
+        rc = d.stop(signal.SIGTERM, timeout=120)
+        with open(vglog) as f:
+            log = f.read()
+        self.assertEqual(rc, 0, log[-3000:])
+        self.assertIn("ERROR SUMMARY: 0 errors", log, log[-3000:])
+        return lost_bytes(log)
+
+    def test_no_leak_grows_per_call(self):
+        few = self.run_with_calls(20)
+        many = self.run_with_calls(300)
+        self.assertEqual(few, 0)
+        self.assertEqual(many, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
