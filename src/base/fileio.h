@@ -1,6 +1,7 @@
 /* Bounded whole-file reads and atomic writes, relative to a directory fd. */
 #pragma once
 
+#include <fcntl.h> /* AT_FDCWD */
 #include <stddef.h>
 #include <sys/types.h>
 

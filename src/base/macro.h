@@ -52,6 +52,12 @@ static inline bool isempty(const char *s)
                 _fd_;                                                                              \
         })
 
+static inline void *mfree(void *p)
+{
+        free(p);
+        return NULL;
+}
+
 static inline void freep(void *p)
 {
         free(*(void **)p);
