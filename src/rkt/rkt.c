@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
+#include "command.h"
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -100,15 +101,13 @@ int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spaw
         if (res.timed_out) {
                 r = rkl_error_set(reterr, -ETIMEDOUT, "rkt %s: no answer within %" PRIu64 " ms",
                                   args[0], timeout_usec / USEC_PER_MSEC);
+        } else if (res.signal) {
+                r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", args[0], res.signal);
         } else if (res.exit_code != 0) {
                 char line[400];
                 last_line(res.err_len ? res.err : res.out, line, sizeof(line));
-                if (res.signal)
-                        r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", args[0],
-                                          res.signal);
-                else
-                        r = rkl_error_set(reterr, -EIO, "rkt %s: exit status %d: %s", args[0],
-                                          res.exit_code, line);
+                r = rkl_error_set(reterr, rkl_rkt_classify_error(res.err),
+                                  "rkt %s: exit status %d: %s", args[0], res.exit_code, line);
         }
         if (ret)
                 *ret = res;

@@ -18,7 +18,8 @@ int rkl_rkt_new(const rkl_rkt_config *cfg, rkl_rkt **ret, rkl_error *reterr);
 rkl_rkt *rkl_rkt_free(rkl_rkt *d);
 
 /* Runs `rkt <global flags> <args...>` with the experiment variables set. Returns 0 when rkt
- * ran and exited 0; -EIO with rkt's own error message in reterr when it exited non-zero;
+ * ran and exited 0; when it exited non-zero, rkl_rkt_classify_error()'s code for its stderr
+ * (-ENOENT, -EALREADY, -EAGAIN, else -EIO) with rkt's own error line in reterr;
  * -ETIMEDOUT when it overran the deadline and was killed. ret (may be NULL) gets the
  * captured output either way when rkt ran. */
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,

@@ -1,0 +1,265 @@
+#include "command.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/banned.h"
+
+/* Docker's default capabilities, the base for CRI's add/drop lists. */
+static const char *const default_caps[] = {
+    "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+    "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+    "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+    "CAP_KILL",    "CAP_AUDIT_WRITE",
+};
+
+static const char *all_default_caps(void)
+{
+        return "CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FSETID,CAP_FOWNER,CAP_MKNOD,CAP_NET_RAW,"
+               "CAP_SETGID,CAP_SETUID,CAP_SETFCAP,CAP_SETPCAP,CAP_NET_BIND_SERVICE,"
+               "CAP_SYS_CHROOT,CAP_KILL,CAP_AUDIT_WRITE";
+}
+
+static void pushf(char ***l, const char *fmt, ...) _printf_(2, 3);
+static void pushf(char ***l, const char *fmt, ...)
+{
+        va_list ap;
+        char *s;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                rkl_oom();
+        va_end(ap);
+        rkl_strv_consume(l, s);
+}
+
+static const char *proto_name(rkl_protocol p)
+{
+        return p == RKL_PROTOCOL_UDP ? "udp" : "tcp";
+}
+
+int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o, char ***ret,
+                         const char **ret_insecure, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **a = NULL;
+
+        rkl_strv_push(&a, "app");
+        rkl_strv_push(&a, "sandbox");
+        pushf(&a, "--uuid-file-save=%s", o->uuid_file);
+        /* rkt writes each app's output to a flat file in this private dir; rktlet turns it
+         * into kubelet's log format (iottymux's own format and paths break a modern
+         * kubelet: reference/rkt.md, A.1.6). */
+        rkl_strv_push(&a, "--annotation=coreos.com/rkt/experiment/logmode=k8s-plain");
+        pushf(&a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=%s", o->log_dir);
+        if (o->stage1_name)
+                pushf(&a, "--stage1-name=%s", o->stage1_name);
+
+        if (spec->host_network) {
+                /* rkt refuses other --dns flags next to --dns=host; kubelet writes the
+                 * node's resolv.conf into dns_config for host-network pods anyway. */
+                rkl_strv_push(&a, "--net=host");
+                rkl_strv_push(&a, "--hosts-entry=host");
+                const char *h = !isempty(spec->hostname) ? spec->hostname : o->node_hostname;
+                if (!isempty(h))
+                        pushf(&a, "--hostname=%s", h);
+        } else {
+                if (!isempty(spec->hostname))
+                        pushf(&a, "--hostname=%s", spec->hostname);
+                if (o->net)
+                        pushf(&a, "--net=%s", o->net);
+        }
+        RKL_STRV_FOREACH (s, spec->dns_servers)
+                pushf(&a, "--dns=%s", *s);
+        RKL_STRV_FOREACH (s, spec->dns_searches)
+                pushf(&a, "--dns-search=%s", *s);
+        RKL_STRV_FOREACH (s, spec->dns_options)
+                pushf(&a, "--dns-opt=%s", *s);
+
+        for (size_t i = 0; i < spec->n_ports; i++) {
+                const rkl_port_mapping *p = &spec->ports[i];
+                if (p->protocol == RKL_PROTOCOL_SCTP)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "port_mappings[%zu]: rkt cannot forward SCTP", i);
+                /* Without a host port there is nothing to forward: the port is reachable
+                 * on the pod IP. Host-network pods use the host's ports directly. */
+                if (spec->host_network || p->host_port <= 0 || p->container_port <= 0)
+                        continue;
+                pushf(&a, "--port=%s-%" PRIi32 "-%" PRIi32 ":%s:%" PRIi32 ":%s:%" PRIi32,
+                      proto_name(p->protocol), p->container_port, p->host_port,
+                      proto_name(p->protocol), p->container_port,
+                      isempty(p->host_ip) ? "0.0.0.0" : p->host_ip, p->host_port);
+        }
+
+        pushf(&a, "--user-annotation=%s=%s", RKL_MARK_SANDBOX_ID, o->sandbox_id);
+        pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_UID, spec->uid);
+        pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAME, spec->name);
+        pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAMESPACE, spec->namespace);
+
+        /* rkt has no per-app switch: privileged lifts restrictions for the whole pod. */
+        *ret_insecure = spec->privileged ? "all-run" : NULL;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static bool cap_in(char *const *l, const char *cap)
+{
+        RKL_STRV_FOREACH (s, l) {
+                const char *name = strncmp(*s, "CAP_", 4) == 0 ? *s + 4 : *s;
+                if (strcasecmp(name, cap + 4) == 0 || strcasecmp(*s, "ALL") == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both. */
+static char *caps_retain(const rkl_container_spec *spec)
+{
+        _cleanup_strv_free_ char **caps = NULL;
+        bool drop_all = false, add_all = false;
+        RKL_STRV_FOREACH (s, spec->caps_drop)
+                drop_all |= strcasecmp(*s, "ALL") == 0;
+        RKL_STRV_FOREACH (s, spec->caps_add)
+                add_all |= strcasecmp(*s, "ALL") == 0;
+        if (add_all)
+                return NULL; /* caller passes no --caps-retain restriction */
+
+        if (!drop_all)
+                for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
+                        if (!cap_in(spec->caps_drop, default_caps[i]))
+                                rkl_strv_push(&caps, default_caps[i]);
+        RKL_STRV_FOREACH (s, spec->caps_add) {
+                _cleanup_free_ char *c =
+                    strncasecmp(*s, "CAP_", 4) == 0 ? rkl_xstrdup(*s) : rkl_xasprintf("CAP_%s", *s);
+                for (char *p = c; *p; p++)
+                        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+                if (!cap_in(caps, c))
+                        rkl_strv_push(&caps, c);
+        }
+        size_t len = 1;
+        RKL_STRV_FOREACH (s, caps)
+                len += strlen(*s) + 1;
+        char *out = rkl_xmalloc(len), *p = out;
+        *p = 0;
+        RKL_STRV_FOREACH (s, caps)
+                p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : ",", *s);
+        return out;
+}
+
+int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
+                         const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **a = NULL;
+
+        rkl_strv_push(&a, "app");
+        rkl_strv_push(&a, "add");
+        rkl_strv_push(&a, uuid);
+        rkl_strv_push(&a, o->image);
+        pushf(&a, "--name=%s", o->app_name);
+        pushf(&a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-path=%s", o->log_file);
+        pushf(&a, "--stdin=%s", spec->tty ? "tty" : spec->stdin_open ? "stream" : "null");
+        pushf(&a, "--stdout=%s", spec->tty ? "tty" : "stream");
+        pushf(&a, "--stderr=%s", spec->tty ? "tty" : "stream");
+        pushf(&a, "--user-annotation=%s=%s", RKL_MARK_CONTAINER_ID, o->container_id);
+
+        for (size_t i = 0; i < spec->envs.n; i++)
+                pushf(&a, "--environment=%s=%s", spec->envs.items[i].key,
+                      spec->envs.items[i].value);
+        if (!isempty(spec->working_dir))
+                pushf(&a, "--working-dir=%s", spec->working_dir);
+        if (spec->readonly_rootfs)
+                rkl_strv_push(&a, "--readonly-rootfs=true");
+
+        if (!isempty(spec->run_as_username))
+                pushf(&a, "--user=%s", spec->run_as_username);
+        else if (spec->has_run_as_user)
+                pushf(&a, "--user=%" PRIi64, spec->run_as_user);
+        if (spec->has_run_as_group)
+                pushf(&a, "--group=%" PRIi64, spec->run_as_group);
+        if (spec->n_supplemental_groups > 0) {
+                char buf[4096];
+                size_t n = 0;
+                for (size_t i = 0; i < spec->n_supplemental_groups && n < sizeof(buf) - 32; i++)
+                        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%" PRIi64, i ? "," : "",
+                                              spec->supplemental_groups[i]);
+                pushf(&a, "--supplementary-gids=%s", buf);
+        }
+
+        if (spec->cpu_shares > 0)
+                pushf(&a, "--cpu-shares=%" PRIi64, spec->cpu_shares);
+        if (spec->cpu_quota > 0 && spec->cpu_period > 0)
+                pushf(&a, "--cpu=%" PRIi64 "m", spec->cpu_quota * 1000 / spec->cpu_period);
+        if (spec->memory_limit > 0)
+                pushf(&a, "--memory=%" PRIi64, spec->memory_limit);
+        if (spec->oom_score_adj != 0)
+                pushf(&a, "--oom-score-adj=%" PRIi64, spec->oom_score_adj);
+
+        if (spec->privileged || spec->seccomp == RKL_SECCOMP_UNCONFINED)
+                rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
+        else if (spec->seccomp == RKL_SECCOMP_LOCALHOST)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.seccomp: rkt cannot load localhost "
+                                     "profiles");
+        if (!spec->privileged && (spec->caps_add || spec->caps_drop)) {
+                _cleanup_free_ char *caps = caps_retain(spec);
+                if (caps && *caps)
+                        pushf(&a, "--caps-retain=%s", caps);
+                else if (caps)
+                        /* Everything dropped: rkt takes no empty retain list, so remove
+                         * the whole default set instead. */
+                        pushf(&a, "--caps-remove=%s", all_default_caps());
+        }
+
+        for (size_t i = 0; i < spec->n_mounts; i++) {
+                const rkl_mount *m = &spec->mounts[i];
+                pushf(&a, "--mnt-volume=name=vol-%zu,kind=host,source=%s,target=%s,readOnly=%s", i,
+                      m->host_path, m->container_path, m->readonly ? "true" : "false");
+        }
+
+        /* rkt keeps exec[0] and replaces the rest with our args (stage0/app_add.go), so
+         * argv is always passed whole: command + args, or the image's entrypoint + args,
+         * as Docker would run it. */
+        _cleanup_strv_free_ char **argv = NULL;
+        RKL_STRV_FOREACH (s, spec->command ? spec->command : o->image_entrypoint)
+                rkl_strv_push(&argv, *s);
+        RKL_STRV_FOREACH (s, spec->args)
+                rkl_strv_push(&argv, *s);
+        if (argv) {
+                pushf(&a, "--exec=%s", argv[0]);
+                if (argv[1]) {
+                        rkl_strv_push(&a, "--");
+                        for (char **s = argv + 1; *s; s++)
+                                rkl_strv_push(&a, *s);
+                        rkl_strv_push(&a, "---");
+                }
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+char *rkl_rkt_app_name(const char *container_id)
+{
+        return rkl_xasprintf("c%.16s", container_id);
+}
+
+int rkl_rkt_classify_error(const char *text)
+{
+        static const struct {
+                const char *needle;
+                int code;
+        } table[] = {
+            {"no matches found", -ENOENT},
+            {"cannot get pod", -ENOENT},
+            {"nonexistent app", -ENOENT},
+            {"no such pod", -ENOENT},
+            {"is already stopped", -EALREADY},
+            {"is not yet ready", -EAGAIN},
+            {"is not running", -EAGAIN},
+            {"unable to get pod lock", -EAGAIN},
+            {"resource temporarily unavailable", -EAGAIN},
+        };
+        for (size_t i = 0; text && i < ELEMENTSOF(table); i++)
+                if (strstr(text, table[i].needle))
+                        return table[i].code;
+        return -EIO;
+}

@@ -1,0 +1,50 @@
+/* argv builders for every rkt command rktlet runs, from the project's model types. Pure
+ * functions: nothing here runs rkt (rkl_rkt_exec() does). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "base/error.h"
+#include "base/model.h"
+
+/* User annotations rktlet puts on every pod it creates, so that it can adopt its own pods
+ * after a crash and leave every other pod alone. */
+#define RKL_MARK_SANDBOX_ID    "rktlet.io/sandbox-id"
+#define RKL_MARK_POD_UID       "rktlet.io/pod-uid"
+#define RKL_MARK_POD_NAME      "rktlet.io/pod-name"
+#define RKL_MARK_POD_NAMESPACE "rktlet.io/pod-namespace"
+#define RKL_MARK_CONTAINER_ID  "rktlet.io/container-id"
+
+typedef struct rkl_rkt_sandbox_opts {
+        const char *sandbox_id;
+        const char *uuid_file;     /* --uuid-file-save */
+        const char *log_dir;       /* private dir where rkt writes app logs (k8s-plain) */
+        const char *net;           /* --net for non-host pods; NULL: rkt's default network */
+        const char *stage1_name;   /* --stage1-name; NULL: rkt's default stage1 */
+        const char *node_hostname; /* hostname of host-network pods */
+} rkl_rkt_sandbox_opts;
+
+/* The arguments after the rkt binary and global flags for `rkt app sandbox`, which the
+ * sandbox's systemd unit runs. -EINVAL (with the reason in reterr) for what rkt cannot
+ * express. *ret_insecure gets extra --insecure-options (privileged pods) or NULL. */
+int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o, char ***ret,
+                         const char **ret_insecure, rkl_error *reterr);
+
+typedef struct rkl_rkt_app_opts {
+        const char *container_id;
+        const char *app_name;
+        const char *image;             /* image ID (sha512-...) or reference */
+        char *const *image_entrypoint; /* the image's own entrypoint, for args-only specs */
+        const char *log_file;          /* flat file name under the sandbox's log_dir */
+} rkl_rkt_app_opts;
+
+/* `rkt app add UUID IMAGE ...` arguments. */
+int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
+                         const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr);
+
+/* An rkt app name (a valid ACName) derived from a container ID, unique per pod. */
+char *rkl_rkt_app_name(const char *container_id);
+
+/* rkt's error text classified: -ENOENT (no such pod or app), -EALREADY (already stopped),
+ * -EAGAIN (not ready yet: retry), else -EIO. */
+int rkl_rkt_classify_error(const char *stderr_text);
