@@ -1,0 +1,460 @@
+/* The JSON codec of the config columns (store-internal.h). JSON because operators can
+ * json_extract() it from the sqlite3 shell and because a column per field of two specs
+ * would churn the schema with every CRI field we add. The key names are part of the
+ * on-disk format: renaming one needs a migration. */
+#include "store/store-internal.h"
+
+#include <json-c/json.h>
+#include <limits.h>
+
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/banned.h"
+
+RKL_DEFINE_CLEANUP(json_object *, json_object_put)
+
+/* Writers: json-c returns NULL or -1 only on OOM, which we treat as rkl_xmalloc does. */
+
+static json_object *checked(json_object *o)
+{
+        if (!o)
+                rkl_oom();
+        return o;
+}
+
+static void put(json_object *obj, const char *key, json_object *val)
+{
+        if (json_object_object_add(obj, key, checked(val)) < 0)
+                rkl_oom();
+}
+
+static void append(json_object *arr, json_object *val)
+{
+        if (json_object_array_add(arr, checked(val)) < 0)
+                rkl_oom();
+}
+
+static void put_str(json_object *obj, const char *key, const char *s)
+{
+        if (s)
+                put(obj, key, json_object_new_string(s));
+}
+
+static void put_strv(json_object *obj, const char *key, char *const *l)
+{
+        if (!l)
+                return;
+        json_object *a = checked(json_object_new_array());
+        RKL_STRV_FOREACH (i, l)
+                append(a, json_object_new_string(*i));
+        put(obj, key, a);
+}
+
+static void put_bool(json_object *obj, const char *key, bool b)
+{
+        put(obj, key, json_object_new_boolean(b));
+}
+
+static void put_int(json_object *obj, const char *key, int64_t i)
+{
+        put(obj, key, json_object_new_int64(i));
+}
+
+/* Ordered pairs as [[k, v], ...]: keeps order and duplicates, which an object would not. */
+static void put_pairs(json_object *obj, const char *key, const rkl_kvs *l)
+{
+        json_object *a = checked(json_object_new_array());
+        for (size_t i = 0; i < l->n; i++) {
+                json_object *p = checked(json_object_new_array());
+                append(p, json_object_new_string(l->items[i].key));
+                append(p, json_object_new_string(l->items[i].value));
+                append(a, p);
+        }
+        put(obj, key, a);
+}
+
+/* Unique keys as an object (json-c keeps insertion order), for json_extract('$.x."key"'). */
+static void put_map(json_object *obj, const char *key, const rkl_kvs *l)
+{
+        json_object *m = checked(json_object_new_object());
+        for (size_t i = 0; i < l->n; i++)
+                put(m, l->items[i].key, json_object_new_string(l->items[i].value));
+        put(obj, key, m);
+}
+
+static const char *const protocols[] = {"TCP", "UDP", "SCTP"};
+static const char *const propagations[] = {"private", "host_to_container", "bidirectional"};
+static const char *const seccomps[] = {"runtime/default", "unconfined", "localhost"};
+
+static const char *enum_name(const char *const *table, size_t n, int v)
+{
+        /* The store validated the spec before encoding it. */
+        assert(v >= 0 && (size_t)v < n);
+        return table[v];
+}
+
+static char *to_string(json_object *o)
+{
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s)
+                rkl_oom();
+        return rkl_xstrdup(s);
+}
+
+char *rkl_store__pod_config_to_json(const rkl_pod_spec *spec)
+{
+        _cleanup_(json_object_putp) json_object *o = checked(json_object_new_object());
+
+        put_str(o, "hostname", spec->hostname);
+        put_str(o, "log_directory", spec->log_directory);
+        put_strv(o, "dns_servers", spec->dns_servers);
+        put_strv(o, "dns_searches", spec->dns_searches);
+        put_strv(o, "dns_options", spec->dns_options);
+        if (spec->ports) {
+                json_object *a = checked(json_object_new_array());
+                for (size_t i = 0; i < spec->n_ports; i++) {
+                        const rkl_port_mapping *p = &spec->ports[i];
+                        json_object *m = checked(json_object_new_object());
+                        put_str(m, "protocol",
+                                enum_name(protocols, ELEMENTSOF(protocols), p->protocol));
+                        put_int(m, "container_port", p->container_port);
+                        put_int(m, "host_port", p->host_port);
+                        put_str(m, "host_ip", p->host_ip);
+                        append(a, m);
+                }
+                put(o, "port_mappings", a);
+        }
+        put_str(o, "cgroup_parent", spec->cgroup_parent);
+        put_map(o, "sysctls", &spec->sysctls);
+        put_bool(o, "host_network", spec->host_network);
+        put_bool(o, "privileged", spec->privileged);
+        put_str(o, "runtime_handler", spec->runtime_handler);
+        return to_string(o);
+}
+
+char *rkl_store__container_config_to_json(const rkl_container_spec *spec)
+{
+        _cleanup_(json_object_putp) json_object *o = checked(json_object_new_object());
+
+        put_strv(o, "command", spec->command);
+        put_strv(o, "args", spec->args);
+        put_str(o, "working_dir", spec->working_dir);
+        put_pairs(o, "envs", &spec->envs);
+        if (spec->mounts) {
+                json_object *a = checked(json_object_new_array());
+                for (size_t i = 0; i < spec->n_mounts; i++) {
+                        const rkl_mount *m = &spec->mounts[i];
+                        json_object *j = checked(json_object_new_object());
+                        put_str(j, "container_path", m->container_path);
+                        put_str(j, "host_path", m->host_path);
+                        put_bool(j, "readonly", m->readonly);
+                        put_bool(j, "selinux_relabel", m->selinux_relabel);
+                        put_str(j, "propagation",
+                                enum_name(propagations, ELEMENTSOF(propagations), m->propagation));
+                        append(a, j);
+                }
+                put(o, "mounts", a);
+        }
+        put_str(o, "log_path", spec->log_path);
+        put_bool(o, "stdin", spec->stdin_open);
+        put_bool(o, "stdin_once", spec->stdin_once);
+        put_bool(o, "tty", spec->tty);
+        put_int(o, "cpu_period", spec->cpu_period);
+        put_int(o, "cpu_quota", spec->cpu_quota);
+        put_int(o, "cpu_shares", spec->cpu_shares);
+        put_int(o, "memory_limit", spec->memory_limit);
+        put_int(o, "oom_score_adj", spec->oom_score_adj);
+        /* Present only when set: absence is how "unset" round-trips. */
+        if (spec->has_run_as_user)
+                put_int(o, "run_as_user", spec->run_as_user);
+        if (spec->has_run_as_group)
+                put_int(o, "run_as_group", spec->run_as_group);
+        put_str(o, "run_as_username", spec->run_as_username);
+        if (spec->supplemental_groups) {
+                json_object *a = checked(json_object_new_array());
+                for (size_t i = 0; i < spec->n_supplemental_groups; i++)
+                        append(a, json_object_new_int64(spec->supplemental_groups[i]));
+                put(o, "supplemental_groups", a);
+        }
+        put_bool(o, "readonly_rootfs", spec->readonly_rootfs);
+        put_bool(o, "privileged", spec->privileged);
+        put_bool(o, "no_new_privs", spec->no_new_privs);
+        put_strv(o, "caps_add", spec->caps_add);
+        put_strv(o, "caps_drop", spec->caps_drop);
+        put_str(o, "seccomp", enum_name(seccomps, ELEMENTSOF(seccomps), spec->seccomp));
+        put_str(o, "seccomp_localhost_ref", spec->seccomp_localhost_ref);
+        return to_string(o);
+}
+
+/* Readers: the column is ours, so anything unexpected means a damaged or foreign file. */
+
+static int bad(rkl_error *reterr, const char *key, const char *what)
+{
+        return rkl_error_set(reterr, -EUCLEAN, "config: '%s': %s", key, what);
+}
+
+/* A JSON string that is a C string: "\u0000" inside would silently truncate it. */
+static bool is_c_string(json_object *v)
+{
+        return json_object_is_type(v, json_type_string) &&
+               strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
+}
+
+static int get_str(json_object *obj, const char *key, char **ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!is_c_string(v))
+                return bad(reterr, key, "not a string");
+        *ret = rkl_xstrdup(json_object_get_string(v));
+        return 0;
+}
+
+static int get_strv(json_object *obj, const char *key, char ***ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_array))
+                return bad(reterr, key, "not an array");
+        size_t n = json_object_array_length(v);
+        char **l = rkl_xnew0(char *, n + 1);
+        *ret = l; /* the caller frees it on failure with the rest of the spec */
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(v, i);
+                if (!is_c_string(e))
+                        return bad(reterr, key, "element not a string");
+                l[i] = rkl_xstrdup(json_object_get_string(e));
+        }
+        return 0;
+}
+
+static int get_bool(json_object *obj, const char *key, bool *ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return bad(reterr, key, "not a boolean");
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
+
+static int get_int(json_object *obj, const char *key, int64_t min, int64_t max, int64_t *ret,
+                   bool *ret_present, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return bad(reterr, key, "not an integer");
+        errno = 0;
+        int64_t i = json_object_get_int64(v);
+        if (errno != 0 || i < min || i > max)
+                return bad(reterr, key, "out of range");
+        *ret = i;
+        if (ret_present)
+                *ret_present = true;
+        return 0;
+}
+
+static int get_i64(json_object *obj, const char *key, int64_t *ret, rkl_error *reterr)
+{
+        return get_int(obj, key, INT64_MIN, INT64_MAX, ret, NULL, reterr);
+}
+
+static int get_enum(json_object *obj, const char *key, const char *const *table, size_t n, int *ret,
+                    rkl_error *reterr)
+{
+        _cleanup_free_ char *s = NULL;
+        int r = get_str(obj, key, &s, reterr);
+        if (r < 0)
+                return r;
+        if (!s)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if (streq(table[i], s)) {
+                        *ret = (int)i;
+                        return 0;
+                }
+        return bad(reterr, key, "unknown value");
+}
+
+static int get_pair_list(json_object *obj, const char *key, rkl_kvs *ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_array))
+                return bad(reterr, key, "not an array");
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+                json_object *p = json_object_array_get_idx(v, i);
+                if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
+                        return bad(reterr, key, "element not a pair");
+                json_object *k = json_object_array_get_idx(p, 0),
+                            *val = json_object_array_get_idx(p, 1);
+                if (!is_c_string(k) || !is_c_string(val))
+                        return bad(reterr, key, "pair not of strings");
+                rkl_kvs_add(ret, json_object_get_string(k), json_object_get_string(val));
+        }
+        return 0;
+}
+
+static int get_map(json_object *obj, const char *key, rkl_kvs *ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        if (!json_object_is_type(v, json_type_object))
+                return bad(reterr, key, "not an object");
+        json_object_object_foreach(v, k, val)
+        {
+                if (!is_c_string(val))
+                        return bad(reterr, key, "value not a string");
+                rkl_kvs_add(ret, k, json_object_get_string(val));
+        }
+        return 0;
+}
+
+static int parse(const char *json, json_object **ret, rkl_error *reterr)
+{
+        enum json_tokener_error jerr;
+        json_object *o = json_tokener_parse_verbose(json, &jerr);
+        if (!o)
+                return rkl_error_set(reterr, -EUCLEAN, "config: %s", json_tokener_error_desc(jerr));
+        if (!json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                return rkl_error_set(reterr, -EUCLEAN, "config: not an object");
+        }
+        *ret = o;
+        return 0;
+}
+
+int rkl_store__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error *reterr)
+{
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        int r = parse(json, &o, reterr);
+        if (r < 0)
+                return r;
+
+        if ((r = get_str(o, "hostname", &spec->hostname, reterr)) < 0 ||
+            (r = get_str(o, "log_directory", &spec->log_directory, reterr)) < 0 ||
+            (r = get_strv(o, "dns_servers", &spec->dns_servers, reterr)) < 0 ||
+            (r = get_strv(o, "dns_searches", &spec->dns_searches, reterr)) < 0 ||
+            (r = get_strv(o, "dns_options", &spec->dns_options, reterr)) < 0 ||
+            (r = get_str(o, "cgroup_parent", &spec->cgroup_parent, reterr)) < 0 ||
+            (r = get_map(o, "sysctls", &spec->sysctls, reterr)) < 0 ||
+            (r = get_bool(o, "host_network", &spec->host_network, reterr)) < 0 ||
+            (r = get_bool(o, "privileged", &spec->privileged, reterr)) < 0 ||
+            (r = get_str(o, "runtime_handler", &spec->runtime_handler, reterr)) < 0)
+                return r;
+
+        json_object *ports;
+        if (json_object_object_get_ex(o, "port_mappings", &ports) && ports) {
+                if (!json_object_is_type(ports, json_type_array))
+                        return bad(reterr, "port_mappings", "not an array");
+                size_t n = json_object_array_length(ports);
+                spec->ports = rkl_xnew0(rkl_port_mapping, n ? n : 1);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *m = json_object_array_get_idx(ports, i);
+                        rkl_port_mapping *p = &spec->ports[i];
+                        int proto = 0;
+                        int64_t cport = 0, hport = 0;
+                        if (!json_object_is_type(m, json_type_object))
+                                return bad(reterr, "port_mappings", "element not an object");
+                        spec->n_ports = i + 1; /* so that host_ip is freed on failure */
+                        if ((r = get_enum(m, "protocol", protocols, ELEMENTSOF(protocols), &proto,
+                                          reterr)) < 0 ||
+                            (r = get_int(m, "container_port", INT32_MIN, INT32_MAX, &cport, NULL,
+                                         reterr)) < 0 ||
+                            (r = get_int(m, "host_port", INT32_MIN, INT32_MAX, &hport, NULL,
+                                         reterr)) < 0 ||
+                            (r = get_str(m, "host_ip", &p->host_ip, reterr)) < 0)
+                                return r;
+                        p->protocol = proto;
+                        p->container_port = (int32_t)cport;
+                        p->host_port = (int32_t)hport;
+                }
+        }
+        return 0;
+}
+
+int rkl_store__container_config_from_json(const char *json, rkl_container_spec *spec,
+                                          rkl_error *reterr)
+{
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        int seccomp = 0;
+        int r = parse(json, &o, reterr);
+        if (r < 0)
+                return r;
+
+        if ((r = get_strv(o, "command", &spec->command, reterr)) < 0 ||
+            (r = get_strv(o, "args", &spec->args, reterr)) < 0 ||
+            (r = get_str(o, "working_dir", &spec->working_dir, reterr)) < 0 ||
+            (r = get_pair_list(o, "envs", &spec->envs, reterr)) < 0 ||
+            (r = get_str(o, "log_path", &spec->log_path, reterr)) < 0 ||
+            (r = get_bool(o, "stdin", &spec->stdin_open, reterr)) < 0 ||
+            (r = get_bool(o, "stdin_once", &spec->stdin_once, reterr)) < 0 ||
+            (r = get_bool(o, "tty", &spec->tty, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_period", &spec->cpu_period, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_quota", &spec->cpu_quota, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_shares", &spec->cpu_shares, reterr)) < 0 ||
+            (r = get_i64(o, "memory_limit", &spec->memory_limit, reterr)) < 0 ||
+            (r = get_i64(o, "oom_score_adj", &spec->oom_score_adj, reterr)) < 0 ||
+            (r = get_int(o, "run_as_user", INT64_MIN, INT64_MAX, &spec->run_as_user,
+                         &spec->has_run_as_user, reterr)) < 0 ||
+            (r = get_int(o, "run_as_group", INT64_MIN, INT64_MAX, &spec->run_as_group,
+                         &spec->has_run_as_group, reterr)) < 0 ||
+            (r = get_str(o, "run_as_username", &spec->run_as_username, reterr)) < 0 ||
+            (r = get_bool(o, "readonly_rootfs", &spec->readonly_rootfs, reterr)) < 0 ||
+            (r = get_bool(o, "privileged", &spec->privileged, reterr)) < 0 ||
+            (r = get_bool(o, "no_new_privs", &spec->no_new_privs, reterr)) < 0 ||
+            (r = get_strv(o, "caps_add", &spec->caps_add, reterr)) < 0 ||
+            (r = get_strv(o, "caps_drop", &spec->caps_drop, reterr)) < 0 ||
+            (r = get_enum(o, "seccomp", seccomps, ELEMENTSOF(seccomps), &seccomp, reterr)) < 0 ||
+            (r = get_str(o, "seccomp_localhost_ref", &spec->seccomp_localhost_ref, reterr)) < 0)
+                return r;
+        spec->seccomp = seccomp;
+
+        json_object *groups;
+        if (json_object_object_get_ex(o, "supplemental_groups", &groups) && groups) {
+                if (!json_object_is_type(groups, json_type_array))
+                        return bad(reterr, "supplemental_groups", "not an array");
+                size_t n = json_object_array_length(groups);
+                spec->supplemental_groups = rkl_xnew0(int64_t, n ? n : 1);
+                spec->n_supplemental_groups = n;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *g = json_object_array_get_idx(groups, i);
+                        if (!json_object_is_type(g, json_type_int))
+                                return bad(reterr, "supplemental_groups", "not an integer");
+                        spec->supplemental_groups[i] = json_object_get_int64(g);
+                }
+        }
+
+        json_object *mounts;
+        if (json_object_object_get_ex(o, "mounts", &mounts) && mounts) {
+                if (!json_object_is_type(mounts, json_type_array))
+                        return bad(reterr, "mounts", "not an array");
+                size_t n = json_object_array_length(mounts);
+                spec->mounts = rkl_xnew0(rkl_mount, n ? n : 1);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *j = json_object_array_get_idx(mounts, i);
+                        rkl_mount *m = &spec->mounts[i];
+                        int prop = 0;
+                        if (!json_object_is_type(j, json_type_object))
+                                return bad(reterr, "mounts", "element not an object");
+                        spec->n_mounts = i + 1; /* so that the paths are freed on failure */
+                        if ((r = get_str(j, "container_path", &m->container_path, reterr)) < 0 ||
+                            (r = get_str(j, "host_path", &m->host_path, reterr)) < 0 ||
+                            (r = get_bool(j, "readonly", &m->readonly, reterr)) < 0 ||
+                            (r = get_bool(j, "selinux_relabel", &m->selinux_relabel, reterr)) < 0 ||
+                            (r = get_enum(j, "propagation", propagations, ELEMENTSOF(propagations),
+                                          &prop, reterr)) < 0)
+                                return r;
+                        m->propagation = prop;
+                }
+        }
+        return 0;
+}

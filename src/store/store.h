@@ -1,0 +1,211 @@
+/* The state store: desired and observed state of sandboxes and containers in SQLite.
+ *
+ * Every accepted CRI call lands here before it is answered, and a restart recovers from it.
+ * Only src/store speaks SQL. One rkl_store is one connection: open one per thread on the
+ * same file (WAL lets readers and one writer run at once; busy_timeout queues writers).
+ * Every write is one IMMEDIATE transaction: it commits entirely or not at all, and bumps
+ * the store's change generation.
+ *
+ * Errors are -errno with a message in reterr: -EINVAL (bad input, the message names the
+ * field), -ENOENT (no such object), -EEXIST (an ID, name+attempt, app name, rkt UUID or
+ * unit name already taken), -ENOTUNIQ (ambiguous ID prefix), -EBUSY (the database stayed
+ * locked past the busy timeout), -EPROTONOSUPPORT (schema newer than this binary),
+ * -EUCLEAN (not a database, or corrupt), -ENOSPC, -EROFS, -EACCES, else -EIO. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/macro.h"
+#include "base/model.h"
+
+typedef struct rkl_store rkl_store;
+
+/* The daemon's database, below --state-dir. */
+#define RKL_STORE_FILE_NAME "rktlet.db"
+
+typedef struct rkl_store_options {
+        /* false: synchronous=NORMAL. A committed write survives a crash or kill -9 of the
+         * daemon; a power loss or kernel crash may lose the last transactions (never
+         * corrupts). true: synchronous=FULL, every commit is fsync'ed: survives power loss,
+         * at the cost measured in docs/store.md. */
+        bool sync_full;
+        /* How long a write waits for another connection's transaction; 0 means 5000 ms. */
+        unsigned busy_timeout_ms;
+        /* Skip PRAGMA quick_check at open: for the second and later connection of a
+         * process, once the first one has checked the file. Open that first connection
+         * before starting the threads that open the others: it creates, migrates and
+         * switches the file to WAL. */
+        bool skip_check;
+} rkl_store_options;
+
+/* Opens (creating it with mode 0600 if missing) and migrates the database at path;
+ * ":memory:" gives a private in-memory database (one per connection, for tests). Refuses a
+ * file that is not a database or fails quick_check (-EUCLEAN) and a schema newer than this
+ * binary (-EPROTONOSUPPORT), and never writes to such a file. opts may be NULL. */
+int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **ret,
+                   rkl_error *reterr);
+rkl_store *rkl_store_close(rkl_store *s);
+RKL_DEFINE_CLEANUP(rkl_store *, rkl_store_close)
+
+/* The change generation: bumped by every committed write through any connection. */
+int rkl_store_generation(rkl_store *s, uint64_t *ret, rkl_error *reterr);
+/* SQLite's PRAGMA data_version: changes when another connection has committed since this
+ * one last looked. Cheaper than rkl_store_generation() (no table read) but blind to this
+ * connection's own writes. */
+int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr);
+/* The schema version of the open database, and the newest this binary knows. */
+int rkl_store_schema_version(rkl_store *s, unsigned *ret, rkl_error *reterr);
+unsigned rkl_store_schema_version_latest(void);
+/* PRAGMA integrity_check (full; slow on big files): 0, or -EUCLEAN with the first problem. */
+int rkl_store_integrity_check(rkl_store *s, rkl_error *reterr);
+
+/* Reconcile bookkeeping carried by every object. */
+typedef struct rkl_store_bookkeeping {
+        uint64_t version;      /* the store generation at this object's last change */
+        uint32_t attempts;     /* failed attempts since the last success */
+        char *last_error;      /* NULL when the last attempt succeeded */
+        int64_t next_retry_ns; /* realtime ns; 0: no retry scheduled */
+        int64_t accepted_ns;   /* when the CRI call was accepted (realtime ns) */
+} rkl_store_bookkeeping;
+
+/* Sandboxes. */
+
+/* What the reconciler last observed of a sandbox; 0 / NULL mean unknown or not yet. */
+typedef struct rkl_pod_observed {
+        rkl_pod_phase phase;
+        int64_t pid;
+        char *ip;
+        int64_t created_ns, started_ns, finished_ns;
+        char *reason, *message;
+} rkl_pod_observed;
+
+void rkl_pod_observed_done(rkl_pod_observed *o);
+
+typedef struct rkl_pod_record {
+        char id[RKL_ID_LEN + 1];
+        rkl_pod_spec spec;
+        rkl_pod_desired desired;
+        rkl_pod_observed observed;
+        char *rkt_uuid;  /* NULL until the rkt pod exists */
+        char *unit_name; /* NULL until a unit is started */
+        rkl_store_bookkeeping book;
+} rkl_pod_record;
+
+rkl_pod_record *rkl_pod_record_free(rkl_pod_record *r);
+RKL_DEFINE_CLEANUP(rkl_pod_record *, rkl_pod_record_free)
+/* Frees an array from rkl_store_pod_list() and its records; returns NULL. */
+rkl_pod_record **rkl_pod_record_array_free(rkl_pod_record **a, size_t n);
+
+/* Which sandboxes a list or foreach returns; a zeroed filter (or NULL) selects all. */
+typedef struct rkl_pod_filter {
+        const char *id; /* exact ID */
+        bool by_desired;
+        rkl_pod_desired desired;
+        bool by_phase;
+        rkl_pod_phase phase;
+        const rkl_kvs *label_selector; /* every pair must be among the labels */
+} rkl_pod_filter;
+
+/* Records a new sandbox with the caller's fresh ID: desired ready, phase pending. */
+int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *spec,
+                         rkl_error *reterr);
+int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr);
+/* Sorted by accepted time, then ID. */
+int rkl_store_pod_list(rkl_store *s, const rkl_pod_filter *filter, rkl_pod_record ***ret,
+                       size_t *ret_n, rkl_error *reterr);
+/* cb sees each record (borrowed: valid during the call only) and may call into the store:
+ * the records are read in one snapshot first. cb returns 0 to go on, > 0 to stop (foreach
+ * returns that value), < 0 to fail (foreach returns it). */
+typedef int (*rkl_store_pod_cb)(const rkl_pod_record *pod, void *userdata);
+int rkl_store_pod_foreach(rkl_store *s, const rkl_pod_filter *filter, rkl_store_pod_cb cb,
+                          void *userdata, rkl_error *reterr);
+int rkl_store_pod_set_desired(rkl_store *s, const char *pod_id, rkl_pod_desired desired,
+                              rkl_error *reterr);
+/* StopPodSandbox in one transaction: the sandbox and all its containers to stopped. */
+int rkl_store_pod_stop(rkl_store *s, const char *pod_id, rkl_error *reterr);
+/* Replaces the whole observed state. */
+int rkl_store_pod_set_observed(rkl_store *s, const char *pod_id, const rkl_pod_observed *o,
+                               rkl_error *reterr);
+/* uuid: 36-char lowercase rkt pod UUID, or NULL to forget it (the pod was removed). */
+int rkl_store_pod_set_rkt_uuid(rkl_store *s, const char *pod_id, const char *uuid,
+                               rkl_error *reterr);
+/* unit: systemd unit name, or NULL to forget it. */
+int rkl_store_pod_set_unit_name(rkl_store *s, const char *pod_id, const char *unit,
+                                rkl_error *reterr);
+/* A failed attempt: attempts++, last_error, next retry (realtime ns). Returns the new
+ * attempt count. The backoff policy is the caller's. */
+int rkl_store_pod_record_error(rkl_store *s, const char *pod_id, const char *error,
+                               int64_t next_retry_ns, rkl_error *reterr);
+/* A successful attempt: attempts 0, no error, no retry. */
+int rkl_store_pod_clear_error(rkl_store *s, const char *pod_id, rkl_error *reterr);
+/* Deletes the sandbox with its containers, labels and annotations. -ENOENT if absent. */
+int rkl_store_pod_delete(rkl_store *s, const char *pod_id, rkl_error *reterr);
+/* Resolves a unique ID prefix (1 to 64 hex digits, as crictl users type them) to the full
+ * ID. -ENOENT: none matches; -ENOTUNIQ: more than one does. */
+int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
+                          rkl_error *reterr);
+
+/* Containers. */
+
+typedef struct rkl_container_observed {
+        rkl_ctr_phase phase;
+        int64_t pid;
+        bool has_exit_code;
+        int32_t exit_code;
+        int64_t created_ns, started_ns, finished_ns;
+        char *reason, *message;
+        char *image_ref; /* the image rkt actually ran (sha512-… or digest) */
+} rkl_container_observed;
+
+void rkl_container_observed_done(rkl_container_observed *o);
+
+typedef struct rkl_container_record {
+        char id[RKL_ID_LEN + 1];
+        char sandbox_id[RKL_ID_LEN + 1];
+        rkl_container_spec spec;
+        rkl_ctr_desired desired;
+        rkl_container_observed observed;
+        char *app_name;
+        rkl_store_bookkeeping book;
+} rkl_container_record;
+
+rkl_container_record *rkl_container_record_free(rkl_container_record *r);
+RKL_DEFINE_CLEANUP(rkl_container_record *, rkl_container_record_free)
+rkl_container_record **rkl_container_record_array_free(rkl_container_record **a, size_t n);
+
+typedef struct rkl_container_filter {
+        const char *id;         /* exact ID */
+        const char *sandbox_id; /* exact sandbox ID */
+        bool by_desired;
+        rkl_ctr_desired desired;
+        bool by_phase;
+        rkl_ctr_phase phase;
+        const rkl_kvs *label_selector;
+} rkl_container_filter;
+
+/* Records a new container in an existing sandbox (-ENOENT if it is not there): desired
+ * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*). */
+int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
+                               const char *app_name, const rkl_container_spec *spec,
+                               rkl_error *reterr);
+int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+                            rkl_error *reterr);
+/* Sorted by accepted time, then ID. */
+int rkl_store_container_list(rkl_store *s, const rkl_container_filter *filter,
+                             rkl_container_record ***ret, size_t *ret_n, rkl_error *reterr);
+typedef int (*rkl_store_container_cb)(const rkl_container_record *ctr, void *userdata);
+int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter,
+                                rkl_store_container_cb cb, void *userdata, rkl_error *reterr);
+int rkl_store_container_set_desired(rkl_store *s, const char *ctr_id, rkl_ctr_desired desired,
+                                    rkl_error *reterr);
+int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
+                                     const rkl_container_observed *o, rkl_error *reterr);
+int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,
+                                     int64_t next_retry_ns, rkl_error *reterr);
+int rkl_store_container_clear_error(rkl_store *s, const char *ctr_id, rkl_error *reterr);
+int rkl_store_container_delete(rkl_store *s, const char *ctr_id, rkl_error *reterr);
+int rkl_store_container_resolve(rkl_store *s, const char *prefix,
+                                char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);
