@@ -1,0 +1,56 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "base/hashmap.h"
+
+/* Against a trivially correct model, through growth and many deletions. */
+static void test_against_model(void **state)
+{
+        enum { N = 3000 };
+        char *keys[N];
+        bool present[N] = {0};
+        rkl_hashmap *m = rkl_hashmap_new();
+        unsigned seed = 42;
+
+        for (int i = 0; i < N; i++)
+                keys[i] = rkl_xasprintf("%064x", i * 2654435761u);
+        for (int round = 0; round < 20000; round++) {
+                int k = (int)(rand_r(&seed) % N);
+                if (rand_r(&seed) % 3) {
+                        void *old = rkl_hashmap_put(m, keys[k], keys[k]);
+                        assert_ptr_equal(old, present[k] ? keys[k] : NULL);
+                        present[k] = true;
+                } else {
+                        void *old = rkl_hashmap_remove(m, keys[k]);
+                        assert_ptr_equal(old, present[k] ? keys[k] : NULL);
+                        present[k] = false;
+                }
+        }
+        size_t n = 0;
+        for (int i = 0; i < N; i++) {
+                assert_ptr_equal(rkl_hashmap_get(m, keys[i]), present[i] ? keys[i] : NULL);
+                n += present[i];
+        }
+        assert_int_equal(rkl_hashmap_size(m), n);
+        size_t it = 0, seen = 0;
+        const char *k;
+        void *v;
+        while (rkl_hashmap_iterate(m, &it, &k, &v)) {
+                assert_ptr_equal(k, v);
+                seen++;
+        }
+        assert_int_equal(seen, n);
+        rkl_hashmap_free(m);
+        for (int i = 0; i < N; i++)
+                free(keys[i]);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_against_model)};
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
