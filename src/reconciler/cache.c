@@ -1,10 +1,24 @@
 #include "cache.h"
 
 #include "base/alloc.h"
+#include "base/hashmap.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
+/* A tombstone outlives any put that could have raced with its deletion by far. */
+#define TOMBSTONE_TTL_NS (60 * (int64_t)NSEC_PER_SEC)
+
+typedef struct entry {
+        char id[RKL_ID_LEN + 1]; /* the map's key */
+        uint64_t version;
+        void *view;         /* rkl_pod_view or rkl_ctr_view; NULL for a tombstone */
+        int64_t deleted_ns; /* tombstones: when */
+} entry;
+
 struct rkl_cache {
-        pthread_mutex_t lock;
+        pthread_rwlock_t lock;
+        rkl_hashmap *pods, *ctrs; /* id -> entry */
+        pthread_mutex_t health_lock;
         rkl_health health;
 };
 
@@ -26,19 +40,134 @@ void rkl_health_copy(rkl_health *dst, const rkl_health *src)
         dst->systemd_detail = rkl_xstrdup(src->systemd_detail);
 }
 
+rkl_cri_pod_state rkl_cri_pod_state_of(const rkl_pod_record *rec)
+{
+        /* Ready from acceptance until stopped, or until creation failed for good or the
+         * pod died (DESIGN.md, "The async contract"). */
+        if (rec->desired == RKL_POD_DESIRED_READY &&
+            (rec->observed.phase == RKL_POD_PHASE_PENDING ||
+             rec->observed.phase == RKL_POD_PHASE_RUNNING))
+                return RKL_CRI_SANDBOX_READY;
+        return RKL_CRI_SANDBOX_NOTREADY;
+}
+
+rkl_cri_ctr_state rkl_cri_ctr_state_of(const rkl_container_record *rec)
+{
+        /* Never running before rkt has really started the process. */
+        switch (rec->observed.phase) {
+        case RKL_CTR_PHASE_CREATED:
+                return RKL_CRI_CONTAINER_CREATED;
+        case RKL_CTR_PHASE_RUNNING:
+                return RKL_CRI_CONTAINER_RUNNING;
+        case RKL_CTR_PHASE_EXITED:
+                return RKL_CRI_CONTAINER_EXITED;
+        default:
+                return RKL_CRI_CONTAINER_UNKNOWN;
+        }
+}
+
+rkl_pod_view *rkl_pod_view_new(rkl_pod_record *rec)
+{
+        rkl_pod_view *v = rkl_xnew0(rkl_pod_view, 1);
+        v->refs = 1;
+        v->rec = rec;
+        v->state = rkl_cri_pod_state_of(rec);
+        return v;
+}
+
+rkl_ctr_view *rkl_ctr_view_new(rkl_container_record *rec, const char *log_directory)
+{
+        rkl_ctr_view *v = rkl_xnew0(rkl_ctr_view, 1);
+        v->refs = 1;
+        v->rec = rec;
+        v->state = rkl_cri_ctr_state_of(rec);
+        /* kubelet and critest open this path directly: it must be the full host path. */
+        if (!isempty(rec->spec.log_path))
+                v->log_path = isempty(log_directory)
+                                  ? rkl_xstrdup(rec->spec.log_path)
+                                  : rkl_xasprintf("%s/%s", log_directory, rec->spec.log_path);
+        return v;
+}
+
+rkl_pod_view *rkl_pod_view_ref(rkl_pod_view *v)
+{
+        __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+        return v;
+}
+
+rkl_ctr_view *rkl_ctr_view_ref(rkl_ctr_view *v)
+{
+        __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+        return v;
+}
+
+rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v)
+{
+        if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+                rkl_pod_record_free(v->rec);
+                free(v);
+        }
+        return NULL;
+}
+
+rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v)
+{
+        if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+                rkl_container_record_free(v->rec);
+                free(v->log_path);
+                free(v);
+        }
+        return NULL;
+}
+
+void rkl_pod_views_unref(rkl_pod_view **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                rkl_pod_view_unref(v[i]);
+        free(v);
+}
+
+void rkl_ctr_views_unref(rkl_ctr_view **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                rkl_ctr_view_unref(v[i]);
+        free(v);
+}
+
 rkl_cache *rkl_cache_new(void)
 {
         rkl_cache *c = rkl_xnew0(rkl_cache, 1);
-        pthread_mutex_init(&c->lock, NULL);
+        pthread_rwlock_init(&c->lock, NULL);
+        pthread_mutex_init(&c->health_lock, NULL);
+        c->pods = rkl_hashmap_new();
+        c->ctrs = rkl_hashmap_new();
         return c;
+}
+
+static void entries_free(rkl_hashmap *m, bool pods)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
+                entry *e = v;
+                if (pods)
+                        rkl_pod_view_unref(e->view);
+                else
+                        rkl_ctr_view_unref(e->view);
+                free(e);
+        }
+        rkl_hashmap_free(m);
 }
 
 rkl_cache *rkl_cache_free(rkl_cache *c)
 {
         if (!c)
                 return NULL;
+        entries_free(c->pods, true);
+        entries_free(c->ctrs, false);
         rkl_health_done(&c->health);
-        pthread_mutex_destroy(&c->lock);
+        pthread_rwlock_destroy(&c->lock);
+        pthread_mutex_destroy(&c->health_lock);
         free(c);
         return NULL;
 }
@@ -48,17 +177,300 @@ void rkl_cache_set_health(rkl_cache *c, const rkl_health *h)
         rkl_health copy;
         rkl_health_copy(&copy, h);
         {
-                RKL_GUARD(&c->lock);
+                RKL_GUARD(&c->health_lock);
                 rkl_health old = c->health;
                 c->health = copy;
                 copy = old;
         }
-        /* The old strings are freed outside the lock. */
-        rkl_health_done(&copy);
+        rkl_health_done(&copy); /* the old one, outside the lock */
 }
 
 void rkl_cache_get_health(rkl_cache *c, rkl_health *ret)
 {
-        RKL_GUARD(&c->lock);
+        RKL_GUARD(&c->health_lock);
         rkl_health_copy(ret, &c->health);
+}
+
+/* Swaps view in under the write lock; returns the view displaced (to unref outside the
+ * lock), or view itself when it lost to a newer version. */
+static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version, void *view)
+{
+        void *displaced;
+        pthread_rwlock_wrlock(&c->lock);
+        entry *e = rkl_hashmap_get(m, id);
+        if (e && e->version > version) {
+                displaced = view;
+        } else {
+                if (!e) {
+                        e = rkl_xnew0(entry, 1);
+                        memcpy(e->id, id, sizeof(e->id));
+                        rkl_hashmap_put(m, e->id, e);
+                }
+                displaced = e->view;
+                e->view = view;
+                e->version = version;
+                e->deleted_ns = 0;
+        }
+        pthread_rwlock_unlock(&c->lock);
+        return displaced;
+}
+
+bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v)
+{
+        void *d = put(c, c->pods, v->rec->id, v->rec->book.version, v);
+        rkl_pod_view_unref(d);
+        return d != v;
+}
+
+bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v)
+{
+        void *d = put(c, c->ctrs, v->rec->id, v->rec->book.version, v);
+        rkl_ctr_view_unref(d);
+        return d != v;
+}
+
+/* Leaves a tombstone and drops tombstones older than their TTL; returns views to unref. */
+static void *tombstone(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version)
+{
+        int64_t now = rkl_realtime_nsec();
+        void *displaced = NULL;
+        pthread_rwlock_wrlock(&c->lock);
+        entry *e = rkl_hashmap_get(m, id);
+        if (!e) {
+                e = rkl_xnew0(entry, 1);
+                (void)snprintf(e->id, sizeof(e->id), "%s", id);
+                rkl_hashmap_put(m, e->id, e);
+        }
+        if (e->version <= version) {
+                displaced = e->view;
+                e->view = NULL;
+                e->version = version;
+                e->deleted_ns = now;
+        }
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
+                entry *t = v;
+                if (!t->view && t->deleted_ns + TOMBSTONE_TTL_NS < now) {
+                        rkl_hashmap_remove(m, t->id);
+                        free(t);
+                        i = 0; /* removal shifts entries: start over */
+                }
+        }
+        pthread_rwlock_unlock(&c->lock);
+        return displaced;
+}
+
+void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version)
+{
+        rkl_pod_view_unref(tombstone(c, c->pods, id, version));
+}
+
+void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version)
+{
+        rkl_ctr_view_unref(tombstone(c, c->ctrs, id, version));
+}
+
+static void *get_locked(rkl_hashmap *m, const char *id)
+{
+        entry *e = rkl_hashmap_get(m, id);
+        return e ? e->view : NULL;
+}
+
+rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id)
+{
+        pthread_rwlock_rdlock(&c->lock);
+        rkl_pod_view *v = get_locked(c->pods, id);
+        if (v)
+                rkl_pod_view_ref(v);
+        pthread_rwlock_unlock(&c->lock);
+        return v;
+}
+
+rkl_ctr_view *rkl_cache_ctr_get(rkl_cache *c, const char *id)
+{
+        pthread_rwlock_rdlock(&c->lock);
+        rkl_ctr_view *v = get_locked(c->ctrs, id);
+        if (v)
+                rkl_ctr_view_ref(v);
+        pthread_rwlock_unlock(&c->lock);
+        return v;
+}
+
+/* The live view whose ID starts with prefix: -ENOENT, -ENOTUNIQ, or 0. Lock held. */
+static int resolve_locked(rkl_hashmap *m, const char *prefix, void **ret)
+{
+        size_t n = strlen(prefix);
+        if (n == 0)
+                return -ENOENT;
+        if (n == RKL_ID_LEN) {
+                *ret = get_locked(m, prefix);
+                return *ret ? 0 : -ENOENT;
+        }
+        void *found = NULL;
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
+                entry *e = v;
+                if (!e->view || strncmp(e->id, prefix, n) != 0)
+                        continue;
+                if (found)
+                        return -ENOTUNIQ;
+                found = e->view;
+        }
+        *ret = found;
+        return found ? 0 : -ENOENT;
+}
+
+int rkl_cache_pod_resolve(rkl_cache *c, const char *prefix, rkl_pod_view **ret)
+{
+        void *v = NULL;
+        pthread_rwlock_rdlock(&c->lock);
+        int r = resolve_locked(c->pods, prefix, &v);
+        if (r >= 0)
+                *ret = rkl_pod_view_ref(v);
+        pthread_rwlock_unlock(&c->lock);
+        return r;
+}
+
+int rkl_cache_ctr_resolve(rkl_cache *c, const char *prefix, rkl_ctr_view **ret)
+{
+        void *v = NULL;
+        pthread_rwlock_rdlock(&c->lock);
+        int r = resolve_locked(c->ctrs, prefix, &v);
+        if (r >= 0)
+                *ret = rkl_ctr_view_ref(v);
+        pthread_rwlock_unlock(&c->lock);
+        return r;
+}
+
+static bool labels_match(const rkl_kvs *labels, const rkl_kvs *selector)
+{
+        for (size_t i = 0; selector && i < selector->n; i++)
+                if (!streq_ptr(rkl_kvs_get(labels, selector->items[i].key),
+                               selector->items[i].value))
+                        return false;
+        return true;
+}
+
+static int by_accepted(int64_t a_ns, const char *a_id, int64_t b_ns, const char *b_id)
+{
+        if (a_ns != b_ns)
+                return a_ns < b_ns ? -1 : 1;
+        return strcmp(a_id, b_id);
+}
+
+static int pod_cmp(const void *a, const void *b)
+{
+        const rkl_pod_record *x = (*(rkl_pod_view *const *)a)->rec;
+        const rkl_pod_record *y = (*(rkl_pod_view *const *)b)->rec;
+        return by_accepted(x->book.accepted_ns, x->id, y->book.accepted_ns, y->id);
+}
+
+static int ctr_cmp(const void *a, const void *b)
+{
+        const rkl_container_record *x = (*(rkl_ctr_view *const *)a)->rec;
+        const rkl_container_record *y = (*(rkl_ctr_view *const *)b)->rec;
+        return by_accepted(x->book.accepted_ns, x->id, y->book.accepted_ns, y->id);
+}
+
+int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***ret, size_t *ret_n)
+{
+        static const rkl_view_filter all = {0};
+        rkl_pod_view **out = NULL;
+        size_t n = 0;
+
+        if (!f)
+                f = &all;
+        pthread_rwlock_rdlock(&c->lock);
+        if (!isempty(f->id)) {
+                void *v;
+                if (resolve_locked(c->pods, f->id, &v) >= 0) {
+                        out = rkl_xnew0(rkl_pod_view *, 1);
+                        out[n++] = rkl_pod_view_ref(v);
+                }
+        } else {
+                out = rkl_xnew0(rkl_pod_view *, rkl_hashmap_size(c->pods) + 1);
+                size_t i = 0;
+                void *v;
+                while (rkl_hashmap_iterate(c->pods, &i, NULL, &v)) {
+                        entry *e = v;
+                        if (e->view)
+                                out[n++] = rkl_pod_view_ref(e->view);
+                }
+        }
+        pthread_rwlock_unlock(&c->lock);
+
+        /* Filtering reads immutable views: no lock needed. */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                rkl_pod_view *v = out[i];
+                if ((f->by_state && (int)v->state != f->state) ||
+                    !labels_match(&v->rec->spec.labels, f->label_selector))
+                        rkl_pod_view_unref(v);
+                else
+                        out[k++] = v;
+        }
+        if (k > 1)
+                qsort(out, k, sizeof(*out), pod_cmp);
+        *ret = out;
+        *ret_n = k;
+        return 0;
+}
+
+int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***ret, size_t *ret_n)
+{
+        static const rkl_view_filter all = {0};
+        rkl_ctr_view **out = NULL;
+        size_t n = 0;
+        char sandbox[RKL_ID_LEN + 1] = "";
+        bool no_match = false;
+
+        if (!f)
+                f = &all;
+        pthread_rwlock_rdlock(&c->lock);
+        if (!isempty(f->sandbox_id)) {
+                void *p;
+                if (resolve_locked(c->pods, f->sandbox_id, &p) >= 0)
+                        memcpy(sandbox, ((rkl_pod_view *)p)->rec->id, sizeof(sandbox));
+                else if (strlen(f->sandbox_id) == RKL_ID_LEN)
+                        /* Containers of a removed sandbox are gone with it. */
+                        (void)snprintf(sandbox, sizeof(sandbox), "%s", f->sandbox_id);
+                else
+                        no_match = true;
+        }
+        if (no_match) {
+                out = rkl_xnew0(rkl_ctr_view *, 1);
+        } else if (!isempty(f->id)) {
+                void *v;
+                out = rkl_xnew0(rkl_ctr_view *, 1);
+                if (resolve_locked(c->ctrs, f->id, &v) >= 0)
+                        out[n++] = rkl_ctr_view_ref(v);
+        } else {
+                out = rkl_xnew0(rkl_ctr_view *, rkl_hashmap_size(c->ctrs) + 1);
+                size_t i = 0;
+                void *v;
+                while (rkl_hashmap_iterate(c->ctrs, &i, NULL, &v)) {
+                        entry *e = v;
+                        if (e->view)
+                                out[n++] = rkl_ctr_view_ref(e->view);
+                }
+        }
+        pthread_rwlock_unlock(&c->lock);
+
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                rkl_ctr_view *v = out[i];
+                if ((f->by_state && (int)v->state != f->state) ||
+                    (*sandbox && !streq(v->rec->sandbox_id, sandbox)) ||
+                    !labels_match(&v->rec->spec.labels, f->label_selector))
+                        rkl_ctr_view_unref(v);
+                else
+                        out[k++] = v;
+        }
+        if (k > 1)
+                qsort(out, k, sizeof(*out), ctr_cmp);
+        *ret = out;
+        *ret_n = k;
+        return 0;
 }

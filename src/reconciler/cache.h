@@ -1,11 +1,18 @@
-/* The status cache: the only mutable structure shared between threads. Writers (the
- * reconciler) copy in, readers (API handlers) copy out; no interior pointer escapes. */
+/* The status cache: what List and Status calls read, so that the read path never touches
+ * SQLite or rkt. It is the only mutable structure shared between threads.
+ *
+ * Entries are immutable, refcounted views of store records: a writer builds a new view
+ * and swaps it in; readers take references under a short lock and read without it. Each
+ * view carries its record's store version, and a put never replaces a newer view with an
+ * older one, so writers racing from different threads cannot make the cache go back in
+ * time. Deletions leave a versioned tombstone for the same reason. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/macro.h"
+#include "store/store.h"
 
 /* What the last probe of the machine found. */
 typedef struct rkl_health {
@@ -21,11 +28,81 @@ typedef struct rkl_health {
 void rkl_health_done(rkl_health *h);
 void rkl_health_copy(rkl_health *dst, const rkl_health *src);
 
+/* CRI's PodSandboxState and ContainerState, as the API reports them. */
+typedef enum rkl_cri_pod_state {
+        RKL_CRI_SANDBOX_READY = 0,
+        RKL_CRI_SANDBOX_NOTREADY = 1,
+} rkl_cri_pod_state;
+
+typedef enum rkl_cri_ctr_state {
+        RKL_CRI_CONTAINER_CREATED = 0,
+        RKL_CRI_CONTAINER_RUNNING = 1,
+        RKL_CRI_CONTAINER_EXITED = 2,
+        RKL_CRI_CONTAINER_UNKNOWN = 3,
+} rkl_cri_ctr_state;
+
+typedef struct rkl_pod_view {
+        int refs;            /* atomic */
+        rkl_pod_record *rec; /* owned, never modified once published */
+        rkl_cri_pod_state state;
+} rkl_pod_view;
+
+typedef struct rkl_ctr_view {
+        int refs;
+        rkl_container_record *rec;
+        rkl_cri_ctr_state state;
+        char *log_path; /* the sandbox's log_directory joined with the container's log_path */
+} rkl_ctr_view;
+
+/* Wrap a record (taken over) in a view with one reference. log_directory is the sandbox's
+ * (for the container's full log path), may be NULL. */
+rkl_pod_view *rkl_pod_view_new(rkl_pod_record *rec);
+rkl_ctr_view *rkl_ctr_view_new(rkl_container_record *rec, const char *log_directory);
+rkl_pod_view *rkl_pod_view_ref(rkl_pod_view *v);
+rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v);
+rkl_ctr_view *rkl_ctr_view_ref(rkl_ctr_view *v);
+rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v);
+RKL_DEFINE_CLEANUP(rkl_pod_view *, rkl_pod_view_unref)
+RKL_DEFINE_CLEANUP(rkl_ctr_view *, rkl_ctr_view_unref)
+void rkl_pod_views_unref(rkl_pod_view **v, size_t n); /* and frees the array */
+void rkl_ctr_views_unref(rkl_ctr_view **v, size_t n);
+
+/* CRI's view of desired plus observed state. */
+rkl_cri_pod_state rkl_cri_pod_state_of(const rkl_pod_record *rec);
+rkl_cri_ctr_state rkl_cri_ctr_state_of(const rkl_container_record *rec);
+
 typedef struct rkl_cache rkl_cache;
 
 rkl_cache *rkl_cache_new(void);
 rkl_cache *rkl_cache_free(rkl_cache *c);
+RKL_DEFINE_CLEANUP(rkl_cache *, rkl_cache_free)
+
 void rkl_cache_set_health(rkl_cache *c, const rkl_health *h); /* copies in */
 void rkl_cache_get_health(rkl_cache *c, rkl_health *ret);     /* copies out */
 
-RKL_DEFINE_CLEANUP(rkl_cache *, rkl_cache_free)
+/* Takes over the caller's reference. Returns false (and drops v) when the cache already
+ * holds a newer version of the object, or a newer tombstone. */
+bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v);
+bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v);
+/* Removes the object, leaving a tombstone at version: older puts are ignored from now. */
+void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
+void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version);
+
+/* A new reference, or NULL. */
+rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id);
+rkl_ctr_view *rkl_cache_ctr_get(rkl_cache *c, const char *id);
+/* By full ID or unique prefix: -ENOENT none, -ENOTUNIQ several. */
+int rkl_cache_pod_resolve(rkl_cache *c, const char *prefix, rkl_pod_view **ret);
+int rkl_cache_ctr_resolve(rkl_cache *c, const char *prefix, rkl_ctr_view **ret);
+
+typedef struct rkl_view_filter {
+        const char *id;         /* full ID or unique prefix */
+        const char *sandbox_id; /* containers: full ID or unique prefix */
+        bool by_state;
+        int state;                     /* rkl_cri_pod_state or rkl_cri_ctr_state */
+        const rkl_kvs *label_selector; /* every pair must be among the labels */
+} rkl_view_filter;
+
+/* Matching views (new references), oldest first. */
+int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***ret, size_t *ret_n);
+int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***ret, size_t *ret_n);
