@@ -8,17 +8,52 @@
 #include "base/log.h"
 #include "reconciler/cache.h"
 #include "reconciler/reconciler.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 #define SHUTDOWN_GRACE_MS 5000
 
 struct rkl_daemon {
         rkl_daemon_config cfg;
+        char *db_path;
+        rkl_store_options store_opts;
         rkl_api_config api_cfg;
         rkl_cache *cache;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
 };
+
+/* Every record in the store becomes a view in the cache, so List and Status answer right
+ * after a restart, before the reconciler has looked at the machine. */
+static int cache_load(rkl_cache *cache, rkl_store *store, rkl_error *reterr)
+{
+        rkl_pod_record **pods = NULL;
+        rkl_container_record **ctrs = NULL;
+        size_t n_pods = 0, n_ctrs = 0;
+        int r;
+
+        r = rkl_store_pod_list(store, NULL, &pods, &n_pods, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "cannot load sandboxes");
+        r = rkl_store_container_list(store, NULL, &ctrs, &n_ctrs, reterr);
+        if (r < 0) {
+                rkl_pod_record_array_free(pods, n_pods);
+                return rkl_error_prefix(reterr, "cannot load containers");
+        }
+        for (size_t i = 0; i < n_ctrs; i++) {
+                const char *log_dir = NULL;
+                for (size_t j = 0; j < n_pods; j++)
+                        if (streq(pods[j]->id, ctrs[i]->sandbox_id))
+                                log_dir = pods[j]->spec.log_directory;
+                rkl_cache_ctr_put(cache, rkl_ctr_view_new(TAKE_PTR(ctrs[i]), log_dir));
+        }
+        for (size_t i = 0; i < n_pods; i++)
+                rkl_cache_pod_put(cache, rkl_pod_view_new(TAKE_PTR(pods[i])));
+        rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods, n_ctrs);
+        rkl_pod_record_array_free(pods, n_pods);
+        rkl_container_record_array_free(ctrs, n_ctrs);
+        return 0;
+}
 
 int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *reterr)
 {
@@ -31,7 +66,21 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
                 return rkl_error_set(reterr, r, "cannot create state dir '%s': %s", cfg->state_dir,
                                      strerror(-r));
 
+        /* Open, check and migrate the database before any thread exists: a file that is
+         * corrupt or newer than this binary stops the daemon here, untouched. */
+        d->db_path = rkl_xasprintf("%s/%s", cfg->state_dir, RKL_STORE_FILE_NAME);
+        d->store_opts = (rkl_store_options){.sync_full = cfg->sync_full};
+        _cleanup_(rkl_store_closep) rkl_store *store = NULL;
+        r = rkl_store_open(d->db_path, &d->store_opts, &store, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
+        /* Every later connection (one per thread) skips the check done here. */
+        d->store_opts.skip_check = true;
+
         d->cache = rkl_cache_new();
+        r = cache_load(d->cache, store, reterr);
+        if (r < 0)
+                return r;
         rkl_reconciler_config rc = {
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
@@ -83,6 +132,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
         d->server = rkl_api_server_free(d->server);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->cache = rkl_cache_free(d->cache);
+        free(d->db_path);
         free(d);
         return NULL;
 }

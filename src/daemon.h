@@ -2,6 +2,7 @@
  * starts and stops them in order. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -10,6 +11,7 @@
 typedef struct rkl_daemon_config {
         const char *listen_path;
         const char *state_dir;
+        bool sync_full;       /* fsync every commit: survives power loss, not only crashes */
         const char *rkt_path; /* NULL: not found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */

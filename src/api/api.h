@@ -8,6 +8,8 @@
 #include "base/error.h"
 
 typedef struct rkl_cache rkl_cache;
+typedef struct rkl_store rkl_store;
+typedef struct rkl_store_options rkl_store_options;
 
 /* Facts fixed at start, shared read-only by every handler. */
 typedef struct rkl_api_config {
@@ -16,6 +18,8 @@ typedef struct rkl_api_config {
         const char *rkt_path; /* as configured (NULL: not found) */
         const char *rkt_data_dir;
         const char *state_dir;
+        const char *db_path; /* each completion-queue thread opens its own connection */
+        const rkl_store_options *store_opts;
         const char *systemd_bus;
         unsigned n_threads; /* completion-queue threads */
         gid_t socket_gid;   /* (gid_t)-1: keep root's group */
@@ -25,6 +29,7 @@ typedef struct rkl_api_config {
 typedef struct rkl_api_ctx {
         const rkl_api_config *cfg;
         rkl_cache *cache;
+        rkl_store *store; /* this thread's connection */
         rkl_arena *arena;
 } rkl_api_ctx;
 

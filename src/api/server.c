@@ -17,6 +17,7 @@
 
 #include "api.pb-c.h"
 #include "status.h"
+#include "store/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/banned.h"
@@ -34,6 +35,7 @@ typedef struct method {
 typedef struct worker {
         rkl_api_server *srv;
         grpc_completion_queue *cq;
+        rkl_store *store; /* this thread's own connection */
         pthread_t thread;
         bool started;
 } worker;
@@ -230,7 +232,10 @@ static void call_process(rkl_api_call *c)
 
         ProtobufCMessage *resp = rkl_arena_alloc(c->arena, m->desc->output->sizeof_message);
         protobuf_c_message_init(m->desc->output, resp);
-        rkl_api_ctx ctx = {.cfg = c->w->srv->cfg, .cache = c->w->srv->cache, .arena = c->arena};
+        rkl_api_ctx ctx = {.cfg = c->w->srv->cfg,
+                           .cache = c->w->srv->cache,
+                           .store = c->w->store,
+                           .arena = c->arena};
 
         r = m->handler(&ctx, req, resp, &err);
         if (r < 0) {
@@ -391,6 +396,12 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_api_serv
 
 int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
 {
+        for (size_t i = 0; s->cfg->db_path && i < s->n_workers; i++) {
+                int r = rkl_store_open(s->cfg->db_path, s->cfg->store_opts, &s->workers[i].store,
+                                       reterr);
+                if (r < 0)
+                        return r;
+        }
         grpc_server_start(s->server);
         s->started = true;
         for (size_t i = 0; i < s->n_workers; i++) {
@@ -449,8 +460,10 @@ rkl_api_server *rkl_api_server_free(rkl_api_server *s)
         rkl_api_server_shutdown(s, 0);
         if (s->server)
                 grpc_server_destroy(s->server);
-        for (size_t i = 0; i < s->n_workers; i++)
+        for (size_t i = 0; i < s->n_workers; i++) {
                 grpc_completion_queue_destroy(s->workers[i].cq);
+                rkl_store_close(s->workers[i].store);
+        }
         if (s->shutdown_cq) {
                 grpc_completion_queue_shutdown(s->shutdown_cq);
                 grpc_completion_queue_destroy(s->shutdown_cq);

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "rkt/rkt.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 struct rkl_reconciler {
@@ -26,6 +27,7 @@ struct rkl_reconciler {
         int thread_error;
 
         /* Reconciler thread only. */
+        rkl_store *store;
         sd_event *event;
         sd_bus *bus;
 };
@@ -165,6 +167,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         pthread_mutex_init(&r->lock, NULL);
         pthread_cond_init(&r->cond, NULL);
 
+        if (cfg->db_path) {
+                k = rkl_store_open(cfg->db_path, cfg->store_opts, &r->store, reterr);
+                if (k < 0)
+                        return k;
+        }
         if (cfg->rkt_path) {
                 rkl_rkt_config rc = {.rkt_path = cfg->rkt_path, .data_dir = cfg->rkt_data_dir};
                 k = rkl_rkt_new(&rc, &r->rkt, reterr);
@@ -217,6 +224,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
                 return NULL;
         rkl_reconciler_stop(r);
         rkl_rkt_free(r->rkt);
+        rkl_store_close(r->store);
         safe_close(r->kick_fd);
         safe_close(r->quit_fd);
         pthread_mutex_destroy(&r->lock);

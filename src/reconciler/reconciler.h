@@ -9,7 +9,11 @@
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_reconciler rkl_reconciler;
 
+typedef struct rkl_store_options rkl_store_options;
+
 typedef struct rkl_reconciler_config {
+        const char *db_path; /* the thread opens its own connection */
+        const rkl_store_options *store_opts;
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */

@@ -269,6 +269,40 @@ class DaemonTest(unittest.TestCase):
         rs, _ = self.runtime(d)
         self.assertEqual(rs.Version(pb.VersionRequest(), timeout=5).runtime_name, "rktlet")
 
+    def test_store_created_private(self):
+        d = self.daemon().start()
+        db = os.path.join(d.state_dir, "rktlet.db")
+        self.assertEqual(stat.S_IMODE(os.stat(db).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(d.state_dir).st_mode), 0o700)
+        # Operators can read it while the daemon runs.
+        out = subprocess.run(["sqlite3", "-readonly", db, "SELECT count(*) FROM sandboxes"],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out.strip(), "0")
+
+    def test_corrupt_store_refused(self):
+        wd = harness.workdir(self)
+        state = os.path.join(wd, "state")
+        os.makedirs(state)
+        db = os.path.join(state, "rktlet.db")
+        garbage = b"this is not a database " * 100
+        with open(db, "wb") as f:
+            f.write(garbage)
+        p = self.run_daemon_expect_failure(["--listen", os.path.join(wd, "s.sock"),
+                                            "--state-dir", state, "--rkt-path", self.rkt])
+        self.assertIn("rktlet.db", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(wd, "s.sock")))
+        with open(db, "rb") as f:
+            self.assertEqual(f.read(), garbage)
+
+    def test_newer_store_refused(self):
+        d = self.daemon().start()
+        self.assertEqual(d.stop(), 0)
+        db = os.path.join(d.state_dir, "rktlet.db")
+        subprocess.run(["sqlite3", db, "PRAGMA user_version = 9999"], check=True)
+        p = self.run_daemon_expect_failure(["--listen", d.socket, "--state-dir", d.state_dir,
+                                            "--rkt-path", self.rkt])
+        self.assertIn("newer", p.stderr)
+
     def test_stale_socket_replaced(self):
         d = self.daemon().start()
         d.stop(signal.SIGKILL)
