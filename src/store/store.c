@@ -63,6 +63,7 @@ typedef enum stmt_id {
         STMT_CTR_LABELS,
         STMT_CTR_ANNOTATIONS,
         STMT_CTR_SET_DESIRED,
+        STMT_CTR_STOP,
         STMT_CTR_SET_OBSERVED,
         STMT_CTR_RECORD_ERROR,
         STMT_CTR_CLEAR_ERROR,
@@ -79,7 +80,7 @@ typedef enum stmt_id {
 #define CTR_COLUMNS                                                                                \
         "id, sandbox_id, name, attempt, image, config, app_name, desired, phase, pid, "            \
         "exit_code, created_ns, started_ns, finished_ns, reason, message, image_ref, version, "    \
-        "attempts, last_error, next_retry_ns, accepted_ns"
+        "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns"
 #define ORDER " ORDER BY accepted_ns, id"
 
 static const char *const stmt_sql[_STMT_MAX] = {
@@ -152,6 +153,9 @@ static const char *const stmt_sql[_STMT_MAX] = {
     [STMT_CTR_ANNOTATIONS] = "SELECT key, value FROM container_annotations "
                              "WHERE container_id = ?1 ORDER BY position",
     [STMT_CTR_SET_DESIRED] = "UPDATE container SET desired = ?2, version = ?3 WHERE id = ?1",
+    [STMT_CTR_STOP] = "UPDATE container SET desired = 'stopped', "
+                      "stop_deadline_ns = min(coalesce(stop_deadline_ns, ?2), ?2), version = ?3 "
+                      "WHERE id = ?1",
     [STMT_CTR_SET_OBSERVED] = "UPDATE container SET phase = ?2, pid = ?3, exit_code = ?4, "
                               "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
                               "reason = ?8, message = ?9, image_ref = ?10, version = ?11 "
@@ -1159,6 +1163,7 @@ static int read_ctr_row(rkl_store *s, sqlite3_stmt *st, rkl_container_record **r
         c->book.last_error = column_strdup(st, 19);
         c->book.next_retry_ns = col_i64(st, 20);
         c->book.accepted_ns = col_i64(st, 21);
+        c->stop_deadline_ns = col_i64(st, 22);
         if ((r = load_kvs(s, STMT_CTR_LABELS, c->id, &c->spec.labels, reterr)) < 0 ||
             (r = load_kvs(s, STMT_CTR_ANNOTATIONS, c->id, &c->spec.annotations, reterr)) < 0)
                 return rkl_error_prefix(reterr, "container '%s'", c->id);
@@ -1745,6 +1750,24 @@ int rkl_store_container_set_desired(rkl_store *s, const char *ctr_id, rkl_ctr_de
         if (!d)
                 return rkl_error_set(reterr, -EINVAL, "desired: unknown state %d", (int)desired);
         return update_one(s, STMT_CTR_SET_DESIRED, "container", ctr_id, bind_one_text, d, NULL,
+                          reterr);
+}
+
+static int bind_one_int(sqlite3_stmt *st, const void *arg)
+{
+        bind_int(st, 2, *(const int64_t *)arg);
+        return 3;
+}
+
+int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
+                             rkl_error *reterr)
+{
+        int r = check_id("container_id", ctr_id, reterr);
+        if (r < 0)
+                return r;
+        if (deadline_ns <= 0)
+                return rkl_error_set(reterr, -EINVAL, "stop deadline: must be positive");
+        return update_one(s, STMT_CTR_STOP, "container", ctr_id, bind_one_int, &deadline_ns, NULL,
                           reterr);
 }
 

@@ -169,6 +169,7 @@ typedef struct rkl_container_record {
         rkl_ctr_desired desired;
         rkl_container_observed observed;
         char *app_name;
+        int64_t stop_deadline_ns; /* SIGKILL after this (realtime ns); 0: default grace */
         rkl_store_bookkeeping book;
 } rkl_container_record;
 
@@ -201,6 +202,10 @@ int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter
                                 rkl_store_container_cb cb, void *userdata, rkl_error *reterr);
 int rkl_store_container_set_desired(rkl_store *s, const char *ctr_id, rkl_ctr_desired desired,
                                     rkl_error *reterr);
+/* StopContainer: desired stopped, and SIGKILL at deadline_ns (realtime) for an app still
+ * running then. A repeated stop keeps the earliest deadline. */
+int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
+                             rkl_error *reterr);
 int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
                                      const rkl_container_observed *o, rkl_error *reterr);
 int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,

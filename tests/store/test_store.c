@@ -1175,6 +1175,39 @@ static void test_cascade_and_stop(void **state)
         sqlite3_close(db);
 }
 
+static void test_container_stop_deadline(void **state)
+{
+        fixture *f = *state;
+        const char *p1 = "00000000000000000000000000000000000000000000000000000000000000b1";
+        const char *c1 = "00000000000000000000000000000000000000000000000000000000000000d1";
+        rkl_container_record *c = NULL;
+
+        create_pod(f->s, p1, "a", 0);
+        create_ctr(f->s, c1, p1, "one", "one", 0);
+        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        assert_int_equal(c->stop_deadline_ns, 0);
+        uint64_t v0 = c->book.version;
+        c = rkl_container_record_free(c);
+
+        /* A later, longer stop never pushes a deadline back; a shorter one brings it in. */
+        OK(rkl_store_container_stop(f->s, c1, 2000, &e_));
+        OK(rkl_store_container_stop(f->s, c1, 5000, &e_));
+        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->stop_deadline_ns, 2000);
+        assert_true(c->book.version > v0);
+        c = rkl_container_record_free(c);
+        OK(rkl_store_container_stop(f->s, c1, 1000, &e_));
+        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        assert_int_equal(c->stop_deadline_ns, 1000);
+        c = rkl_container_record_free(c);
+
+        FAILS(-EINVAL, rkl_store_container_stop(f->s, c1, 0, &e_));
+        FAILS(-ENOENT, rkl_store_container_stop(
+                           f->s, "00000000000000000000000000000000000000000000000000000000000000d9",
+                           1000, &e_));
+}
+
 typedef struct count_ctx {
         size_t n;
         size_t stop_at;
@@ -1409,6 +1442,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_generation, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_cascade_and_stop, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_list_filters, setup_memory, teardown_memory),
+            cmocka_unit_test_setup_teardown(test_container_stop_deadline, setup_memory,
+                                            teardown_memory),
             cmocka_unit_test_setup_teardown(test_views, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_file, teardown_dir),
         };
