@@ -102,7 +102,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .socket_gid = cfg->socket_gid,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
-        r = rkl_api_server_new(&d->api_cfg, d->cache, &d->server, reterr);
+        r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
         if (r < 0)
                 return r;
 

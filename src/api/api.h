@@ -8,6 +8,7 @@
 #include "base/error.h"
 
 typedef struct rkl_cache rkl_cache;
+typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store rkl_store;
 typedef struct rkl_store_options rkl_store_options;
 
@@ -29,7 +30,8 @@ typedef struct rkl_api_config {
 typedef struct rkl_api_ctx {
         const rkl_api_config *cfg;
         rkl_cache *cache;
-        rkl_store *store; /* this thread's connection */
+        rkl_store *store;           /* this thread's connection */
+        rkl_reconciler *reconciler; /* kicked after every committed change; NULL in tests */
         rkl_arena *arena;
 } rkl_api_ctx;
 

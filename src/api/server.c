@@ -43,6 +43,7 @@ typedef struct worker {
 struct rkl_api_server {
         const rkl_api_config *cfg;
         rkl_cache *cache;
+        rkl_reconciler *reconciler;
         grpc_server *server;
         grpc_completion_queue *shutdown_cq;
         method *methods;
@@ -235,6 +236,7 @@ static void call_process(rkl_api_call *c)
         rkl_api_ctx ctx = {.cfg = c->w->srv->cfg,
                            .cache = c->w->srv->cache,
                            .store = c->w->store,
+                           .reconciler = c->w->srv->reconciler,
                            .arena = c->arena};
 
         r = m->handler(&ctx, req, resp, &err);
@@ -325,8 +327,8 @@ static void methods_add(rkl_api_server *s, const ProtobufCServiceDescriptor *svc
         }
 }
 
-int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_api_server **ret,
-                       rkl_error *reterr)
+int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconciler *reconciler,
+                       rkl_api_server **ret, rkl_error *reterr)
 {
         static const ProtobufCServiceDescriptor *const services[] = {
             &runtime__v1__runtime_service__descriptor,
@@ -344,6 +346,7 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_api_serv
         s = rkl_xnew0(rkl_api_server, 1);
         s->cfg = cfg;
         s->cache = cache;
+        s->reconciler = reconciler;
 
         grpc_arg args[] = {
             {.type = GRPC_ARG_INTEGER,

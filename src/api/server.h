@@ -7,8 +7,8 @@
 typedef struct rkl_api_server rkl_api_server;
 
 /* Creates the server and binds the socket (mode 0660). Nothing is served before _start. */
-int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_api_server **ret,
-                       rkl_error *reterr);
+int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconciler *reconciler,
+                       rkl_api_server **ret, rkl_error *reterr);
 /* Starts the completion-queue threads. */
 int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr);
 /* Stops accepting calls, lets in-flight calls finish for up to grace_ms, cancels the rest,

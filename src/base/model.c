@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include <sys/random.h>
+
 #include "alloc.h"
 #include "strv.h"
 #include "banned.h"
@@ -127,4 +129,31 @@ bool rkl_id_is_valid(const char *id)
                     !((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
                         return false;
         return i == RKL_ID_LEN;
+}
+
+void rkl_id_new(char ret[static RKL_ID_LEN + 1])
+{
+        static const char hex[] = "0123456789abcdef";
+        unsigned char buf[RKL_ID_LEN / 2];
+        size_t got = 0;
+        while (got < sizeof(buf)) {
+                ssize_t k = getrandom(buf + got, sizeof(buf) - got, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        abort(); /* the kernel's random source is not optional */
+                }
+                got += (size_t)k;
+        }
+        for (size_t i = 0; i < sizeof(buf); i++) {
+                ret[2 * i] = hex[buf[i] >> 4];
+                ret[2 * i + 1] = hex[buf[i] & 15];
+        }
+        ret[RKL_ID_LEN] = 0;
+}
+
+char *rkl_app_name_from_id(const char *container_id)
+{
+        /* 64 random bits: unique within a pod, short enough for unit and cgroup names. */
+        return rkl_xasprintf("c%.16s", container_id);
 }

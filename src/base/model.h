@@ -168,3 +168,8 @@ rkl_ctr_phase rkl_ctr_phase_from_string(const char *s);
 
 /* True for exactly 64 lowercase hex digits. */
 bool rkl_id_is_valid(const char *id);
+/* A fresh random ID (64 lowercase hex) from getrandom(). */
+void rkl_id_new(char ret[static RKL_ID_LEN + 1]);
+/* The rkt app name of a container: a valid ACName derived from its ID, so that two CRI
+ * names can never collide in one pod (rkt lowercases and folds names). */
+char *rkl_app_name_from_id(const char *container_id);

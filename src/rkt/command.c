@@ -237,11 +237,6 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         return 0;
 }
 
-char *rkl_rkt_app_name(const char *container_id)
-{
-        return rkl_xasprintf("c%.16s", container_id);
-}
-
 int rkl_rkt_classify_error(const char *text)
 {
         static const struct {

@@ -42,9 +42,6 @@ typedef struct rkl_rkt_app_opts {
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr);
 
-/* An rkt app name (a valid ACName) derived from a container ID, unique per pod. */
-char *rkl_rkt_app_name(const char *container_id);
-
 /* rkt's error text classified: -ENOENT (no such pod or app), -EALREADY (already stopped),
  * -EAGAIN (not ready yet: retry), else -EIO. */
 int rkl_rkt_classify_error(const char *stderr_text);

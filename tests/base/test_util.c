@@ -105,6 +105,16 @@ static void test_model_tables(void **state)
             rkl_id_is_valid("0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
         assert_false(rkl_id_is_valid("0123"));
         assert_false(rkl_id_is_valid(NULL));
+
+        char a[RKL_ID_LEN + 1], b[RKL_ID_LEN + 1];
+        rkl_id_new(a);
+        rkl_id_new(b);
+        assert_true(rkl_id_is_valid(a));
+        assert_string_not_equal(a, b);
+        _cleanup_free_ char *n = rkl_app_name_from_id(a);
+        assert_int_equal(strlen(n), 17);
+        assert_int_equal(n[0], 'c');
+        assert_memory_equal(n + 1, a, 16);
 }
 
 int main(void)
