@@ -1,0 +1,274 @@
+/* argv builders: what rktlet asks rkt to do for a given CRI config. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "rkt/command.h"
+
+static bool has(char **l, const char *s)
+{
+        RKL_STRV_FOREACH (p, l)
+                if (streq(*p, s))
+                        return true;
+        return false;
+}
+
+static char **strv(const char *a, const char *b, const char *c)
+{
+        char **l = NULL;
+        if (a)
+                rkl_strv_push(&l, a);
+        if (b)
+                rkl_strv_push(&l, b);
+        if (c)
+                rkl_strv_push(&l, c);
+        return l;
+}
+
+static void pod(rkl_pod_spec *s)
+{
+        *s = (rkl_pod_spec){
+            .name = rkl_xstrdup("web"),
+            .uid = rkl_xstrdup("uid-1"),
+            .namespace = rkl_xstrdup("default"),
+            .hostname = rkl_xstrdup("web-0"),
+            .dns_servers = strv("10.0.0.10", NULL, NULL),
+            .dns_searches = strv("svc.cluster.local", NULL, NULL),
+            .dns_options = strv("ndots:5", NULL, NULL),
+        };
+        s->ports = rkl_xnew0(rkl_port_mapping, 3);
+        s->ports[0] = (rkl_port_mapping){RKL_PROTOCOL_TCP, 80, 8080, NULL};
+        s->ports[1] = (rkl_port_mapping){RKL_PROTOCOL_UDP, 53, 5353, rkl_xstrdup("127.0.0.1")};
+        s->ports[2] = (rkl_port_mapping){RKL_PROTOCOL_TCP, 9090, 0, NULL};
+        s->n_ports = 3;
+}
+
+static const rkl_rkt_sandbox_opts sandbox_opts = {
+    .sandbox_id = "abcd",
+    .uuid_file = "/var/lib/rktlet/pods/abcd/uuid",
+    .log_dir = "/var/lib/rktlet/logs/abcd",
+    .net = "k8s",
+    .node_hostname = "node1",
+};
+
+static void test_sandbox(void **state)
+{
+        rkl_pod_spec s;
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+        const char *insecure = "x";
+
+        pod(&s);
+        assert_int_equal(rkl_rkt_sandbox_args(&s, &sandbox_opts, &a, &insecure, &err), 0);
+        assert_string_equal(a[0], "app");
+        assert_string_equal(a[1], "sandbox");
+        assert_true(has(a, "--uuid-file-save=/var/lib/rktlet/pods/abcd/uuid"));
+        assert_true(has(a, "--hostname=web-0"));
+        assert_true(has(a, "--net=k8s"));
+        assert_true(has(a, "--dns=10.0.0.10"));
+        assert_true(has(a, "--dns-search=svc.cluster.local"));
+        assert_true(has(a, "--dns-opt=ndots:5"));
+        assert_true(has(a, "--port=tcp-80-8080:tcp:80:0.0.0.0:8080"));
+        assert_true(has(a, "--port=udp-53-5353:udp:53:127.0.0.1:5353"));
+        assert_false(has(a, "--port=tcp-9090-0:tcp:9090:0.0.0.0:0"));
+        assert_true(has(a, "--user-annotation=rktlet.io/sandbox-id=abcd"));
+        assert_true(has(a, "--user-annotation=rktlet.io/pod-uid=uid-1"));
+        assert_true(has(a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir="
+                           "/var/lib/rktlet/logs/abcd"));
+        assert_null(insecure);
+        rkl_pod_spec_done(&s);
+}
+
+static void test_sandbox_host_network(void **state)
+{
+        rkl_pod_spec s;
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+        const char *insecure;
+
+        pod(&s);
+        s.host_network = true;
+        s.privileged = true;
+        s.hostname = mfree(s.hostname);
+        assert_int_equal(rkl_rkt_sandbox_args(&s, &sandbox_opts, &a, &insecure, &err), 0);
+        assert_true(has(a, "--net=host"));
+        assert_true(has(a, "--hosts-entry=host"));
+        assert_true(has(a, "--hostname=node1"));
+        assert_false(has(a, "--net=k8s"));
+        /* Host ports are the host's own: no forwarding. */
+        assert_false(has(a, "--port=tcp-80-8080:tcp:80:0.0.0.0:8080"));
+        assert_string_equal(insecure, "all-run");
+        rkl_pod_spec_done(&s);
+}
+
+static void test_sandbox_sctp_refused(void **state)
+{
+        rkl_pod_spec s;
+        rkl_error err = RKL_ERROR_INIT;
+        char **a = NULL;
+        const char *insecure;
+
+        pod(&s);
+        s.ports[0].protocol = RKL_PROTOCOL_SCTP;
+        assert_int_equal(rkl_rkt_sandbox_args(&s, &sandbox_opts, &a, &insecure, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "port_mappings[0]"));
+        assert_null(a);
+        rkl_pod_spec_done(&s);
+}
+
+static const rkl_rkt_app_opts app_opts = {
+    .container_id = "ffee",
+    .app_name = "cffee",
+    .image = "sha512-0123",
+    .log_file = "cffee.log",
+};
+
+static void test_app_add(void **state)
+{
+        rkl_container_spec c = {
+            .command = strv("/bin/sh", "-c", NULL),
+            .args = strv("echo hi; sleep 1", NULL, NULL),
+            .working_dir = rkl_xstrdup("/srv"),
+            .readonly_rootfs = true,
+            .has_run_as_user = true,
+            .run_as_user = 1000,
+            .has_run_as_group = true,
+            .run_as_group = 50,
+            .cpu_quota = 50000,
+            .cpu_period = 100000,
+            .cpu_shares = 512,
+            .memory_limit = 64 << 20,
+            .oom_score_adj = 500,
+            .caps_add = strv("NET_ADMIN", NULL, NULL),
+            .caps_drop = strv("CAP_CHOWN", "kill", NULL),
+        };
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+
+        rkl_kvs_add(&c.envs, "PATH", "/bin");
+        rkl_kvs_add(&c.envs, "LIST", "a,b=c");
+        c.supplemental_groups = rkl_xnew0(int64_t, 2);
+        c.supplemental_groups[0] = 10;
+        c.supplemental_groups[1] = 20;
+        c.n_supplemental_groups = 2;
+        c.mounts = rkl_xnew0(rkl_mount, 1);
+        c.mounts[0] = (rkl_mount){rkl_xstrdup("/data"), rkl_xstrdup("/srv/data"), true};
+        c.n_mounts = 1;
+
+        assert_int_equal(rkl_rkt_app_add_args("uuid-1", &c, &app_opts, &a, &err), 0);
+        assert_string_equal(a[0], "app");
+        assert_string_equal(a[1], "add");
+        assert_string_equal(a[2], "uuid-1");
+        assert_string_equal(a[3], "sha512-0123");
+        assert_true(has(a, "--name=cffee"));
+        assert_true(has(a, "--stdin=null"));
+        assert_true(has(a, "--stdout=stream"));
+        assert_true(has(a, "--environment=PATH=/bin"));
+        assert_true(has(a, "--environment=LIST=a,b=c"));
+        assert_true(has(a, "--working-dir=/srv"));
+        assert_true(has(a, "--readonly-rootfs=true"));
+        assert_true(has(a, "--user=1000"));
+        assert_true(has(a, "--group=50"));
+        assert_true(has(a, "--supplementary-gids=10,20"));
+        assert_true(has(a, "--cpu=500m"));
+        assert_true(has(a, "--cpu-shares=512"));
+        assert_true(has(a, "--memory=67108864"));
+        assert_true(has(a, "--oom-score-adj=500"));
+        assert_true(has(a, "--mnt-volume=name=vol-0,kind=host,source=/srv/data,target=/data,"
+                           "readOnly=true"));
+        assert_true(has(a, "--user-annotation=rktlet.io/container-id=ffee"));
+        /* Docker's defaults, minus the drops, plus the adds. */
+        bool found = false;
+        RKL_STRV_FOREACH (p, a)
+                if (strncmp(*p, "--caps-retain=", 14) == 0) {
+                        found = true;
+                        assert_null(strstr(*p, "CAP_CHOWN"));
+                        assert_null(strstr(*p, "CAP_KILL"));
+                        assert_non_null(strstr(*p, "CAP_NET_ADMIN"));
+                        assert_non_null(strstr(*p, "CAP_SETUID"));
+                }
+        assert_true(found);
+
+        /* The whole argv follows --exec, framed by -- and ---. */
+        size_t n = rkl_strv_length(a);
+        assert_string_equal(a[n - 5], "--exec=/bin/sh");
+        assert_string_equal(a[n - 4], "--");
+        assert_string_equal(a[n - 3], "-c");
+        assert_string_equal(a[n - 2], "echo hi; sleep 1");
+        assert_string_equal(a[n - 1], "---");
+        rkl_container_spec_done(&c);
+}
+
+static void test_app_add_args_only_uses_entrypoint(void **state)
+{
+        rkl_container_spec c = {.args = strv("60", NULL, NULL), .tty = true};
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+        _cleanup_strv_free_ char **ep = strv("/bin/sleep", NULL, NULL);
+        rkl_rkt_app_opts o = app_opts;
+        o.image_entrypoint = ep;
+
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &o, &a, &err), 0);
+        assert_true(has(a, "--stdin=tty"));
+        assert_true(has(a, "--stdout=tty"));
+        size_t n = rkl_strv_length(a);
+        assert_string_equal(a[n - 4], "--exec=/bin/sleep");
+        assert_string_equal(a[n - 2], "60");
+        rkl_container_spec_done(&c);
+}
+
+static void test_app_add_security(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL, **b = NULL;
+        char **none = NULL;
+        rkl_container_spec c = {.seccomp = RKL_SECCOMP_UNCONFINED,
+                                .caps_drop = strv("ALL", NULL, NULL)};
+
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        assert_true(has(a, "--seccomp=mode=retain,@appc.io/all"));
+        bool removed = false;
+        RKL_STRV_FOREACH (p, a)
+                removed |= strncmp(*p, "--caps-remove=", 14) == 0;
+        assert_true(removed);
+
+        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST};
+        assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "seccomp"));
+
+        rkl_container_spec p = {.privileged = true, .caps_drop = strv("ALL", NULL, NULL)};
+        assert_int_equal(rkl_rkt_app_add_args("u", &p, &app_opts, &b, &err), 0);
+        RKL_STRV_FOREACH (s, b)
+                assert_true(strncmp(*s, "--caps-", 7) != 0);
+        rkl_container_spec_done(&c);
+        rkl_container_spec_done(&p);
+}
+
+static void test_names_and_errors(void **state)
+{
+        assert_int_equal(rkl_rkt_classify_error("stop: cannot get pod: no matches found for "
+                                                "\"x\""),
+                         -ENOENT);
+        assert_int_equal(rkl_rkt_classify_error("pod \"x\" is already stopped"), -EALREADY);
+        assert_int_equal(rkl_rkt_classify_error("supervisor for pod x is not yet ready"), -EAGAIN);
+        assert_int_equal(rkl_rkt_classify_error("error: nonexistent app \"c1\""), -ENOENT);
+        assert_int_equal(rkl_rkt_classify_error("invalid flag"), -EIO);
+        assert_int_equal(rkl_rkt_classify_error(NULL), -EIO);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_sandbox),
+            cmocka_unit_test(test_sandbox_host_network),
+            cmocka_unit_test(test_sandbox_sctp_refused),
+            cmocka_unit_test(test_app_add),
+            cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
+            cmocka_unit_test(test_app_add_security),
+            cmocka_unit_test(test_names_and_errors),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
