@@ -82,9 +82,13 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         if (r < 0)
                 return r;
         rkl_reconciler_config rc = {
+            .state_dir = cfg->state_dir,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
             .systemd_bus = cfg->systemd_bus,
+            .net = cfg->net,
+            .stage1_name = cfg->stage1_name,
+            .max_actions = cfg->max_actions,
             .probe_interval_usec = cfg->probe_interval_usec,
         };
         r = rkl_reconciler_new(&rc, d->cache, &d->reconciler, reterr);

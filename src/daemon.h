@@ -15,6 +15,9 @@ typedef struct rkl_daemon_config {
         const char *rkt_path; /* NULL: not found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */
+        const char *net;         /* rkt --net for pods; NULL: rkt's default network */
+        const char *stage1_name; /* NULL: rkt's default stage1 */
+        unsigned max_actions;    /* rkt commands at once */
         unsigned api_threads;
         gid_t socket_gid; /* (gid_t)-1: root's */
         uint64_t probe_interval_usec;

@@ -24,6 +24,9 @@ static char *arg_state_dir;
 static char *arg_rkt_path;
 static char *arg_rkt_data_dir;
 static char *arg_systemd_bus;
+static char *arg_net;
+static char *arg_stage1_name;
+static unsigned arg_max_actions = 4;
 static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
 static bool arg_sync_full;
@@ -44,6 +47,9 @@ static void help(void)
                "  --rkt-path PATH         the rkt binary (default: rkt in PATH)\n"
                "  --rkt-data-dir DIR      rkt's --dir (default " DEFAULT_RKT_DATA_DIR ")\n"
                "  --systemd-bus ADDRESS   D-Bus address of systemd (default: the system bus)\n"
+               "  --net NAME              rkt network for pods (default: rkt's default network)\n"
+               "  --stage1-name IMAGE     rkt stage1 image for pods (default: rkt's own)\n"
+               "  --max-actions N         rkt commands run at once (default 4)\n"
                "  --api-threads N         gRPC completion-queue threads (default 1)\n"
                "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
                "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
@@ -91,6 +97,9 @@ static int parse_argv(int argc, char *argv[])
                 ARG_RKT_DATA_DIR,
                 ARG_SYSTEMD_BUS,
                 ARG_API_THREADS,
+                ARG_NET,
+                ARG_STAGE1_NAME,
+                ARG_MAX_ACTIONS,
                 ARG_PROBE_INTERVAL,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
@@ -158,6 +167,25 @@ static int parse_argv(int argc, char *argv[])
                         }
                         arg_api_threads = u;
                         break;
+                case ARG_NET:
+                case ARG_STAGE1_NAME:
+                        /* They become rkt flag values: nothing that splits or reads as one. */
+                        if (isempty(optarg) || optarg[0] == '-' || strpbrk(optarg, ", \t\n")) {
+                                fprintf(stderr, "rktlet: invalid value '%s' for %s\n", optarg,
+                                        argv[optind - 1]);
+                                return -EINVAL;
+                        }
+                        free(c == ARG_NET ? arg_net : arg_stage1_name);
+                        *(c == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(optarg);
+                        break;
+                case ARG_MAX_ACTIONS:
+                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 256) {
+                                fprintf(stderr, "rktlet: --max-actions takes 1 to 256, not '%s'\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        arg_max_actions = u;
+                        break;
                 case ARG_PROBE_INTERVAL:
                         if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 3600) {
                                 fprintf(stderr,
@@ -205,6 +233,8 @@ static void args_free(void)
         free(arg_rkt_path);
         free(arg_rkt_data_dir);
         free(arg_systemd_bus);
+        free(arg_net);
+        free(arg_stage1_name);
 }
 
 static int run(void)
@@ -241,6 +271,9 @@ static int run(void)
             .rkt_path = arg_rkt_path,
             .rkt_data_dir = arg_rkt_data_dir,
             .systemd_bus = arg_systemd_bus,
+            .net = arg_net,
+            .stage1_name = arg_stage1_name,
+            .max_actions = arg_max_actions,
             .api_threads = arg_api_threads,
             .socket_gid = arg_socket_gid,
             .probe_interval_usec = arg_probe_interval_usec,

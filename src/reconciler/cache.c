@@ -474,3 +474,51 @@ int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***r
         *ret_n = k;
         return 0;
 }
+
+int rkl_cache_publish_pod(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+{
+        rkl_pod_record *rec = NULL;
+        int r = rkl_store_pod_get(s, id, &rec, reterr);
+        if (r < 0)
+                return r;
+        rkl_cache_pod_put(c, rkl_pod_view_new(rec));
+        return 0;
+}
+
+int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+{
+        rkl_container_record *rec = NULL;
+        int r = rkl_store_container_get(s, id, &rec, reterr);
+        if (r < 0)
+                return r;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = rkl_cache_pod_get(c, rec->sandbox_id);
+        rkl_cache_ctr_put(c, rkl_ctr_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
+        return 0;
+}
+
+int rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+{
+        uint64_t gen;
+        int r = rkl_store_generation(s, &gen, reterr);
+        if (r < 0)
+                return r;
+        rkl_view_filter f = {.sandbox_id = id};
+        rkl_ctr_view **ctrs;
+        size_t n;
+        rkl_cache_ctr_list(c, &f, &ctrs, &n);
+        for (size_t i = 0; i < n; i++)
+                rkl_cache_ctr_remove(c, ctrs[i]->rec->id, gen);
+        rkl_ctr_views_unref(ctrs, n);
+        rkl_cache_pod_remove(c, id, gen);
+        return 0;
+}
+
+int rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+{
+        uint64_t gen;
+        int r = rkl_store_generation(s, &gen, reterr);
+        if (r < 0)
+                return r;
+        rkl_cache_ctr_remove(c, id, gen);
+        return 0;
+}

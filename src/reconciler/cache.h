@@ -88,6 +88,16 @@ bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v);
 void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
 void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version);
 
+/* Re-reads an object from the store after a committed write and swaps its new view in.
+ * A container's log path needs its sandbox, which is taken from the cache. -ENOENT when
+ * the object is gone from the store (its delete will tombstone it). */
+int rkl_cache_publish_pod(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
+int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
+/* After a committed delete: tombstones the object (and a sandbox's containers) at the
+ * store's current generation. */
+int rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
+int rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
+
 /* A new reference, or NULL. */
 rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id);
 rkl_ctr_view *rkl_cache_ctr_get(rkl_cache *c, const char *id);

@@ -1,23 +1,83 @@
+/* The reconcile loop. Everything here runs on the reconciler thread except run_action(),
+ * which runs rkt commands on the worker pool and hands its result back through a queue.
+ *
+ * One pass: for every sandbox and container in the cache (the in-memory mirror of the
+ * store), compare desired with observed state and start what closes the difference. What
+ * the machine looks like comes from rkt's pod directories (rkt/poddir.h), re-read when the
+ * watcher says a pod changed and on a periodic rescan; it is written to the store and the
+ * cache when it changes. Every action is safe to repeat: the unit name is derived from the
+ * sandbox ID, rkt identity is recorded before it is relied on, and "already there" or
+ * "already gone" answers count as success. */
 #include "reconciler.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "cache.h"
+#include "cgroup.h"
+#include "observe.h"
 #include "unit.h"
 #include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/hashmap.h"
 #include "base/log.h"
+#include "base/strv.h"
 #include "base/time-util.h"
+#include "base/workpool.h"
+#include "rkt/command.h"
+#include "rkt/poddir.h"
 #include "rkt/rkt.h"
+#include "rkt/watch.h"
 #include "store/store.h"
 #include "base/banned.h"
 
+#define MAX_ATTEMPTS      5 /* failed sandbox creations before the sandbox fails for good */
+#define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
+#define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
+#define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
+
+typedef enum act_kind {
+        ACT_APP_ADD,
+        ACT_APP_START,
+        ACT_APP_STOP,
+        ACT_APP_RM,
+        ACT_POD_STOP, /* rkt stop, wait for the pod to exit, --force after the grace */
+        ACT_POD_RM,   /* rkt rm: frees the pod's network */
+} act_kind;
+
+static const char *const act_names[] = {
+    [ACT_APP_ADD] = "app add", [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
+    [ACT_APP_RM] = "app rm",   [ACT_POD_STOP] = "stop",       [ACT_POD_RM] = "rm",
+};
+
+typedef struct action {
+        struct action *next;
+        rkl_reconciler *r;
+        act_kind kind;
+        char key[RKL_ID_LEN + 1]; /* the object in flight: a container or sandbox ID */
+        bool is_pod;
+        bool orphan; /* no record: nothing to write back */
+        char uuid[RKL_POD_UUID_LEN + 1];
+        char *app;
+        char **args;
+        uint64_t timeout_usec;
+        int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
+        pid_t supervisor;    /* ACT_APP_STOP: where the app's cgroup is */
+        bool force;          /* ACT_POD_STOP: SIGKILL at once */
+        int result;
+        char error[512];
+} action;
+
 struct rkl_reconciler {
         rkl_reconciler_config cfg;
+        char *pods_dir;
         rkl_cache *cache;
         rkl_rkt *rkt;
-        int kick_fd, quit_fd;
+        int kick_fd, quit_fd, done_fd;
         pthread_t thread;
         bool running;
 
@@ -25,12 +85,45 @@ struct rkl_reconciler {
         pthread_cond_t cond;
         bool first_probe_done;
         int thread_error;
+        action *done; /* finished actions, under lock */
+
+        rkl_workpool *pool;
 
         /* Reconciler thread only. */
         rkl_store *store;
         sd_event *event;
+        sd_event_source *pass_source, *wake_source;
         sd_bus *bus;
+        rkl_poddir_watch *watch;
+        int pods_dirfd;
+        rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */
+        rkl_hashmap *in_flight; /* object ID -> action* */
+        unsigned n_in_flight;
+        int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
+        bool rescan;
 };
+
+static int64_t backoff_ns(uint32_t attempts)
+{
+        int64_t d = BACKOFF_BASE_NS;
+        for (uint32_t i = 0; i < attempts && d < BACKOFF_MAX_NS; i++)
+                d *= 2;
+        return d < BACKOFF_MAX_NS ? d : BACKOFF_MAX_NS;
+}
+
+static void wake_at(rkl_reconciler *r, int64_t t)
+{
+        if (r->wake_at_ns == 0 || t < r->wake_at_ns)
+                r->wake_at_ns = t;
+}
+
+static void schedule_pass(rkl_reconciler *r)
+{
+        if (r->pass_source)
+                (void)sd_event_source_set_enabled(r->pass_source, SD_EVENT_ONESHOT);
+}
+
+/* ---- Probing rkt and systemd for Status ---- */
 
 static void probe_rkt(rkl_reconciler *r, rkl_health *h)
 {
@@ -56,9 +149,12 @@ static void probe_systemd(rkl_reconciler *r, rkl_health *h)
         rkl_error err = RKL_ERROR_INIT;
         char *version = NULL;
 
-        if (!r->bus && rkl_unit_connect(r->cfg.systemd_bus, &r->bus, &err) < 0) {
-                h->systemd_detail = rkl_xstrdup(err.msg);
-                return;
+        if (!r->bus) {
+                if (rkl_unit_connect(r->cfg.systemd_bus, &r->bus, &err) < 0) {
+                        h->systemd_detail = rkl_xstrdup(err.msg);
+                        return;
+                }
+                (void)rkl_unit_subscribe(r->bus, NULL);
         }
         if (rkl_unit_manager_version(r->bus, &version, &err) < 0) {
                 /* Reconnect on the next probe: the manager may have restarted. */
@@ -94,12 +190,875 @@ static void probe(rkl_reconciler *r)
         rkl_health_done(&old);
 }
 
+/* ---- Writing observations and errors back ---- */
+
+static void publish_pod(rkl_reconciler *r, const char *id)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        if (rkl_cache_publish_pod(r->cache, r->store, id, &err) < 0 && err.code != -ENOENT)
+                rkl_log_warning("cannot refresh sandbox %.12s: %s", id, err.msg);
+}
+
+static void publish_ctr(rkl_reconciler *r, const char *id)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        if (rkl_cache_publish_ctr(r->cache, r->store, id, &err) < 0 && err.code != -ENOENT)
+                rkl_log_warning("cannot refresh container %.12s: %s", id, err.msg);
+}
+
+/* A failed attempt: shown in Status and the database, retried after a backoff. */
+static void pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t next = rkl_realtime_nsec() + backoff_ns(rec->book.attempts);
+        int n = rkl_store_pod_record_error(r->store, rec->id, msg, next, &err);
+        rkl_log_warning("sandbox %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
+        if (n < 0)
+                rkl_log_error("sandbox %.12s: cannot record error: %s", rec->id, err.msg);
+        publish_pod(r, rec->id);
+}
+
+static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec, const char *msg)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t next = rkl_realtime_nsec() + backoff_ns(rec->book.attempts);
+        int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
+        rkl_log_warning("container %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
+        publish_ctr(r, rec->id);
+}
+
+static void pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
+                             const rkl_pod_observed *o)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        if (rkl_pod_observed_equal(o, &rec->observed))
+                return;
+        if (o->phase != rec->observed.phase)
+                rkl_log_info("sandbox %.12s: %s -> %s", rec->id,
+                             rkl_pod_phase_to_string(rec->observed.phase),
+                             rkl_pod_phase_to_string(o->phase));
+        if (rkl_store_pod_set_observed(r->store, rec->id, o, &err) < 0)
+                rkl_log_error("sandbox %.12s: cannot record observation: %s", rec->id, err.msg);
+        publish_pod(r, rec->id);
+}
+
+static bool ctr_oom_killed(const rkl_container_record *rec, const rkl_poddir_pod *p)
+{
+        const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        unsigned kills = 0;
+
+        /* Only a SIGKILLed app can have been OOM-killed; ask its memory cgroup. */
+        if (!a || a->state != RKL_POD_APP_EXITED || !a->exit_known || a->exit_code != SIGKILL ||
+            !p->ppid)
+                return false;
+        if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 || !memory)
+                return false;
+        return rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0;
+}
+
+/* Brings the store and cache in line with pod p (NULL: its directory is gone). */
+static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
+                                const rkl_poddir_pod *p)
+{
+        rkl_pod_observed o;
+        bool dead;
+
+        rkl_observe_pod(rec, p, rkl_realtime_nsec(), &o, &dead);
+        pod_set_observed(r, rec, &o);
+        rkl_pod_observed_done(&o);
+
+        rkl_view_filter f = {.sandbox_id = rec->id};
+        rkl_ctr_view **ctrs;
+        size_t n;
+        rkl_cache_ctr_list(r->cache, &f, &ctrs, &n);
+        for (size_t i = 0; i < n; i++) {
+                const rkl_container_record *c = ctrs[i]->rec;
+                rkl_container_observed co;
+                rkl_error err = RKL_ERROR_INIT;
+
+                rkl_observe_container(c, rec, p, ctr_oom_killed(c, p), &co);
+                if (!rkl_container_observed_equal(&co, &c->observed)) {
+                        if (co.phase != c->observed.phase)
+                                rkl_log_info("container %.12s: %s -> %s", c->id,
+                                             rkl_ctr_phase_to_string(c->observed.phase),
+                                             rkl_ctr_phase_to_string(co.phase));
+                        if (rkl_store_container_set_observed(r->store, c->id, &co, &err) < 0)
+                                rkl_log_error("container %.12s: cannot record observation: %s",
+                                              c->id, err.msg);
+                        publish_ctr(r, c->id);
+                }
+                rkl_container_observed_done(&co);
+        }
+        rkl_ctr_views_unref(ctrs, n);
+}
+
+/* ---- Observing pod directories ---- */
+
+static int pods_dirfd(rkl_reconciler *r)
+{
+        if (r->pods_dirfd < 0)
+                r->pods_dirfd = open(r->pods_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return r->pods_dirfd;
+}
+
+static void seen_set(rkl_reconciler *r, const char *uuid, rkl_poddir_pod *p)
+{
+        rkl_poddir_pod *old = rkl_hashmap_remove(r->seen, uuid);
+        if (old) {
+                rkl_poddir_pod_done(old);
+                free(old);
+        }
+        if (p)
+                rkl_hashmap_put(r->seen, p->uuid, p);
+}
+
+/* The sandbox whose record names uuid, or NULL. */
+static rkl_pod_view *pod_by_uuid(rkl_reconciler *r, const char *uuid)
+{
+        rkl_pod_view **pods;
+        size_t n;
+        rkl_pod_view *found = NULL;
+        rkl_cache_pod_list(r->cache, NULL, &pods, &n);
+        for (size_t i = 0; i < n && !found; i++)
+                if (streq_ptr(pods[i]->rec->rkt_uuid, uuid))
+                        found = rkl_pod_view_ref(pods[i]);
+        rkl_pod_views_unref(pods, n);
+        return found;
+}
+
+static void observe_uuid(rkl_reconciler *r, const char *uuid)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_poddir_pod *p = rkl_xnew0(rkl_poddir_pod, 1);
+        int fd = pods_dirfd(r);
+        int k = fd < 0 ? -ENOENT : rkl_poddir_read(fd, uuid, p, &err);
+
+        if (k < 0) {
+                free(p);
+                if (k != -ENOENT) {
+                        rkl_log_debug("pod %s: %s", uuid, err.msg);
+                        return;
+                }
+                seen_set(r, uuid, NULL);
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_by_uuid(r, uuid);
+                if (v)
+                        persist_observation(r, v->rec, NULL);
+                return;
+        }
+        if (r->watch)
+                (void)rkl_poddir_watch_pod(r->watch, uuid, NULL);
+        seen_set(r, uuid, p);
+
+        /* Only pods rktlet made carry its mark; the rest are none of our business. */
+        const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
+        if (!id || !rkl_id_is_valid(id))
+                return;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, id);
+        if (!v)
+                return; /* an orphan: the pass removes it */
+        if (!v->rec->rkt_uuid && v->rec->desired == RKL_POD_DESIRED_READY &&
+            !rkl_pod_state_is_after_run(p->state)) {
+                /* Adopt: the pod lives, its UUID was not recorded yet (a crash, or the uuid
+                 * file not read yet). A dead one is a failed attempt's leftover. */
+                if (rkl_store_pod_set_rkt_uuid(r->store, id, uuid, &err) < 0) {
+                        rkl_log_error("sandbox %.12s: cannot record pod %s: %s", id, uuid, err.msg);
+                        return;
+                }
+                rkl_log_info("sandbox %.12s: rkt pod %s", id, uuid);
+                publish_pod(r, id);
+                rkl_pod_view_unref(v);
+                v = rkl_cache_pod_get(r->cache, id);
+                if (!v)
+                        return;
+        }
+        if (streq_ptr(v->rec->rkt_uuid, uuid))
+                persist_observation(r, v->rec, p);
+}
+
+static void rescan(rkl_reconciler *r)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **uuids = NULL;
+        int fd = pods_dirfd(r);
+
+        r->rescan = false;
+        if (fd < 0 || rkl_poddir_list(fd, &uuids, &err) < 0)
+                uuids = rkl_xnew0(char *, 1);
+        /* Pods gone since the last look. */
+        _cleanup_strv_free_ char **gone = NULL;
+        size_t i = 0;
+        const char *key;
+        while (rkl_hashmap_iterate(r->seen, &i, &key, NULL)) {
+                bool found = false;
+                RKL_STRV_FOREACH (u, uuids)
+                        found |= streq(*u, key);
+                if (!found)
+                        rkl_strv_push(&gone, key);
+        }
+        RKL_STRV_FOREACH (u, gone)
+                observe_uuid(r, *u);
+        RKL_STRV_FOREACH (u, uuids)
+                observe_uuid(r, *u);
+        /* Records whose pod vanished while nobody looked. */
+        rkl_pod_view **pods;
+        size_t n;
+        rkl_cache_pod_list(r->cache, NULL, &pods, &n);
+        for (size_t j = 0; j < n; j++)
+                if (pods[j]->rec->rkt_uuid && !rkl_hashmap_get(r->seen, pods[j]->rec->rkt_uuid))
+                        persist_observation(r, pods[j]->rec, NULL);
+        rkl_pod_views_unref(pods, n);
+}
+
+/* ---- Actions on the worker pool ---- */
+
+static void action_free(action *a)
+{
+        if (!a)
+                return;
+        free(a->app);
+        rkl_strv_free(a->args);
+        free(a);
+}
+
+static int rkt_run(action *a, char *const *args, uint64_t timeout_usec)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_rkt_exec(a->r->rkt, args, timeout_usec, NULL, &err);
+        if (k < 0)
+                (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
+        return k;
+}
+
+/* Waits until the pod is no longer running; false when it still is at the deadline. */
+static bool wait_pod_exit(action *a, int64_t deadline_ns)
+{
+        if (a->r->pods_dirfd < 0)
+                return true;
+        for (;;) {
+                rkl_poddir_pod p = {0};
+                int k = rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL);
+                bool running = k >= 0 && p.state == RKL_POD_STATE_RUNNING;
+                rkl_poddir_pod_done(&p);
+                if (!running)
+                        return true;
+                if (rkl_realtime_nsec() >= deadline_ns)
+                        return false;
+                usleep(50 * 1000);
+        }
+}
+
+static int run_app_stop(action *a)
+{
+        int64_t now = rkl_realtime_nsec();
+        int k = 0;
+
+        if (a->deadline_ns > now) {
+                /* rkt's own stop waits for systemd's 90 s: cut it at our deadline. */
+                uint64_t t = (uint64_t)(a->deadline_ns - now) / NSEC_PER_USEC;
+                k = rkt_run(a, a->args, t > USEC_PER_SEC ? t : USEC_PER_SEC);
+                if (k == -EALREADY || k == -ENOENT)
+                        return 0;
+                if (k != -ETIMEDOUT)
+                        return k;
+        }
+        /* The deadline passed: SIGKILL everything in the app's cgroup. */
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) == 0) {
+                int n = rkl_cgroup_kill(procs, SIGKILL);
+                rkl_log_debug("app %s: stop deadline passed, SIGKILLed %d processes", a->app, n);
+        }
+        a->error[0] = 0;
+        return 0;
+}
+
+static int run_pod_stop(action *a)
+{
+        int64_t grace = (int64_t)a->r->cfg.stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        int k;
+
+        if (!a->force) {
+                k = rkt_run(a, RKL_STRV("stop", a->uuid), 60 * USEC_PER_SEC);
+                if (k < 0 && k != -EALREADY && k != -ENOENT)
+                        return k;
+                if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
+                        return 0;
+        }
+        k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), 60 * USEC_PER_SEC);
+        if (k < 0 && k != -EALREADY && k != -ENOENT)
+                return k;
+        if (!wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC)) {
+                (void)snprintf(a->error, sizeof(a->error), "pod %s did not exit after SIGKILL",
+                               a->uuid);
+                return -ETIMEDOUT;
+        }
+        a->error[0] = 0;
+        return 0;
+}
+
+static void run_action(void *userdata)
+{
+        action *a = userdata;
+        int k;
+
+        switch (a->kind) {
+        case ACT_APP_STOP:
+                k = run_app_stop(a);
+                break;
+        case ACT_POD_STOP:
+                k = run_pod_stop(a);
+                break;
+        default:
+                k = rkt_run(a, a->args, a->timeout_usec);
+                /* Gone already is what rm wanted. */
+                if ((a->kind == ACT_APP_RM || a->kind == ACT_POD_RM) && k == -ENOENT)
+                        k = 0;
+                break;
+        }
+        a->result = k;
+
+        rkl_reconciler *r = a->r;
+        pthread_mutex_lock(&r->lock);
+        a->next = r->done;
+        r->done = a;
+        pthread_mutex_unlock(&r->lock);
+        uint64_t one = 1;
+        (void)!write(r->done_fd, &one, sizeof(one));
+}
+
+/* `rkt app VERB UUID --app=NAME` */
+static char **app_args(const char *verb, const char *uuid, const char *app)
+{
+        char **l = NULL;
+        rkl_strv_push(&l, "app");
+        rkl_strv_push(&l, verb);
+        rkl_strv_push(&l, uuid);
+        rkl_strv_consume(&l, rkl_xasprintf("--app=%s", app));
+        return l;
+}
+
+static bool can_start(rkl_reconciler *r, const char *key)
+{
+        return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);
+}
+
+static action *action_new(rkl_reconciler *r, act_kind kind, const char *key, const char *uuid)
+{
+        action *a = rkl_xnew0(action, 1);
+        a->r = r;
+        a->kind = kind;
+        (void)snprintf(a->key, sizeof(a->key), "%s", key);
+        (void)snprintf(a->uuid, sizeof(a->uuid), "%s", uuid);
+        a->timeout_usec = 60 * USEC_PER_SEC;
+        return a;
+}
+
+static void submit(rkl_reconciler *r, action *a)
+{
+        rkl_log_debug("%s %.12s: %s", a->is_pod ? "sandbox" : "container", a->key,
+                      act_names[a->kind]);
+        rkl_hashmap_put(r->in_flight, a->key, a);
+        r->n_in_flight++;
+        rkl_workpool_submit(r->pool, run_action, a);
+}
+
+/* The result of a finished action, back on the reconciler thread. */
+static void apply_result(rkl_reconciler *r, action *a)
+{
+        rkl_error err = RKL_ERROR_INIT;
+
+        rkl_hashmap_remove(r->in_flight, a->key);
+        r->n_in_flight--;
+
+        if (a->orphan) {
+                if (a->result < 0)
+                        rkl_log_warning("leftover pod %s: %s: %s", a->uuid, act_names[a->kind],
+                                        a->error);
+        } else if (a->is_pod) {
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                    rkl_cache_pod_get(r->cache, a->key);
+                if (v && a->result < 0) {
+                        pod_failed_attempt(r, v->rec, a->error);
+                } else if (v) {
+                        if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
+                                (void)rkl_store_pod_clear_error(r->store, a->key, &err);
+                                publish_pod(r, a->key);
+                        }
+                }
+        } else {
+                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v =
+                    rkl_cache_ctr_get(r->cache, a->key);
+                if (v && a->result < 0) {
+                        ctr_failed_attempt(r, v->rec, a->error);
+                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error)) {
+                        (void)rkl_store_container_clear_error(r->store, a->key, &err);
+                        publish_ctr(r, a->key);
+                }
+        }
+
+        if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
+                /* The pod and its network are gone; its last statuses are in the store. */
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                    rkl_cache_pod_get(r->cache, a->key);
+                if (v) {
+                        rkl_pod_observed o;
+                        rkl_pod_observed_copy(&o, &v->rec->observed);
+                        if (o.phase != RKL_POD_PHASE_FAILED)
+                                o.phase = RKL_POD_PHASE_STOPPED;
+                        o.ip = mfree(o.ip);
+                        pod_set_observed(r, v->rec, &o);
+                        rkl_pod_observed_done(&o);
+                        (void)rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
+                        publish_pod(r, a->key);
+                }
+        }
+        if (a->uuid[0])
+                observe_uuid(r, a->uuid);
+        action_free(a);
+}
+
+/* ---- Sandboxes ---- */
+
+static char *pod_state_path(rkl_reconciler *r, const char *id, const char *name)
+{
+        return rkl_xasprintf("%s/pods/%s%s%s", r->cfg.state_dir, id, name ? "/" : "",
+                             name ? name : "");
+}
+
+static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *dir = pod_state_path(r, rec->id, NULL);
+        _cleanup_free_ char *logs = pod_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = pod_state_path(r, rec->id, "uuid");
+        _cleanup_free_ char *log = pod_state_path(r, rec->id, "sandbox.log");
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
+        _cleanup_free_ char *slice = NULL;
+        _cleanup_strv_free_ char **args = NULL, **argv = NULL, **env = NULL;
+        const char *insecure = NULL;
+        char hostname[256] = "";
+        int k;
+
+        if (!r->bus) {
+                wake_at(r, rkl_realtime_nsec() + (int64_t)NSEC_PER_SEC);
+                return; /* no systemd yet: the probe reconnects */
+        }
+        if (rec->spec.cgroup_parent &&
+            rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
+                pod_failed_attempt(r, rec,
+                                   "cgroup_parent is not a systemd slice: run kubelet "
+                                   "with --cgroup-driver=systemd");
+                return;
+        }
+        if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
+                rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
+                pod_failed_attempt(r, rec, err.msg);
+                return;
+        }
+        (void)unlink(uuid_file);
+        (void)gethostname(hostname, sizeof(hostname) - 1);
+
+        rkl_rkt_sandbox_opts o = {
+            .sandbox_id = rec->id,
+            .uuid_file = uuid_file,
+            .log_dir = logs,
+            .net = r->cfg.net,
+            .stage1_name = r->cfg.stage1_name,
+            .node_hostname = hostname,
+        };
+        if (rkl_rkt_sandbox_args(&rec->spec, &o, &args, &insecure, &err) < 0) {
+                pod_failed_attempt(r, rec, err.msg);
+                return;
+        }
+        argv = rkl_rkt_argv(r->rkt, args, insecure);
+        env = rkl_rkt_unit_env(r->rkt);
+
+        /* Record the unit before starting it: after a crash the name says a unit may
+         * exist, and the derived name makes a second start fail rather than duplicate. */
+        if (!streq_ptr(rec->unit_name, unit) &&
+            rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err) < 0) {
+                rkl_log_error("sandbox %.12s: %s", rec->id, err.msg);
+                return;
+        }
+        _cleanup_free_ char *desc =
+            rkl_xasprintf("rktlet sandbox %s/%s", rec->spec.namespace, rec->spec.name);
+        rkl_unit_spec spec = {
+            .name = unit,
+            .description = desc,
+            .argv = argv,
+            .env = env,
+            .slice = slice,
+            .log_path = log,
+        };
+        k = rkl_unit_start(r->bus, &spec, 10 * USEC_PER_SEC, &err);
+        if (k < 0 && k != -EEXIST) {
+                pod_failed_attempt(r, rec, err.msg);
+                return;
+        }
+        rkl_log_info("sandbox %.12s: started %s", rec->id, unit);
+        publish_pod(r, rec->id);
+        wake_at(r, rkl_realtime_nsec() + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
+}
+
+/* The last lines of the sandbox's own output: why it failed, in rkt's words. */
+static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
+{
+        _cleanup_free_ char *path = pod_state_path(r, id, "sandbox.log");
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+        if (rkl_read_file_at(AT_FDCWD, path, 1 << 20, &text, &n) < 0 || n == 0)
+                return rkl_xstrdup("no output");
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+                text[--n] = 0;
+        size_t start = n > 300 ? n - 300 : 0;
+        for (char *p = text + start; *p; p++)
+                if (*p == '\n')
+                        *p = ' ';
+        return rkl_xstrdup(text + start);
+}
+
+/* Undoes a failed creation so that the next attempt starts clean; the last attempt leaves
+ * the sandbox failed for good. */
+static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *why)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *tail = sandbox_log_tail(r, rec->id);
+        _cleanup_free_ char *msg = rkl_xasprintf("%s: %s", why, tail);
+
+        if (rec->unit_name) {
+                if (r->bus)
+                        (void)rkl_unit_stop(r->bus, rec->unit_name, NULL);
+                (void)rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &err);
+        }
+        if (rec->rkt_uuid) {
+                /* The dead pod is removed by the orphan pass once it is no longer ours. */
+                (void)rkl_store_pod_set_rkt_uuid(r->store, rec->id, NULL, &err);
+        }
+        if (rec->book.attempts + 1 >= MAX_ATTEMPTS) {
+                rkl_pod_observed o;
+                rkl_pod_observed_copy(&o, &rec->observed);
+                o.phase = RKL_POD_PHASE_FAILED;
+                free(o.reason);
+                free(o.message);
+                o.reason = rkl_xstrdup("CreateFailed");
+                o.message = rkl_xstrdup(msg);
+                pod_set_observed(r, rec, &o);
+                rkl_pod_observed_done(&o);
+        }
+        pod_failed_attempt(r, rec, msg);
+}
+
+static void step_pending(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p,
+                         int64_t now)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
+        int64_t since = rec->book.accepted_ns;
+
+        if (!rec->unit_name && !rec->rkt_uuid) {
+                start_sandbox(r, rec);
+                return;
+        }
+        if (!rec->rkt_uuid) {
+                _cleanup_free_ char *path = pod_state_path(r, rec->id, "uuid");
+                _cleanup_free_ char *uuid = NULL;
+                if (rkl_read_file_at(AT_FDCWD, path, 256, &uuid, NULL) == 0) {
+                        uuid[strcspn(uuid, "\n")] = 0;
+                        if (rkl_pod_uuid_is_valid(uuid))
+                                observe_uuid(r, uuid); /* adopts it if it lives */
+                }
+                /* The sandbox is the unit's main process: no unit, no pod. */
+                rkl_unit_state st = {0};
+                if (r->bus && rkl_unit_get_state(r->bus, rec->unit_name, &st, &err) == 0 &&
+                    (st.active == RKL_UNIT_GONE || st.active == RKL_UNIT_FAILED)) {
+                        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                            rkl_cache_pod_get(r->cache, rec->id);
+                        if (!v || !v->rec->rkt_uuid)
+                                creation_failed(r, rec,
+                                                "the sandbox exited before its pod was "
+                                                "ready");
+                        return;
+                }
+        } else if (p && rkl_pod_state_is_after_run(p->state)) {
+                creation_failed(r, rec, "the pod exited before it was ready");
+                return;
+        }
+        if (now - since > timeout && rec->book.next_retry_ns <= now) {
+                creation_failed(r, rec, "the sandbox did not become ready in time");
+                return;
+        }
+        wake_at(r, now + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
+}
+
+static void step_stopping(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
+{
+        rkl_error err = RKL_ERROR_INIT;
+
+        if (!rec->rkt_uuid) {
+                /* Never got as far as a pod: stop whatever unit there is, and it is done. */
+                if (rec->unit_name && r->bus) {
+                        int k = rkl_unit_stop(r->bus, rec->unit_name, &err);
+                        if (k < 0 && k != -ENOENT) {
+                                pod_failed_attempt(r, rec, err.msg);
+                                return;
+                        }
+                }
+                rkl_pod_observed o;
+                rkl_pod_observed_copy(&o, &rec->observed);
+                if (o.phase != RKL_POD_PHASE_FAILED)
+                        o.phase = RKL_POD_PHASE_STOPPED;
+                pod_set_observed(r, rec, &o);
+                rkl_pod_observed_done(&o);
+                return;
+        }
+        if (!can_start(r, rec->id))
+                return;
+        action *a;
+        if (p && p->state == RKL_POD_STATE_RUNNING) {
+                a = action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid);
+        } else {
+                /* Exited (its last statuses were read when it did): free its network. */
+                a = action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid);
+                a->args = rkl_strv_copy(RKL_STRV("rm", rec->rkt_uuid));
+        }
+        a->is_pod = true;
+        submit(r, a);
+}
+
+/* ---- Containers ---- */
+
+static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                           const rkl_container_record *c, int64_t now)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        const rkl_poddir_app *app = rkl_poddir_pod_find_app(p, c->app_name);
+        rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
+        action *a = NULL;
+
+        if (rkl_hashmap_get(r->in_flight, c->id))
+                return;
+        if (c->book.next_retry_ns > now) {
+                wake_at(r, c->book.next_retry_ns);
+                return;
+        }
+        if (c->desired != RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
+            c->observed.phase == RKL_CTR_PHASE_CREATED) {
+                if (!can_start(r, c->id))
+                        return;
+                _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
+                /* kubelet names the image by the ID PullImage returned (sha512-...); crictl
+                 * users by a docker reference. */
+                _cleanup_free_ char *image =
+                    strncmp(c->spec.image, "sha512-", 7) == 0 || strstr(c->spec.image, "://")
+                        ? rkl_xstrdup(c->spec.image)
+                        : rkl_xasprintf("docker://%s", c->spec.image);
+                rkl_rkt_app_opts o = {
+                    .container_id = c->id,
+                    .app_name = c->app_name,
+                    .image = image,
+                    .log_file = log_file,
+                };
+                char **args = NULL;
+                if (rkl_rkt_app_add_args(pod->rkt_uuid, &c->spec, &o, &args, &err) < 0) {
+                        ctr_failed_attempt(r, c, err.msg);
+                        return;
+                }
+                a = action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid);
+                a->args = args;
+        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
+                if (!can_start(r, c->id))
+                        return;
+                a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
+                a->args = app_args("start", pod->rkt_uuid, c->app_name);
+        } else if (c->desired == RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
+                if (!can_start(r, c->id))
+                        return;
+                a = action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid);
+                a->args = app_args("stop", pod->rkt_uuid, c->app_name);
+                a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
+                                                     : now + (int64_t)r->cfg.stop_grace_usec * 1000;
+                a->supervisor = (pid_t)p->ppid;
+                a->app = rkl_xstrdup(c->app_name);
+                a->timeout_usec = 0;
+        }
+        if (a)
+                submit(r, a);
+}
+
+/* ---- Orphans: pods and apps rktlet made that no record wants any more ---- */
+
+static bool image_shared_with_live_app(const rkl_poddir_pod *p, const rkl_poddir_app *a)
+{
+        for (size_t i = 0; i < p->n_apps; i++)
+                if (&p->apps[i] != a && a->image_id &&
+                    streq_ptr(p->apps[i].image_id, a->image_id) &&
+                    p->apps[i].state != RKL_POD_APP_EXITED)
+                        return true;
+        return false;
+}
+
+static void reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now)
+{
+        for (size_t i = 0; i < p->n_apps; i++) {
+                const rkl_poddir_app *app = &p->apps[i];
+                const char *cid = rkl_kvs_get(&app->user_annotations, RKL_MARK_CONTAINER_ID);
+                if (!app->in_manifest || !cid || !rkl_id_is_valid(cid) || !can_start(r, cid))
+                        continue;
+                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(r->cache, cid);
+                if (v)
+                        continue;
+                action *a;
+                if (app->state == RKL_POD_APP_RUNNING) {
+                        a = action_new(r, ACT_APP_STOP, cid, p->uuid);
+                        a->args = app_args("stop", p->uuid, app->name);
+                        a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(app->name);
+                } else if (!image_shared_with_live_app(p, app)) {
+                        /* rkt's app rm deletes the image's overlay, which another app of the
+                         * same image still uses (reference/rkt.md, B.1): such apps stay,
+                         * stopped, until their pod goes. */
+                        a = action_new(r, ACT_APP_RM, cid, p->uuid);
+                        a->args = app_args("rm", p->uuid, app->name);
+                } else {
+                        continue;
+                }
+                a->orphan = true;
+                submit(r, a);
+        }
+}
+
+static void reap_orphan_pods(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
+                const rkl_poddir_pod *p = v;
+                const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
+                if (!id || !rkl_id_is_valid(id) || !can_start(r, p->uuid))
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = rkl_cache_pod_get(r->cache, id);
+                if (pv && streq_ptr(pv->rec->rkt_uuid, p->uuid))
+                        continue; /* wanted */
+                if (pv && !pv->rec->rkt_uuid && pv->rec->desired == RKL_POD_DESIRED_READY &&
+                    !rkl_pod_state_is_after_run(p->state))
+                        continue; /* alive and about to be adopted */
+                if (p->state == RKL_POD_STATE_PREPARING || p->state == RKL_POD_STATE_EMBRYO)
+                        continue; /* still being made: wait for it to settle */
+                action *a;
+                if (p->state == RKL_POD_STATE_RUNNING) {
+                        a = action_new(r, ACT_POD_STOP, p->uuid, p->uuid);
+                        a->force = true;
+                        if (!pv && r->bus) {
+                                /* Its unit goes with it. */
+                                _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(id);
+                                (void)rkl_unit_stop(r->bus, unit, NULL);
+                        }
+                } else {
+                        a = action_new(r, ACT_POD_RM, p->uuid, p->uuid);
+                        a->args = rkl_strv_copy(RKL_STRV("rm", p->uuid));
+                        if (!pv) {
+                                _cleanup_free_ char *dir = pod_state_path(r, id, NULL);
+                                (void)rkl_rm_rf_at(AT_FDCWD, dir);
+                        }
+                }
+                a->orphan = true;
+                rkl_log_info("removing leftover pod %s of sandbox %.12s", p->uuid, id);
+                submit(r, a);
+        }
+}
+
+/* ---- The pass ---- */
+
+static void pass(rkl_reconciler *r)
+{
+        int64_t now = rkl_realtime_nsec();
+        rkl_pod_view **pods;
+        size_t n_pods;
+
+        r->wake_at_ns = 0;
+        if (r->rescan)
+                rescan(r);
+        if (!r->store)
+                return;
+
+        rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
+        for (size_t i = 0; i < n_pods; i++) {
+                const rkl_pod_record *rec = pods[i]->rec;
+                const rkl_poddir_pod *p =
+                    rec->rkt_uuid ? rkl_hashmap_get(r->seen, rec->rkt_uuid) : NULL;
+
+                if (rkl_hashmap_get(r->in_flight, rec->id))
+                        continue;
+                if (rec->book.next_retry_ns > now) {
+                        wake_at(r, rec->book.next_retry_ns);
+                        continue;
+                }
+                if (rec->desired == RKL_POD_DESIRED_STOPPED) {
+                        if (rec->observed.phase != RKL_POD_PHASE_STOPPED || rec->rkt_uuid)
+                                step_stopping(r, rec, p);
+                        continue;
+                }
+                if (rec->observed.phase == RKL_POD_PHASE_PENDING) {
+                        step_pending(r, rec, p, now);
+                        continue;
+                }
+                if (rec->observed.phase != RKL_POD_PHASE_RUNNING || !p ||
+                    p->state != RKL_POD_STATE_RUNNING || !p->supervisor_ready)
+                        continue;
+
+                rkl_view_filter f = {.sandbox_id = rec->id};
+                rkl_ctr_view **ctrs;
+                size_t n;
+                rkl_cache_ctr_list(r->cache, &f, &ctrs, &n);
+                for (size_t j = 0; j < n; j++)
+                        step_container(r, rec, p, ctrs[j]->rec, now);
+                rkl_ctr_views_unref(ctrs, n);
+                reap_orphan_apps(r, p, now);
+        }
+        rkl_pod_views_unref(pods, n_pods);
+        reap_orphan_pods(r);
+}
+
+/* ---- Event sources ---- */
+
+static int on_pass(sd_event_source *s, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        pass(r);
+        if (r->wake_at_ns) {
+                int64_t delta = r->wake_at_ns - rkl_realtime_nsec();
+                uint64_t usec = delta > 0 ? (uint64_t)delta / NSEC_PER_USEC : 0;
+                (void)sd_event_source_set_time(r->wake_source,
+                                               rkl_now_usec(CLOCK_MONOTONIC) + usec);
+                (void)sd_event_source_set_enabled(r->wake_source, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static int on_wake(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        schedule_pass(userdata);
+        return 0;
+}
+
 static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         probe(r);
         (void)sd_event_source_set_time(s,
                                        rkl_now_usec(CLOCK_MONOTONIC) + r->cfg.probe_interval_usec);
+        schedule_pass(r);
+        return 0;
+}
+
+static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        r->rescan = true;
+        (void)sd_event_source_set_time(s,
+                                       rkl_now_usec(CLOCK_MONOTONIC) + r->cfg.resync_interval_usec);
+        schedule_pass(r);
         return 0;
 }
 
@@ -107,7 +1066,41 @@ static int on_kick(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         uint64_t v;
         (void)!read(fd, &v, sizeof(v));
-        /* Nothing to converge yet: the store and the lifecycle come with their issues. */
+        schedule_pass(userdata);
+        return 0;
+}
+
+static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        uint64_t v;
+        (void)!read(fd, &v, sizeof(v));
+        pthread_mutex_lock(&r->lock);
+        action *list = TAKE_PTR(r->done);
+        pthread_mutex_unlock(&r->lock);
+        while (list) {
+                action *next = list->next;
+                apply_result(r, list);
+                list = next;
+        }
+        schedule_pass(r);
+        return 0;
+}
+
+static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        _cleanup_strv_free_ char **uuids = NULL;
+        bool lost = false;
+
+        if (rkl_poddir_watch_drain(r->watch, &uuids, &lost, NULL) < 0)
+                lost = true;
+        if (lost)
+                r->rescan = true;
+        else
+                RKL_STRV_FOREACH (u, uuids)
+                        observe_uuid(r, *u);
+        schedule_pass(r);
         return 0;
 }
 
@@ -124,9 +1117,22 @@ static void first_probe_signal(rkl_reconciler *r, int error)
         pthread_cond_broadcast(&r->cond);
 }
 
+static int setup_watch(rkl_reconciler *r)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_mkdir_p(r->cfg.rkt_data_dir, 0755);
+        if (k < 0)
+                return rkl_log_warning_errno(k, "cannot create '%s': %m", r->cfg.rkt_data_dir);
+        k = rkl_poddir_watch_new(r->pods_dir, &r->watch, &err);
+        if (k < 0)
+                return rkl_log_warning_errno(k, "cannot watch '%s': %s", r->pods_dir, err.msg);
+        return sd_event_add_io(r->event, NULL, rkl_poddir_watch_fd(r->watch), EPOLLIN, on_watch, r);
+}
+
 static void *reconciler_main(void *userdata)
 {
         rkl_reconciler *r = userdata;
+        uint64_t now = rkl_now_usec(CLOCK_MONOTONIC);
         int k;
 
         k = sd_event_new(&r->event);
@@ -135,9 +1141,22 @@ static void *reconciler_main(void *userdata)
         if (k >= 0)
                 k = sd_event_add_io(r->event, NULL, r->quit_fd, EPOLLIN, on_quit, r);
         if (k >= 0)
+                k = sd_event_add_io(r->event, NULL, r->done_fd, EPOLLIN, on_done, r);
+        if (k >= 0)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC,
-                                      rkl_now_usec(CLOCK_MONOTONIC) + r->cfg.probe_interval_usec,
-                                      USEC_PER_SEC, on_probe_timer, r);
+                                      now + r->cfg.probe_interval_usec, USEC_PER_SEC,
+                                      on_probe_timer, r);
+        if (k >= 0)
+                k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC,
+                                      now + r->cfg.resync_interval_usec, USEC_PER_SEC,
+                                      on_resync_timer, r);
+        if (k >= 0)
+                k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now, 1000,
+                                      on_wake, r);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->wake_source, SD_EVENT_OFF);
+        if (k >= 0)
+                k = sd_event_add_defer(r->event, &r->pass_source, on_pass, r);
         if (k < 0) {
                 first_probe_signal(r, k);
                 return NULL;
@@ -145,9 +1164,27 @@ static void *reconciler_main(void *userdata)
         probe(r);
         first_probe_signal(r, 0);
 
+        /* Watch before the first scan, so that nothing falls between the two. */
+        if (r->store && r->rkt)
+                (void)setup_watch(r);
+        r->rescan = true;
+        schedule_pass(r);
+
         k = sd_event_loop(r->event);
         if (k < 0)
                 rkl_log_error_errno(k, "reconciler event loop failed: %m");
+
+        /* Let actions under way finish, then apply nothing more: the next start resumes. */
+        r->pool = rkl_workpool_free(r->pool);
+        action *list = TAKE_PTR(r->done);
+        while (list) {
+                action *next = list->next;
+                action_free(list);
+                list = next;
+        }
+        r->pass_source = sd_event_source_unref(r->pass_source);
+        r->wake_source = sd_event_source_unref(r->wake_source);
+        r->watch = rkl_poddir_watch_free(r->watch);
         r->bus = sd_bus_flush_close_unref(r->bus);
         r->event = sd_event_unref(r->event);
         return NULL;
@@ -162,10 +1199,21 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->cfg = *cfg;
         if (!r->cfg.probe_interval_usec)
                 r->cfg.probe_interval_usec = 30 * USEC_PER_SEC;
+        if (!r->cfg.resync_interval_usec)
+                r->cfg.resync_interval_usec = 10 * USEC_PER_SEC;
+        if (!r->cfg.sandbox_ready_timeout_usec)
+                r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
+        if (!r->cfg.stop_grace_usec)
+                r->cfg.stop_grace_usec = 10 * USEC_PER_SEC;
+        if (!r->cfg.max_actions)
+                r->cfg.max_actions = 4;
         r->cache = cache;
-        r->kick_fd = r->quit_fd = -EBADF;
+        r->kick_fd = r->quit_fd = r->done_fd = r->pods_dirfd = -EBADF;
         pthread_mutex_init(&r->lock, NULL);
         pthread_cond_init(&r->cond, NULL);
+        r->seen = rkl_hashmap_new();
+        r->in_flight = rkl_hashmap_new();
+        r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
 
         if (cfg->db_path) {
                 k = rkl_store_open(cfg->db_path, cfg->store_opts, &r->store, reterr);
@@ -180,7 +1228,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         }
         r->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         r->quit_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r->kick_fd < 0 || r->quit_fd < 0)
+        r->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (r->kick_fd < 0 || r->quit_fd < 0 || r->done_fd < 0)
                 return rkl_error_set(reterr, -errno, "eventfd: %s", strerror(errno));
         *ret = TAKE_PTR(r);
         return 0;
@@ -188,9 +1237,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 {
+        r->pool = rkl_workpool_new(r->cfg.max_actions, "rkt");
         int k = pthread_create(&r->thread, NULL, reconciler_main, r);
         if (k != 0)
                 return rkl_error_set(reterr, -k, "cannot start the reconciler: %s", strerror(k));
+        (void)pthread_setname_np(r->thread, "reconciler");
         r->running = true;
 
         RKL_GUARD(&r->lock);
@@ -205,7 +1256,8 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 void rkl_reconciler_kick(rkl_reconciler *r)
 {
         uint64_t one = 1;
-        (void)!write(r->kick_fd, &one, sizeof(one));
+        if (r)
+                (void)!write(r->kick_fd, &one, sizeof(one));
 }
 
 void rkl_reconciler_stop(rkl_reconciler *r)
@@ -223,12 +1275,24 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         if (!r)
                 return NULL;
         rkl_reconciler_stop(r);
+        r->pool = rkl_workpool_free(r->pool);
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
+                rkl_poddir_pod_done(v);
+                free(v);
+        }
+        rkl_hashmap_free(r->seen);
+        rkl_hashmap_free(r->in_flight);
         rkl_rkt_free(r->rkt);
         rkl_store_close(r->store);
         safe_close(r->kick_fd);
         safe_close(r->quit_fd);
+        safe_close(r->done_fd);
+        safe_close(r->pods_dirfd);
         pthread_mutex_destroy(&r->lock);
         pthread_cond_destroy(&r->cond);
+        free(r->pods_dir);
         free(r);
         return NULL;
 }

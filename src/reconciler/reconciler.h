@@ -1,5 +1,8 @@
-/* The reconciler thread: owns sd-event and the systemd bus, probes the machine, and (as the
- * project grows) drives rkt and systemd toward the desired state in the store. */
+/* The reconciler thread: owns sd-event, the systemd bus and the pod-directory watcher, and
+ * drives rkt and systemd toward the desired state in the store. Level-triggered: woken by
+ * kicks (every committed CRI change), watcher events, finished actions and timers, it
+ * compares desired state with what it observes and starts what closes the difference, at
+ * most max_actions rkt commands at once. */
 #pragma once
 
 #include <stdint.h>
@@ -8,16 +11,22 @@
 
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_reconciler rkl_reconciler;
-
 typedef struct rkl_store_options rkl_store_options;
 
 typedef struct rkl_reconciler_config {
-        const char *db_path; /* the thread opens its own connection */
+        const char *db_path; /* the thread opens its own connection; NULL: probe only */
         const rkl_store_options *store_opts;
+        const char *state_dir;
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */
+        const char *net;         /* rkt --net for pods; NULL: rkt's default network */
+        const char *stage1_name; /* NULL: rkt's default stage1 */
+        unsigned max_actions;    /* rkt commands at once; 0: 4 */
         uint64_t probe_interval_usec;
+        uint64_t resync_interval_usec;
+        uint64_t sandbox_ready_timeout_usec; /* a sandbox not ready by then is retried */
+        uint64_t stop_grace_usec;            /* SIGTERM to SIGKILL when no deadline was asked for */
 } rkl_reconciler_config;
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,
@@ -27,7 +36,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr);
 /* Wakes the thread; callable from any thread. */
 void rkl_reconciler_kick(rkl_reconciler *r);
-/* Stops and joins the thread. */
+/* Stops and joins the thread; actions under way finish first. */
 void rkl_reconciler_stop(rkl_reconciler *r);
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r);
 

@@ -32,6 +32,35 @@ static char **env_with_experiments(void)
         return env;
 }
 
+char **rkl_rkt_unit_env(rkl_rkt *d)
+{
+        /* A unit starts with systemd's clean environment: give it rkt's own variables (the
+         * experiment gates and any RKT_* setting the daemon was started with) and PATH,
+         * which stage1 needs to find its helpers. */
+        char **env = NULL;
+        RKL_STRV_FOREACH (e, d->envp)
+                if (strncmp(*e, "RKT_", 4) == 0 || strncmp(*e, "PATH=", 5) == 0)
+                        rkl_strv_push(&env, *e);
+        return env;
+}
+
+char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure)
+{
+        char **argv = NULL;
+        rkl_strv_push(&argv, d->path);
+        rkl_strv_push(&argv, d->dir_flag);
+        /* Global flags in --flag=value form, which rkt accepts before the subcommand. */
+        if (extra_insecure)
+                rkl_strv_consume(
+                    &argv, rkl_xasprintf("--insecure-options=image,ondisk,%s", extra_insecure));
+        else
+                rkl_strv_push(&argv, "--insecure-options=image,ondisk");
+        rkl_strv_push(&argv, "--debug=false");
+        RKL_STRV_FOREACH (a, args)
+                rkl_strv_push(&argv, *a);
+        return argv;
+}
+
 int rkl_rkt_new(const rkl_rkt_config *cfg, rkl_rkt **ret, rkl_error *reterr)
 {
         if (isempty(cfg->rkt_path) || cfg->rkt_path[0] != '/')
@@ -74,19 +103,9 @@ static void last_line(const char *s, char *buf, size_t n)
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr)
 {
-        _cleanup_free_ char **argv = NULL;
-        size_t n = rkl_strv_length(args), k = 0;
+        _cleanup_strv_free_ char **argv = rkl_rkt_argv(d, args, NULL);
         rkl_spawn_result res = {0};
         int r;
-
-        /* Global flags first, in --flag=value form, which rkt accepts before the subcommand. */
-        argv = rkl_xnew0(char *, n + 5);
-        argv[k++] = d->path;
-        argv[k++] = d->dir_flag;
-        argv[k++] = (char *)"--insecure-options=image,ondisk";
-        argv[k++] = (char *)"--debug=false";
-        for (size_t i = 0; i < n; i++)
-                argv[k++] = args[i];
 
         rkl_spawn_opts o = {
             .envp = d->envp,

@@ -25,6 +25,12 @@ rkl_rkt *rkl_rkt_free(rkl_rkt *d);
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr);
 
+/* The whole argv for `rkt <global flags> <args...>`; extra_insecure (e.g. "all-run" for a
+ * privileged pod) joins --insecure-options. */
+char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure);
+/* The environment a systemd unit running rkt needs (the experiment gates, RKT_*, PATH). */
+char **rkl_rkt_unit_env(rkl_rkt *d);
+
 typedef struct rkl_rkt_version {
         char *version;  /* "1.30.0" */
         char *text;     /* the whole output, trimmed */

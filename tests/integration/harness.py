@@ -18,6 +18,8 @@ SOURCE_DIR = os.environ.get("RKL_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_DIR = os.environ.get("RKL_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 DAEMON = os.path.join(BUILD_DIR, "rktlet")
+RKT_SIM = os.path.join(BUILD_DIR, "rkt-sim")
+MAKE_IMAGES = os.path.join(SOURCE_DIR, "tests", "lib", "make-test-images")
 SYSTEMD_ENV = os.path.join(SOURCE_DIR, "tests", "lib", "systemd-env")
 PYTHON = "/usr/bin/python3"  # the interpreter with Debian's grpcio
 
@@ -139,3 +141,70 @@ def fake_rkt(directory, version="1.30.0"):
                 "echo 'rkt: unknown command' >&2; exit 254\n" % version)
     os.chmod(path, 0o755)
     return path
+
+
+def test_images():
+    """The simulator's local image source (busybox from Debian's busybox-static), built once
+    per build dir."""
+    out = os.path.join(BUILD_DIR, "test-images")
+    with open(os.path.join(BUILD_DIR, ".test-images.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(out, ".done")):
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([MAKE_IMAGES, out], check=True, capture_output=True)
+            open(os.path.join(out, ".done"), "w").close()
+    return out
+
+
+class SimEnv:
+    """A daemon driving the rkt simulator under a private systemd: what a node looks like
+    here. Faults are written to self.faults (re-read by the simulator at every command)."""
+
+    def __init__(self, test, extra=(), profile=None):
+        self.dir = workdir(test)
+        self.systemd = Systemd(os.path.join(self.dir, "systemd"))
+        test.addCleanup(self.systemd.stop)
+        self.images = test_images()
+        self.rkt_dir = os.path.join(self.dir, "rkt")
+        self.faults = os.path.join(self.dir, "faults")
+        open(self.faults, "w").close()
+        self.env = dict(os.environ, RKT_SIM_IMAGES=self.images, RKT_SIM_FAULTS=self.faults)
+        if profile:
+            self.env["RKT_SIM_PROFILE"] = profile
+        self.daemon = Daemon(self.dir, rkt_path=RKT_SIM, bus=self.systemd.address,
+                             extra=list(extra), env=self.env)
+        test.addCleanup(self.cleanup)
+
+    def start(self):
+        self.daemon.start()
+        return self
+
+    def cleanup(self):
+        self.daemon.stop(signal.SIGKILL)
+        # Pods outlive the daemon by design; the test's systemd takes them down.
+
+    def rkt(self, *args, check=True):
+        env = dict(self.env, RKT_EXPERIMENT_APP="true", RKT_EXPERIMENT_ATTACH="true")
+        return subprocess.run([RKT_SIM, "--dir=" + self.rkt_dir] + list(args), env=env,
+                              capture_output=True, text=True, check=check, timeout=60)
+
+    def fetch(self, ref):
+        """Puts an image into the simulator's store, as PullImage would."""
+        return self.rkt("image", "fetch", "--full", ref).stdout.strip().splitlines()[-1]
+
+    def set_faults(self, text):
+        with open(self.faults + ".tmp", "w") as f:
+            f.write(text)
+        os.rename(self.faults + ".tmp", self.faults)
+
+
+def wait_for(what, fn, timeout=30, interval=0.05):
+    """Polls fn until it returns something true; fails the wait with what."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))

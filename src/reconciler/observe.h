@@ -1,0 +1,26 @@
+/* What the reconciler concludes from a pod directory: pure functions from rkt's on-disk
+ * truth (rkt/poddir.h) and the store's record to the observed state CRI reports. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "rkt/poddir.h"
+#include "store/store.h"
+
+/* p is the pod as last read, or NULL when its directory is gone. now_ns stamps a finish
+ * time rkt did not record. *ret_dead tells that the pod's process is gone for good: a
+ * pending pod that died is a failed creation, a running one died on its own. */
+void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, int64_t now_ns,
+                     rkl_pod_observed *ret, bool *ret_dead);
+
+/* The container's app in pod p (NULL: the pod is gone). oom: the app's cgroup saw an OOM
+ * kill. rkt records a bare signal number when an app is killed; Kubernetes wants 128+N
+ * (DESIGN.md): a stop rktlet asked for (SIGTERM, then SIGKILL at the deadline) gives 143
+ * or 137, an OOM kill 137 with reason OOMKilled. */
+void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
+                           const rkl_poddir_pod *p, bool oom, rkl_container_observed *ret);
+
+bool rkl_pod_observed_equal(const rkl_pod_observed *a, const rkl_pod_observed *b);
+bool rkl_container_observed_equal(const rkl_container_observed *a, const rkl_container_observed *b);
+void rkl_pod_observed_copy(rkl_pod_observed *dst, const rkl_pod_observed *src);
+void rkl_container_observed_copy(rkl_container_observed *dst, const rkl_container_observed *src);

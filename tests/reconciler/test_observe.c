@@ -1,0 +1,196 @@
+/* The rules from rkt's on-disk truth to what CRI reports. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "reconciler/observe.h"
+
+static rkl_pod_record pod_rec(rkl_pod_desired d, rkl_pod_phase phase)
+{
+        return (rkl_pod_record){
+            .id = "0000000000000000000000000000000000000000000000000000000000000001",
+            .desired = d,
+            .observed = {.phase = phase},
+            .rkt_uuid = (char *)"11111111-2222-3333-4444-555555555555",
+        };
+}
+
+static rkl_poddir_pod running_pod(bool ready)
+{
+        return (rkl_poddir_pod){
+            .uuid = "11111111-2222-3333-4444-555555555555",
+            .state = RKL_POD_STATE_RUNNING,
+            .locked = true,
+            .supervisor_ready = ready,
+            .ppid = 4242,
+            .created_ns = 1000,
+            .started_ns = 2000,
+            .ip = (char *)"172.16.28.7",
+        };
+}
+
+static void test_pod_phases(void **state)
+{
+        rkl_pod_observed o;
+        bool dead;
+
+        rkl_pod_record rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_PENDING);
+        rkl_poddir_pod p = running_pod(false);
+        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_PENDING); /* not ready yet */
+        assert_false(dead);
+        assert_int_equal(o.pid, 4242);
+        assert_string_equal(o.ip, "172.16.28.7");
+        rkl_pod_observed_done(&o);
+
+        p.supervisor_ready = true;
+        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_RUNNING);
+        assert_int_equal(o.created_ns, 1000);
+        assert_int_equal(o.started_ns, 2000);
+        rkl_pod_observed_done(&o);
+
+        /* A running pod that exits on its own: NOTREADY for good, kubelet recreates it. */
+        rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
+        p.state = RKL_POD_STATE_EXITED;
+        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        assert_true(dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_FAILED);
+        assert_string_equal(o.reason, "PodExited");
+        assert_int_equal(o.finished_ns, 99);
+        rkl_pod_observed_done(&o);
+
+        /* The same exit after a stop was asked for is just stopped. */
+        rec = pod_rec(RKL_POD_DESIRED_STOPPED, RKL_POD_PHASE_RUNNING);
+        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_STOPPED);
+        rkl_pod_observed_done(&o);
+
+        /* The directory vanished under a running pod. */
+        rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
+        rkl_observe_pod(&rec, NULL, 77, &o, &dead);
+        assert_true(dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_FAILED);
+        assert_string_equal(o.reason, "PodGone");
+        rkl_pod_observed_done(&o);
+}
+
+static rkl_poddir_app app(rkl_pod_app_state st, bool known, int code)
+{
+        return (rkl_poddir_app){
+            .name = (char *)"c1",
+            .image_id = (char *)"sha512-abc",
+            .in_manifest = true,
+            .state = st,
+            .created_ns = 10,
+            .started_ns = st >= RKL_POD_APP_RUNNING ? 20 : 0,
+            .finished_ns = st == RKL_POD_APP_EXITED ? 30 : 0,
+            .exit_known = known,
+            .exit_code = code,
+        };
+}
+
+static rkl_container_observed ctr(rkl_ctr_desired d, rkl_pod_desired pd, rkl_poddir_app a, bool oom)
+{
+        rkl_container_record rec = {.app_name = (char *)"c1", .desired = d};
+        rkl_pod_record pod = pod_rec(pd, RKL_POD_PHASE_RUNNING);
+        rkl_poddir_pod p = running_pod(true);
+        rkl_container_observed o;
+        p.apps = &a;
+        p.n_apps = 1;
+        rkl_observe_container(&rec, &pod, &p, oom, &o);
+        return o;
+}
+
+static void test_container_states(void **state)
+{
+        rkl_container_observed o;
+
+        o = ctr(RKL_CTR_DESIRED_CREATED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_CREATED, 0, 0),
+                false);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_CREATED);
+        assert_int_equal(o.created_ns, 10);
+        assert_string_equal(o.image_ref, "sha512-abc");
+        rkl_container_observed_done(&o);
+
+        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_RUNNING, 0, 0),
+                false);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
+        assert_int_equal(o.started_ns, 20);
+        assert_false(o.has_exit_code);
+        rkl_container_observed_done(&o);
+
+        /* An app that exits by itself keeps its own code. */
+        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, 7),
+                false);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_EXITED);
+        assert_int_equal(o.exit_code, 7);
+        assert_null(o.reason); /* kubelet derives Completed/Error */
+        assert_int_equal(o.finished_ns, 30);
+        rkl_container_observed_done(&o);
+}
+
+static void test_exit_codes(void **state)
+{
+        rkl_container_observed o;
+
+        /* Our stop: rkt's bare signal number becomes Kubernetes' 128+N. */
+        o = ctr(RKL_CTR_DESIRED_STOPPED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGTERM),
+                false);
+        assert_int_equal(o.exit_code, 143);
+        rkl_container_observed_done(&o);
+        o = ctr(RKL_CTR_DESIRED_STOPPED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGKILL),
+                false);
+        assert_int_equal(o.exit_code, 137);
+        rkl_container_observed_done(&o);
+        /* A stop of the whole pod counts too. */
+        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_STOPPED,
+                app(RKL_POD_APP_EXITED, 1, SIGTERM), false);
+        assert_int_equal(o.exit_code, 143);
+        rkl_container_observed_done(&o);
+
+        /* OOM: 137 and OOMKilled, whoever wanted what. */
+        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGKILL),
+                true);
+        assert_int_equal(o.exit_code, 137);
+        assert_string_equal(o.reason, "OOMKilled");
+        rkl_container_observed_done(&o);
+
+        /* Unknown (the pod stopped first): 255, and says why. */
+        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 0, 0),
+                false);
+        assert_true(o.has_exit_code);
+        assert_int_equal(o.exit_code, 255);
+        assert_non_null(strstr(o.message, "unknown"));
+        rkl_container_observed_done(&o);
+}
+
+static void test_not_added_keeps_last(void **state)
+{
+        rkl_container_record rec = {
+            .app_name = (char *)"c9",
+            .desired = RKL_CTR_DESIRED_RUNNING,
+            .observed = {.phase = RKL_CTR_PHASE_EXITED, .has_exit_code = true, .exit_code = 3}};
+        rkl_container_observed o;
+        /* The pod is gone (rkt rm after a stop): what was seen last still holds. */
+        rkl_observe_container(&rec, NULL, NULL, false, &o);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_EXITED);
+        assert_int_equal(o.exit_code, 3);
+        assert_true(rkl_container_observed_equal(&o, &rec.observed));
+        rkl_container_observed_done(&o);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_pod_phases),
+            cmocka_unit_test(test_container_states),
+            cmocka_unit_test(test_exit_codes),
+            cmocka_unit_test(test_not_added_keeps_last),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
