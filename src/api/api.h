@@ -6,6 +6,7 @@
 
 #include "base/arena.h"
 #include "base/error.h"
+#include "base/workpool.h"
 
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_reconciler rkl_reconciler;
@@ -26,8 +27,11 @@ typedef struct rkl_api_config {
         gid_t socket_gid;   /* (gid_t)-1: keep root's group */
 } rkl_api_config;
 
+typedef struct rkl_api_call rkl_api_call;
+
 /* Per-call context. The arena lives as long as the call: responses point into it. */
 typedef struct rkl_api_ctx {
+        rkl_api_call *call;
         const rkl_api_config *cfg;
         rkl_cache *cache;
         rkl_store *store;           /* this thread's connection */
@@ -39,6 +43,15 @@ typedef struct rkl_api_ctx {
  * reterr set; the server maps it to a gRPC status with rkl_api_status_from_errno(). */
 typedef int (*rkl_api_handler)(rkl_api_ctx *ctx, const ProtobufCMessage *req,
                                ProtobufCMessage *resp, rkl_error *reterr);
+
+/* A handler whose work is slow (a pull, an exec) returns rkl_api_defer(ctx, fn, userdata):
+ * fn runs on the server's worker pool, fills the response (still valid, with the arena)
+ * and ends the call with rkl_api_call_finish(). No completion-queue thread ever waits. */
+#define RKL_API_DEFERRED 1
+int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);
+void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err);
+/* True once the client cancelled or went away: the work may stop early. */
+bool rkl_api_call_cancelled(rkl_api_call *c);
 
 /* The handler for service ("RuntimeService" or "ImageService") and method, or NULL when
  * the method is not implemented. */

@@ -20,10 +20,12 @@
 #include "store/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/workpool.h"
 #include "base/banned.h"
 
-#define MAX_MESSAGE    (16 * 1024 * 1024) /* kubelet's limit */
-#define REQUESTS_ARMED 2                  /* pending requests per method per queue */
+#define MAX_MESSAGE      (16 * 1024 * 1024) /* kubelet's limit */
+#define REQUESTS_ARMED   2                  /* pending requests per method per queue */
+#define DEFERRED_THREADS 4                  /* slow calls (pulls, exec) at once */
 
 typedef struct method {
         char *path; /* "/runtime.v1.RuntimeService/Version" */
@@ -51,16 +53,25 @@ struct rkl_api_server {
         worker *workers;
         size_t n_workers;
         atomic_bool shutting_down;
+        rkl_workpool *pool; /* deferred calls */
         bool listening, started, shut_down;
 };
 
-typedef enum call_stage {
-        CALL_REQUESTED,
-        CALL_SENDING,
-} call_stage;
+/* What a completion-queue event is about: every batch has its own tag. */
+typedef enum tag_kind {
+        TAG_REQUEST, /* a requested call arrived (or the request was cancelled) */
+        TAG_SEND,    /* the answer was sent (for plain calls: and the call closed) */
+        TAG_CLOSE,   /* a deferred call's client closed or cancelled */
+} tag_kind;
 
-typedef struct rkl_api_call {
-        call_stage stage;
+typedef struct call_tag {
+        rkl_api_call *call;
+        tag_kind kind;
+} call_tag;
+
+struct rkl_api_call {
+        call_tag tag_request, tag_send, tag_close;
+        atomic_int pending; /* batches outstanding: the call is freed when none is left */
         worker *w;
         const method *m; /* NULL for the catch-all request */
         grpc_call *call;
@@ -71,9 +82,12 @@ typedef struct rkl_api_call {
         grpc_byte_buffer *response;
         grpc_slice status_details;
         bool has_status_details;
-        int cancelled;
+        bool deferred;
+        int cancelled;           /* written by grpc for the RECV_CLOSE_ON_SERVER op */
+        atomic_bool cancel_seen; /* set once that op completed with cancelled=1 */
+        ProtobufCMessage *resp;  /* deferred calls: what the handler fills */
         rkl_arena *arena;
-} rkl_api_call;
+};
 
 static void call_free(rkl_api_call *c)
 {
@@ -94,6 +108,12 @@ static void call_free(rkl_api_call *c)
         free(c);
 }
 
+static void call_unref(rkl_api_call *c)
+{
+        if (atomic_fetch_sub(&c->pending, 1) == 1)
+                call_free(c);
+}
+
 static void request_arm(worker *w, const method *m)
 {
         rkl_api_call *c = rkl_xnew0(rkl_api_call, 1);
@@ -101,16 +121,19 @@ static void request_arm(worker *w, const method *m)
 
         c->w = w;
         c->m = m;
-        c->stage = CALL_REQUESTED;
+        c->tag_request = (call_tag){c, TAG_REQUEST};
+        c->tag_send = (call_tag){c, TAG_SEND};
+        c->tag_close = (call_tag){c, TAG_CLOSE};
+        atomic_store(&c->pending, 1);
         grpc_metadata_array_init(&c->md);
         if (m) {
                 e = grpc_server_request_registered_call(w->srv->server, m->registered, &c->call,
                                                         &c->deadline, &c->md, &c->payload, w->cq,
-                                                        w->cq, c);
+                                                        w->cq, &c->tag_request);
         } else {
                 grpc_call_details_init(&c->details);
                 e = grpc_server_request_call(w->srv->server, &c->call, &c->details, &c->md, w->cq,
-                                             w->cq, c);
+                                             w->cq, &c->tag_request);
         }
         if (e != GRPC_CALL_OK) {
                 assert(!"grpc_server_request_call failed");
@@ -174,18 +197,24 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
                 op->data.send_status_from_server.status_details = &c->status_details;
         }
         op++;
-        op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        op->data.recv_close_on_server.cancelled = &c->cancelled;
-        op++;
+        if (!c->deferred) {
+                /* A deferred call has had its own close watch since it was deferred. */
+                op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+                op->data.recv_close_on_server.cancelled = &c->cancelled;
+                op++;
+        }
 
-        c->stage = CALL_SENDING;
-        grpc_call_error e = grpc_call_start_batch(c->call, ops, (size_t)(op - ops), c, NULL);
+        atomic_fetch_add(&c->pending, 1);
+        grpc_call_error e =
+            grpc_call_start_batch(c->call, ops, (size_t)(op - ops), &c->tag_send, NULL);
         if (e != GRPC_CALL_OK) {
                 assert(!"grpc_call_start_batch failed");
                 rkl_log_error("cannot answer call: grpc call error %d", (int)e);
-                call_free(c);
+                call_unref(c);
         }
 }
+
+static void call_answer(rkl_api_call *c, int r, const rkl_error *err);
 
 static void call_process(rkl_api_call *c)
 {
@@ -233,29 +262,71 @@ static void call_process(rkl_api_call *c)
 
         ProtobufCMessage *resp = rkl_arena_alloc(c->arena, m->desc->output->sizeof_message);
         protobuf_c_message_init(m->desc->output, resp);
-        rkl_api_ctx ctx = {.cfg = c->w->srv->cfg,
+        rkl_api_ctx ctx = {.call = c,
+                           .cfg = c->w->srv->cfg,
                            .cache = c->w->srv->cache,
                            .store = c->w->store,
                            .reconciler = c->w->srv->reconciler,
                            .arena = c->arena};
 
+        c->resp = resp;
         r = m->handler(&ctx, req, resp, &err);
+        if (r == RKL_API_DEFERRED) {
+                assert(c->deferred);
+                return; /* finished by rkl_api_call_finish() */
+        }
+        call_answer(c, r, &err);
+}
+
+/* Packs the response, or maps the error, and sends it: the end of every call. */
+static void call_answer(rkl_api_call *c, int r, const rkl_error *err)
+{
+        const char *path = c->m->path + 1;
         if (r < 0) {
                 grpc_status_code code = rkl_api_status_from_errno(r);
                 if (code == GRPC_STATUS_INTERNAL)
-                        rkl_log_error("%s failed: %s", m->path + 1, err.msg);
+                        rkl_log_error("%s failed: %s", path, err->msg);
                 else
-                        rkl_log_debug("%s: %s", m->path + 1, err.msg);
-                call_send(c, code, isempty(err.msg) ? strerror(-r) : err.msg);
+                        rkl_log_debug("%s: %s", path, err->msg);
+                call_send(c, code, isempty(err->msg) ? strerror(-r) : err->msg);
                 return;
         }
-
-        size_t n = protobuf_c_message_get_packed_size(resp);
+        size_t n = protobuf_c_message_get_packed_size(c->resp);
         grpc_slice s = grpc_slice_malloc(n);
-        protobuf_c_message_pack(resp, GRPC_SLICE_START_PTR(s));
+        protobuf_c_message_pack(c->resp, GRPC_SLICE_START_PTR(s));
         c->response = grpc_raw_byte_buffer_create(&s, 1);
         grpc_slice_unref(s);
         call_send(c, GRPC_STATUS_OK, NULL);
+}
+
+int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
+{
+        rkl_api_call *c = ctx->call;
+        grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER};
+
+        /* Watch for the client going away while the work runs: cancellation is only
+         * visible through this op. */
+        c->deferred = true;
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        atomic_fetch_add(&c->pending, 1);
+        grpc_call_error e = grpc_call_start_batch(c->call, &op, 1, &c->tag_close, NULL);
+        if (e != GRPC_CALL_OK) {
+                assert(!"grpc_call_start_batch failed");
+                atomic_fetch_sub(&c->pending, 1);
+        }
+        rkl_workpool_submit(c->w->srv->pool, fn, userdata);
+        return RKL_API_DEFERRED;
+}
+
+void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err)
+{
+        static const rkl_error none = RKL_ERROR_INIT;
+        call_answer(c, r, err ? err : &none);
+}
+
+bool rkl_api_call_cancelled(rkl_api_call *c)
+{
+        return atomic_load(&c->cancel_seen);
 }
 
 static void *worker_main(void *userdata)
@@ -269,19 +340,29 @@ static void *worker_main(void *userdata)
                         break;
                 if (ev.type != GRPC_OP_COMPLETE)
                         continue;
-                rkl_api_call *c = ev.tag;
-                if (c->stage == CALL_SENDING) {
-                        call_free(c);
-                        continue;
+                call_tag *t = ev.tag;
+                rkl_api_call *c = t->call;
+                switch (t->kind) {
+                case TAG_SEND:
+                        call_unref(c);
+                        break;
+                case TAG_CLOSE:
+                        if (ev.success && c->cancelled)
+                                atomic_store(&c->cancel_seen, true);
+                        call_unref(c);
+                        break;
+                case TAG_REQUEST:
+                        /* ok=0 means the server is shutting down. */
+                        if (!ev.success) {
+                                call_unref(c);
+                                break;
+                        }
+                        if (!atomic_load(&w->srv->shutting_down))
+                                request_arm(w, c->m);
+                        call_process(c);
+                        call_unref(c); /* the request's own reference */
+                        break;
                 }
-                /* A request completed. ok=0 means the server is shutting down. */
-                if (!ev.success) {
-                        call_free(c);
-                        continue;
-                }
-                if (!atomic_load(&w->srv->shutting_down))
-                        request_arm(w, c->m);
-                call_process(c);
         }
         return NULL;
 }
@@ -405,6 +486,7 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                 if (r < 0)
                         return r;
         }
+        s->pool = rkl_workpool_new(DEFERRED_THREADS, "api");
         grpc_server_start(s->server);
         s->started = true;
         for (size_t i = 0; i < s->n_workers; i++) {
