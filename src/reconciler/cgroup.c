@@ -78,6 +78,19 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         return 0;
 }
 
+int rkl_cgroup_first_pid(const char *dir, pid_t *ret)
+{
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
+        _cleanup_free_ char *text = NULL;
+        int r = rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL);
+        if (r < 0)
+                return r;
+        unsigned pid = 0;
+        text[strcspn(text, "\n")] = 0;
+        *ret = *text && rkl_safe_atou(text, &pid) == 0 ? (pid_t)pid : 0;
+        return 0;
+}
+
 int rkl_cgroup_kill(const char *dir, int sig)
 {
         int n = 0;

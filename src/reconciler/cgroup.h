@@ -12,6 +12,9 @@
  * has memory.events). -ENOENT when the supervisor is gone. */
 int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
+/* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
+ * directory does not exist. */
+int rkl_cgroup_first_pid(const char *dir, pid_t *ret);
 /* Sends sig to every process in dir and its descendants; returns how many were signalled. */
 int rkl_cgroup_kill(const char *dir, int sig);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control

@@ -108,7 +108,8 @@ static int32_t exit_code_of(const rkl_container_record *rec, const rkl_pod_recor
 }
 
 void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
-                           const rkl_poddir_pod *p, bool oom, rkl_container_observed *ret)
+                           const rkl_poddir_pod *p, rkl_app_proc proc, pid_t pid, bool oom,
+                           rkl_container_observed *ret)
 {
         rkl_container_observed o;
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
@@ -128,7 +129,10 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
                 o.phase = RKL_CTR_PHASE_CREATED;
                 break;
         case RKL_POD_APP_RUNNING:
+                if (proc == RKL_APP_PROC_NONE && o.phase != RKL_CTR_PHASE_RUNNING)
+                        break; /* started, but no process yet: still created */
                 o.phase = RKL_CTR_PHASE_RUNNING;
+                o.pid = proc == RKL_APP_PROC_SEEN ? pid : o.pid;
                 o.started_ns = a->started_ns;
                 o.finished_ns = 0;
                 o.has_exit_code = false;
@@ -139,6 +143,7 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
         case RKL_POD_APP_EXITED: {
                 const char *reason;
                 o.phase = RKL_CTR_PHASE_EXITED;
+                o.pid = 0;
                 if (a->started_ns)
                         o.started_ns = a->started_ns;
                 o.finished_ns = a->finished_ns;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "rkt/poddir.h"
 #include "store/store.h"
@@ -13,12 +14,21 @@
 void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, int64_t now_ns,
                      rkl_pod_observed *ret, bool *ret_dead);
 
-/* The container's app in pod p (NULL: the pod is gone). oom: the app's cgroup saw an OOM
- * kill. rkt records a bare signal number when an app is killed; Kubernetes wants 128+N
- * (DESIGN.md): a stop rktlet asked for (SIGTERM, then SIGKILL at the deadline) gives 143
- * or 137, an OOM kill 137 with reason OOMKilled. */
+/* Whether the app's process was seen in its cgroup: rkt marks an app started just before
+ * its process exists, and CRI must never report running before it runs. */
+typedef enum rkl_app_proc {
+        RKL_APP_PROC_UNKNOWN, /* the cgroup cannot be read: trust rkt */
+        RKL_APP_PROC_NONE,    /* the cgroup is there and empty */
+        RKL_APP_PROC_SEEN,
+} rkl_app_proc;
+
+/* The container's app in pod p (NULL: the pod is gone). proc/pid: its process, as found
+ * in its cgroup. oom: the app's cgroup saw an OOM kill. rkt records a bare signal number when an
+ * app is killed; Kubernetes wants 128+N (DESIGN.md): a stop rktlet asked for (SIGTERM, then SIGKILL
+ * at the deadline) gives 143 or 137, an OOM kill 137 with reason OOMKilled. */
 void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
-                           const rkl_poddir_pod *p, bool oom, rkl_container_observed *ret);
+                           const rkl_poddir_pod *p, rkl_app_proc proc, pid_t pid, bool oom,
+                           rkl_container_observed *ret);
 
 bool rkl_pod_observed_equal(const rkl_pod_observed *a, const rkl_pod_observed *b);
 bool rkl_container_observed_equal(const rkl_container_observed *a, const rkl_container_observed *b);

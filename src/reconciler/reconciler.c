@@ -257,6 +257,21 @@ static bool ctr_oom_killed(const rkl_container_record *rec, const rkl_poddir_pod
         return rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0;
 }
 
+/* Is the app's process there yet? (see rkl_app_proc) */
+static rkl_app_proc app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
+                                pid_t *ret_pid)
+{
+        const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+
+        *ret_pid = 0;
+        if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid ||
+            rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
+            rkl_cgroup_first_pid(procs, ret_pid) < 0)
+                return RKL_APP_PROC_UNKNOWN;
+        return *ret_pid > 0 ? RKL_APP_PROC_SEEN : RKL_APP_PROC_NONE;
+}
+
 /* Brings the store and cache in line with pod p (NULL: its directory is gone). */
 static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                                 const rkl_poddir_pod *p)
@@ -277,7 +292,12 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_container_observed co;
                 rkl_error err = RKL_ERROR_INIT;
 
-                rkl_observe_container(c, rec, p, ctr_oom_killed(c, p), &co);
+                pid_t pid;
+                rkl_app_proc proc = app_process(c, p, &pid);
+                if (proc == RKL_APP_PROC_NONE)
+                        /* Look again shortly: the process is on its way. */
+                        wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
+                rkl_observe_container(c, rec, p, proc, pid, ctr_oom_killed(c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
                                 rkl_log_info("container %.12s: %s -> %s", c->id,

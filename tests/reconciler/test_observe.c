@@ -102,7 +102,7 @@ static rkl_container_observed ctr(rkl_ctr_desired d, rkl_pod_desired pd, rkl_pod
         rkl_container_observed o;
         p.apps = &a;
         p.n_apps = 1;
-        rkl_observe_container(&rec, &pod, &p, oom, &o);
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_SEEN, 77, oom, &o);
         return o;
 }
 
@@ -131,6 +131,31 @@ static void test_container_states(void **state)
         assert_int_equal(o.exit_code, 7);
         assert_null(o.reason); /* kubelet derives Completed/Error */
         assert_int_equal(o.finished_ns, 30);
+        rkl_container_observed_done(&o);
+}
+
+static void test_running_only_with_a_process(void **state)
+{
+        rkl_container_record rec = {.app_name = (char *)"c1",
+                                    .desired = RKL_CTR_DESIRED_RUNNING,
+                                    .observed = {.phase = RKL_CTR_PHASE_CREATED}};
+        rkl_poddir_app a = app(RKL_POD_APP_RUNNING, 0, 0);
+        rkl_poddir_pod p = running_pod(true);
+        rkl_container_observed o;
+        p.apps = &a;
+        p.n_apps = 1;
+
+        /* rkt says started, the cgroup is still empty: not running yet. */
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_NONE, 0, false, &o);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_CREATED);
+        rkl_container_observed_done(&o);
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_SEEN, 4321, false, &o);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
+        assert_int_equal(o.pid, 4321);
+        rkl_container_observed_done(&o);
+        /* No cgroup to ask (another layout): rkt's word is taken. */
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_UNKNOWN, 0, false, &o);
+        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
         rkl_container_observed_done(&o);
 }
 
@@ -177,7 +202,7 @@ static void test_not_added_keeps_last(void **state)
             .observed = {.phase = RKL_CTR_PHASE_EXITED, .has_exit_code = true, .exit_code = 3}};
         rkl_container_observed o;
         /* The pod is gone (rkt rm after a stop): what was seen last still holds. */
-        rkl_observe_container(&rec, NULL, NULL, false, &o);
+        rkl_observe_container(&rec, NULL, NULL, RKL_APP_PROC_UNKNOWN, 0, false, &o);
         assert_int_equal(o.phase, RKL_CTR_PHASE_EXITED);
         assert_int_equal(o.exit_code, 3);
         assert_true(rkl_container_observed_equal(&o, &rec.observed));
@@ -189,6 +214,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pod_phases),
             cmocka_unit_test(test_container_states),
+            cmocka_unit_test(test_running_only_with_a_process),
             cmocka_unit_test(test_exit_codes),
             cmocka_unit_test(test_not_added_keeps_last),
         };
