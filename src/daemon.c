@@ -82,6 +82,8 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         if (r < 0)
                 return r;
         rkl_reconciler_config rc = {
+            .db_path = d->db_path, /* the thread opens its own connection */
+            .store_opts = &d->store_opts,
             .state_dir = cfg->state_dir,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
@@ -101,6 +103,8 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
             .state_dir = cfg->state_dir,
+            .db_path = d->db_path, /* each API thread opens its own connection */
+            .store_opts = &d->store_opts,
             .systemd_bus = cfg->systemd_bus,
             .n_threads = cfg->api_threads,
             .socket_gid = cfg->socket_gid,

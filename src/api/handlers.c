@@ -1,7 +1,9 @@
 /* Which CRI methods rktlet implements. A method missing here answers UNIMPLEMENTED naming
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
+#include "container.h"
 #include "runtime.h"
+#include "sandbox.h"
 
 #include "base/banned.h"
 
@@ -22,11 +24,46 @@ typedef struct handler_entry {
 THUNK(rkl_api_version, Runtime__V1__VersionRequest, Runtime__V1__VersionResponse)
 THUNK(rkl_api_status, Runtime__V1__StatusRequest, Runtime__V1__StatusResponse)
 THUNK(rkl_api_runtime_config, Runtime__V1__RuntimeConfigRequest, Runtime__V1__RuntimeConfigResponse)
+THUNK(rkl_api_update_runtime_config, Runtime__V1__UpdateRuntimeConfigRequest,
+      Runtime__V1__UpdateRuntimeConfigResponse)
+THUNK(rkl_api_run_pod_sandbox, Runtime__V1__RunPodSandboxRequest,
+      Runtime__V1__RunPodSandboxResponse)
+THUNK(rkl_api_stop_pod_sandbox, Runtime__V1__StopPodSandboxRequest,
+      Runtime__V1__StopPodSandboxResponse)
+THUNK(rkl_api_remove_pod_sandbox, Runtime__V1__RemovePodSandboxRequest,
+      Runtime__V1__RemovePodSandboxResponse)
+THUNK(rkl_api_pod_sandbox_status, Runtime__V1__PodSandboxStatusRequest,
+      Runtime__V1__PodSandboxStatusResponse)
+THUNK(rkl_api_list_pod_sandbox, Runtime__V1__ListPodSandboxRequest,
+      Runtime__V1__ListPodSandboxResponse)
+THUNK(rkl_api_create_container, Runtime__V1__CreateContainerRequest,
+      Runtime__V1__CreateContainerResponse)
+THUNK(rkl_api_start_container, Runtime__V1__StartContainerRequest,
+      Runtime__V1__StartContainerResponse)
+THUNK(rkl_api_stop_container, Runtime__V1__StopContainerRequest, Runtime__V1__StopContainerResponse)
+THUNK(rkl_api_remove_container, Runtime__V1__RemoveContainerRequest,
+      Runtime__V1__RemoveContainerResponse)
+THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
+      Runtime__V1__ListContainersResponse)
+THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
+      Runtime__V1__ContainerStatusResponse)
 
 static const handler_entry handlers[] = {
     {"RuntimeService", "Version", rkl_api_version_thunk},
     {"RuntimeService", "Status", rkl_api_status_thunk},
     {"RuntimeService", "RuntimeConfig", rkl_api_runtime_config_thunk},
+    {"RuntimeService", "UpdateRuntimeConfig", rkl_api_update_runtime_config_thunk},
+    {"RuntimeService", "RunPodSandbox", rkl_api_run_pod_sandbox_thunk},
+    {"RuntimeService", "StopPodSandbox", rkl_api_stop_pod_sandbox_thunk},
+    {"RuntimeService", "RemovePodSandbox", rkl_api_remove_pod_sandbox_thunk},
+    {"RuntimeService", "PodSandboxStatus", rkl_api_pod_sandbox_status_thunk},
+    {"RuntimeService", "ListPodSandbox", rkl_api_list_pod_sandbox_thunk},
+    {"RuntimeService", "CreateContainer", rkl_api_create_container_thunk},
+    {"RuntimeService", "StartContainer", rkl_api_start_container_thunk},
+    {"RuntimeService", "StopContainer", rkl_api_stop_container_thunk},
+    {"RuntimeService", "RemoveContainer", rkl_api_remove_container_thunk},
+    {"RuntimeService", "ListContainers", rkl_api_list_containers_thunk},
+    {"RuntimeService", "ContainerStatus", rkl_api_container_status_thunk},
 };
 
 rkl_api_handler rkl_api_handler_lookup(const char *service, const char *method)

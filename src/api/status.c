@@ -44,6 +44,7 @@ grpc_status_code rkl_api_status_from_errno(int r)
                 return GRPC_STATUS_RESOURCE_EXHAUSTED;
         case -ENOTEMPTY:
         case -ENOTUNIQ:
+        case -EBADFD: /* an object in the wrong state: StartContainer on a stopped one */
                 return GRPC_STATUS_FAILED_PRECONDITION;
         default:
                 return GRPC_STATUS_INTERNAL;

@@ -648,7 +648,6 @@ static char *pod_state_path(rkl_reconciler *r, const char *id, const char *name)
 static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         rkl_error err = RKL_ERROR_INIT;
-        _cleanup_free_ char *dir = pod_state_path(r, rec->id, NULL);
         _cleanup_free_ char *logs = pod_state_path(r, rec->id, "logs");
         _cleanup_free_ char *uuid_file = pod_state_path(r, rec->id, "uuid");
         _cleanup_free_ char *log = pod_state_path(r, rec->id, "sandbox.log");

@@ -50,11 +50,29 @@ class ValgrindTest(unittest.TestCase):
         rs = pbg.RuntimeServiceStub(ch)
         raw = ch.unary_unary("/runtime.v1.RuntimeService/Status",
                              request_serializer=lambda x: x, response_deserializer=lambda x: x)
-        for _ in range(n):
+        for i in range(n):
             rs.Version(pb.VersionRequest(), timeout=30)
             rs.Status(pb.StatusRequest(verbose=True), timeout=30)
             rs.RuntimeConfig(pb.RuntimeConfigRequest(), timeout=30)
-            for call in (lambda: rs.ListContainers(pb.ListContainersRequest(), timeout=30),
+            cfg = pb.PodSandboxConfig(
+                metadata=pb.PodSandboxMetadata(name="p%d" % i, uid="u%d" % i, namespace="ns"),
+                labels={"app": "vg"}, annotations={"a": "b" * 100})
+            sid = rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=30).pod_sandbox_id
+            ctr = pb.ContainerConfig(metadata=pb.ContainerMetadata(name="c"),
+                                     image=pb.ImageSpec(image="busybox"), labels={"x": "y"})
+            cid = rs.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=sid, config=ctr),
+                                     timeout=30).container_id
+            rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=30)
+            rs.ListContainers(pb.ListContainersRequest(), timeout=30)
+            rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
+                                timeout=30)
+            rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid, verbose=True),
+                               timeout=30)
+            rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=30)
+            rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+            rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+            for call in (lambda: rs.CheckpointContainer(pb.CheckpointContainerRequest(),
+                                                        timeout=30),
                          lambda: raw(b"\xff\xff", timeout=30)):
                 with self.assertRaises(grpc.RpcError):
                     call()
@@ -67,8 +85,8 @@ class ValgrindTest(unittest.TestCase):
         return lost_bytes(log)
 
     def test_no_leak_grows_per_call(self):
-        few = self.run_with_calls(20)
-        many = self.run_with_calls(300)
+        few = self.run_with_calls(10)
+        many = self.run_with_calls(100)
         self.assertEqual(few, 0)
         self.assertEqual(many, 0)
 

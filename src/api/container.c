@@ -1,0 +1,381 @@
+#include "container.h"
+
+#include "convert.h"
+#include "pb.h"
+#include "publish.h"
+#include "base/log.h"
+#include "base/time-util.h"
+#include "base/utf8.h"
+#include "reconciler/cache.h"
+#include "store/store.h"
+#include "base/banned.h"
+
+_Static_assert(
+    (int)RKL_CRI_CONTAINER_CREATED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
+        (int)RKL_CRI_CONTAINER_RUNNING == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
+        (int)RKL_CRI_CONTAINER_EXITED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED &&
+        (int)RKL_CRI_CONTAINER_UNKNOWN == RUNTIME__V1__CONTAINER_STATE__CONTAINER_UNKNOWN,
+    "container states");
+
+/* A StopContainer timeout beyond this is as good as never (and cannot overflow). */
+#define MAX_STOP_TIMEOUT_S (10LL * 365 * 24 * 3600)
+
+int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContainerRequest *req,
+                             Runtime__V1__CreateContainerResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_container_spec_done) rkl_container_spec spec = {0};
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = NULL;
+        _cleanup_free_ char *app = NULL;
+        char id[RKL_ID_LEN + 1];
+        int r;
+
+        r = rkl_api_container_spec_from_pb(req->config, &spec, reterr);
+        if (r < 0)
+                return r;
+        r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &pod, reterr);
+        if (r < 0)
+                return r;
+        /* Like containerd: a container joins a sandbox that is ready, not one that was
+         * stopped or whose pod failed for good (kubelet makes a new sandbox then). */
+        if (pod->state != RKL_CRI_SANDBOX_READY)
+                return rkl_error_set(reterr, -EBADFD,
+                                     "sandbox %s is not ready (%s, %s): cannot add a container",
+                                     pod->rec->id, rkl_pod_desired_to_string(pod->rec->desired),
+                                     rkl_pod_phase_to_string(pod->rec->observed.phase));
+
+        rkl_id_new(id);
+        app = rkl_app_name_from_id(id);
+        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, &spec, reterr);
+        if (r == -EEXIST)
+                return rkl_error_set(reterr, -EEXIST,
+                                     "config.metadata: a container named '%s' with attempt %u "
+                                     "already exists in sandbox %s",
+                                     spec.name, spec.attempt, pod->rec->id);
+        if (r == -ENOENT)
+                return rkl_error_set(reterr, -ENOENT, "sandbox %s not found", pod->rec->id);
+        if (r < 0)
+                return r;
+        rkl_api_publish_ctr(ctx, id);
+        rkl_api_kick(ctx);
+        rkl_log_debug("container %s (%s) accepted in sandbox %s", id, spec.name, pod->rec->id);
+        resp->container_id = rkl_arena_strdup(ctx->arena, id);
+        return 0;
+}
+
+int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerRequest *req,
+                            Runtime__V1__StartContainerResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
+        char id[RKL_ID_LEN + 1];
+
+        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        if (r < 0)
+                return r;
+        /* The store, not the cache, decides: the check is about what was committed. */
+        r = rkl_store_container_get(ctx->store, id, &rec, reterr);
+        if (r == -ENOENT)
+                return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
+        if (r < 0)
+                return r;
+        if (rec->desired == RKL_CTR_DESIRED_STOPPED)
+                return rkl_error_set(reterr, -EBADFD, "container %s is stopped", id);
+        if (rec->observed.phase == RKL_CTR_PHASE_EXITED)
+                return rkl_error_set(reterr, -EBADFD, "container %s has already run and exited",
+                                     id);
+        if (rec->desired == RKL_CTR_DESIRED_RUNNING)
+                return 0; /* a repeated start: already asked for */
+
+        r = rkl_store_container_set_desired(ctx->store, id, RKL_CTR_DESIRED_RUNNING, reterr);
+        if (r == -ENOENT)
+                return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
+        if (r < 0)
+                return r;
+        rkl_api_publish_ctr(ctx, id);
+        rkl_api_kick(ctx);
+        return 0;
+}
+
+int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerRequest *req,
+                           Runtime__V1__StopContainerResponse *resp, rkl_error *reterr)
+{
+        char id[RKL_ID_LEN + 1];
+
+        /* CRI: stopping a container that is gone succeeds. */
+        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        if (r == -ENOENT) {
+                rkl_error_clear(reterr);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        /* SIGTERM now, SIGKILL at the deadline: timeout 0 (or less) means kill at once. */
+        int64_t timeout = req->timeout < 0 ? 0 : req->timeout;
+        if (timeout > MAX_STOP_TIMEOUT_S)
+                timeout = MAX_STOP_TIMEOUT_S;
+        int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
+
+        r = rkl_store_container_stop(ctx->store, id, deadline, reterr);
+        if (r == -ENOENT) {
+                rkl_error_clear(reterr);
+                rkl_api_forget_ctr(ctx, id);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        rkl_api_publish_ctr(ctx, id);
+        rkl_api_kick(ctx);
+        return 0;
+}
+
+int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContainerRequest *req,
+                             Runtime__V1__RemoveContainerResponse *resp, rkl_error *reterr)
+{
+        char id[RKL_ID_LEN + 1];
+
+        /* CRI: removing a container that is gone succeeds. */
+        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        if (r == -ENOENT) {
+                rkl_error_clear(reterr);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        /* A running app is stopped and removed by the reconciler: the store no longer
+         * wants it. */
+        r = rkl_store_container_delete(ctx->store, id, reterr);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        rkl_error_clear(reterr);
+        rkl_api_forget_ctr(ctx, id);
+        rkl_api_kick(ctx);
+        return 0;
+}
+
+/* The image as rkt ran it once known, else as the client named it. */
+static char *image_ref(rkl_arena *a, const rkl_container_record *c, char *image)
+{
+        return isempty(c->observed.image_ref) ? image : rkl_api_pb_text(a, c->observed.image_ref);
+}
+
+static int64_t created_at(const rkl_container_record *c)
+{
+        return c->observed.created_ns > 0 ? c->observed.created_ns : c->book.accepted_ns;
+}
+
+static Runtime__V1__ContainerMetadata *metadata_pb(rkl_arena *a, Runtime__V1__ContainerMetadata *m,
+                                                   const rkl_container_spec *s)
+{
+        *m = (Runtime__V1__ContainerMetadata)RUNTIME__V1__CONTAINER_METADATA__INIT;
+        m->name = rkl_api_pb_str(a, s->name);
+        m->attempt = s->attempt;
+        return m;
+}
+
+static Runtime__V1__ImageSpec *image_pb(Runtime__V1__ImageSpec *img, char *image)
+{
+        *img = (Runtime__V1__ImageSpec)RUNTIME__V1__IMAGE_SPEC__INIT;
+        img->image = image;
+        img->user_specified_image = image;
+        return img;
+}
+
+static json_object *strv_json(char *const *l)
+{
+        json_object *j = json_object_new_array();
+        RKL_STRV_FOREACH (s, l)
+                json_object_array_add(j, json_object_new_string(*s));
+        return j;
+}
+
+/* What the reconciler knows and kubelet's fields cannot say: for people debugging. The
+ * environment is left out: it often carries secrets. */
+static json_object *ctr_info(const rkl_ctr_view *v)
+{
+        const rkl_container_record *c = v->rec;
+        const rkl_container_observed *o = &c->observed;
+        const rkl_store_bookkeeping *b = &c->book;
+        json_object *j = json_object_new_object();
+
+        json_object_object_add(j, "id", json_object_new_string(c->id));
+        json_object_object_add(j, "sandboxId", json_object_new_string(c->sandbox_id));
+        json_object_object_add(j, "desired",
+                               rkl_api_json_str(rkl_ctr_desired_to_string(c->desired)));
+        json_object_object_add(j, "phase", rkl_api_json_str(rkl_ctr_phase_to_string(o->phase)));
+        json_object_object_add(j, "appName", rkl_api_json_str(c->app_name));
+        json_object_object_add(j, "pid", o->pid > 0 ? json_object_new_int64(o->pid) : NULL);
+        json_object_object_add(j, "exitCode",
+                               o->has_exit_code ? json_object_new_int(o->exit_code) : NULL);
+        json_object_object_add(j, "reason", rkl_api_json_str(o->reason));
+        json_object_object_add(j, "message", rkl_api_json_str(o->message));
+        json_object_object_add(j, "image", rkl_api_json_str(c->spec.image));
+        json_object_object_add(j, "imageRef", rkl_api_json_str(o->image_ref));
+        json_object_object_add(j, "command", strv_json(c->spec.command));
+        json_object_object_add(j, "args", strv_json(c->spec.args));
+        json_object_object_add(j, "logPath", rkl_api_json_str(v->log_path));
+        json_object_object_add(j, "createdAt", rkl_api_json_ns(o->created_ns));
+        json_object_object_add(j, "startedAt", rkl_api_json_ns(o->started_ns));
+        json_object_object_add(j, "finishedAt", rkl_api_json_ns(o->finished_ns));
+        json_object_object_add(j, "stopDeadline", rkl_api_json_ns(c->stop_deadline_ns));
+        json_object_object_add(j, "attempts", json_object_new_int64(b->attempts));
+        json_object_object_add(j, "lastError", rkl_api_json_str(b->last_error));
+        json_object_object_add(j, "nextRetryAt", rkl_api_json_ns(b->next_retry_ns));
+        json_object_object_add(j, "acceptedAt", rkl_api_json_ns(b->accepted_ns));
+        json_object_object_add(j, "version", json_object_new_int64((int64_t)b->version));
+        return j;
+}
+
+int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
+                             Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = NULL;
+        rkl_arena *a = ctx->arena;
+
+        int r = rkl_api_ctr_lookup(ctx, "container_id", req->container_id, &v, reterr);
+        if (r < 0)
+                return r;
+        const rkl_container_record *c = v->rec;
+        const rkl_container_observed *o = &c->observed;
+
+        Runtime__V1__ContainerStatus *st = rkl_arena_newa(Runtime__V1__ContainerStatus, a, 1);
+        runtime__v1__container_status__init(st);
+        st->id = rkl_api_pb_str(a, c->id);
+        st->metadata =
+            metadata_pb(a, rkl_arena_newa(Runtime__V1__ContainerMetadata, a, 1), &c->spec);
+        st->state = (Runtime__V1__ContainerState)v->state;
+        st->created_at = created_at(c);
+        st->started_at = o->started_ns;
+        st->finished_at = o->finished_ns;
+        st->exit_code = o->has_exit_code ? o->exit_code : 0;
+        char *image = rkl_api_pb_str(a, c->spec.image);
+        st->image = image_pb(rkl_arena_newa(Runtime__V1__ImageSpec, a, 1), image);
+        st->image_ref = st->image_id = image_ref(a, c, image);
+        st->reason = rkl_api_pb_text(a, o->reason);
+        st->message = rkl_api_pb_text(a, o->message);
+        RKL_API_PB_KVS(a, &c->spec.labels, Runtime__V1__ContainerStatus__LabelsEntry,
+                       RUNTIME__V1__CONTAINER_STATUS__LABELS_ENTRY__INIT, st->labels, st->n_labels);
+        RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__ContainerStatus__AnnotationsEntry,
+                       RUNTIME__V1__CONTAINER_STATUS__ANNOTATIONS_ENTRY__INIT, st->annotations,
+                       st->n_annotations);
+
+        Runtime__V1__Mount *mounts = rkl_arena_newa(Runtime__V1__Mount, a, c->spec.n_mounts);
+        st->mounts = rkl_arena_newa(Runtime__V1__Mount *, a, c->spec.n_mounts);
+        for (size_t i = 0; i < c->spec.n_mounts; i++) {
+                const rkl_mount *m = &c->spec.mounts[i];
+                Runtime__V1__Mount *pm = &mounts[i];
+                *pm = (Runtime__V1__Mount)RUNTIME__V1__MOUNT__INIT;
+                pm->container_path = rkl_api_pb_str(a, m->container_path);
+                pm->host_path = rkl_api_pb_str(a, m->host_path);
+                pm->readonly = m->readonly;
+                pm->selinux_relabel = m->selinux_relabel;
+                pm->propagation = (Runtime__V1__MountPropagation)m->propagation;
+                st->mounts[st->n_mounts++] = pm;
+        }
+        /* kubelet and critest open it directly: the full host path. */
+        st->log_path = rkl_api_pb_str(a, v->log_path);
+        resp->status = st;
+
+        if (req->verbose) {
+                Runtime__V1__ContainerStatusResponse__InfoEntry *e =
+                    rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry, a, 1);
+                runtime__v1__container_status_response__info_entry__init(e);
+                e->key = (char *)"info";
+                e->value = rkl_api_pb_json(a, ctr_info(v));
+                resp->info =
+                    rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry *, a, 1);
+                resp->info[resp->n_info++] = e;
+        }
+        return 0;
+}
+
+typedef struct ctr_views {
+        rkl_ctr_view **v;
+        size_t n;
+} ctr_views;
+
+static void ctr_views_release(ctr_views *p)
+{
+        rkl_ctr_views_unref(p->v, p->n);
+}
+
+int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersRequest *req,
+                            Runtime__V1__ListContainersResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(ctr_views_release) ctr_views l = {0};
+        rkl_arena *a = ctx->arena;
+        rkl_view_filter f = {0};
+        rkl_kvs selector = {0};
+
+        if (req->filter) {
+                const Runtime__V1__ContainerFilter *cf = req->filter;
+                f.id = cf->id;
+                f.sandbox_id = cf->pod_sandbox_id;
+                if (cf->state) {
+                        f.by_state = true;
+                        f.state = (int)cf->state->state;
+                }
+                RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, &selector);
+                f.label_selector = &selector;
+        }
+        int r = rkl_cache_ctr_list(ctx->cache, &f, &l.v, &l.n);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
+
+        /* Two passes: size everything, then fill blocks allocated once per kind. At a
+         * thousand items, per-string allocations would dominate. */
+        rkl_api_strbuf sb = {0};
+        size_t n_labels = 0, n_annotations = 0;
+        for (size_t i = 0; i < l.n; i++) {
+                const rkl_container_record *c = l.v[i]->rec;
+                rkl_api_strbuf_count(&sb, c->id);
+                rkl_api_strbuf_count(&sb, c->sandbox_id);
+                rkl_api_strbuf_count(&sb, c->spec.name);
+                rkl_api_strbuf_count(&sb, c->spec.image);
+                rkl_api_strbuf_count(&sb, c->observed.image_ref);
+                rkl_api_strbuf_count_kvs(&sb, &c->spec.labels);
+                rkl_api_strbuf_count_kvs(&sb, &c->spec.annotations);
+                n_labels += c->spec.labels.n;
+                n_annotations += c->spec.annotations.n;
+        }
+        rkl_api_strbuf_alloc(&sb, a);
+        Runtime__V1__Container *items = rkl_arena_newa(Runtime__V1__Container, a, l.n);
+        Runtime__V1__ContainerMetadata *metas =
+            rkl_arena_newa(Runtime__V1__ContainerMetadata, a, l.n);
+        Runtime__V1__ImageSpec *images = rkl_arena_newa(Runtime__V1__ImageSpec, a, l.n);
+        Runtime__V1__Container__LabelsEntry *labels =
+            rkl_arena_newa(Runtime__V1__Container__LabelsEntry, a, n_labels);
+        Runtime__V1__Container__LabelsEntry **label_ptrs =
+            rkl_arena_newa(Runtime__V1__Container__LabelsEntry *, a, n_labels);
+        Runtime__V1__Container__AnnotationsEntry *annotations =
+            rkl_arena_newa(Runtime__V1__Container__AnnotationsEntry, a, n_annotations);
+        Runtime__V1__Container__AnnotationsEntry **annotation_ptrs =
+            rkl_arena_newa(Runtime__V1__Container__AnnotationsEntry *, a, n_annotations);
+        resp->containers = rkl_arena_newa(Runtime__V1__Container *, a, l.n);
+
+        for (size_t i = 0; i < l.n; i++) {
+                const rkl_ctr_view *v = l.v[i];
+                const rkl_container_record *c = v->rec;
+                Runtime__V1__Container *p = &items[i];
+                *p = (Runtime__V1__Container)RUNTIME__V1__CONTAINER__INIT;
+                p->id = rkl_api_strbuf_put(&sb, c->id);
+                p->pod_sandbox_id = rkl_api_strbuf_put(&sb, c->sandbox_id);
+                metas[i] = (Runtime__V1__ContainerMetadata)RUNTIME__V1__CONTAINER_METADATA__INIT;
+                metas[i].name = rkl_api_strbuf_put(&sb, c->spec.name);
+                metas[i].attempt = c->spec.attempt;
+                p->metadata = &metas[i];
+                char *image = rkl_api_strbuf_put(&sb, c->spec.image);
+                p->image = image_pb(&images[i], image);
+                char *ref = rkl_api_strbuf_put(&sb, c->observed.image_ref);
+                p->image_ref = p->image_id = isempty(ref) ? image : rkl_utf8_sanitize(ref);
+                p->state = (Runtime__V1__ContainerState)v->state;
+                p->created_at = created_at(c);
+                RKL_API_PB_KVS_BULK(&sb, &c->spec.labels, Runtime__V1__Container__LabelsEntry,
+                                    RUNTIME__V1__CONTAINER__LABELS_ENTRY__INIT, labels, label_ptrs,
+                                    p->labels, p->n_labels);
+                RKL_API_PB_KVS_BULK(&sb, &c->spec.annotations,
+                                    Runtime__V1__Container__AnnotationsEntry,
+                                    RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, annotations,
+                                    annotation_ptrs, p->annotations, p->n_annotations);
+                resp->containers[resp->n_containers++] = p;
+        }
+        return 0;
+}

@@ -1,0 +1,21 @@
+/* RuntimeService sandbox handlers (and UpdateRuntimeConfig, which concerns pod networks).
+ * Writes commit one store transaction and return; reads answer from the cache only. */
+#pragma once
+
+#include "api.h"
+#include "api.pb-c.h"
+
+int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRequest *req,
+                            Runtime__V1__RunPodSandboxResponse *resp, rkl_error *reterr);
+int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandboxRequest *req,
+                             Runtime__V1__StopPodSandboxResponse *resp, rkl_error *reterr);
+int rkl_api_remove_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RemovePodSandboxRequest *req,
+                               Runtime__V1__RemovePodSandboxResponse *resp, rkl_error *reterr);
+int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatusRequest *req,
+                               Runtime__V1__PodSandboxStatusResponse *resp, rkl_error *reterr);
+int rkl_api_list_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__ListPodSandboxRequest *req,
+                             Runtime__V1__ListPodSandboxResponse *resp, rkl_error *reterr);
+int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
+                                  const Runtime__V1__UpdateRuntimeConfigRequest *req,
+                                  Runtime__V1__UpdateRuntimeConfigResponse *resp,
+                                  rkl_error *reterr);
