@@ -139,37 +139,14 @@ void rkl_api_publish_ctr(rkl_api_ctx *ctx, const char *ctr_id)
         (void)publish_ctr(ctx, ctr_id);
 }
 
-/* Newer than the delete: the generation read after it committed. */
-static uint64_t tombstone_version(rkl_api_ctx *ctx)
-{
-        rkl_error err = RKL_ERROR_INIT;
-        uint64_t gen;
-        if (rkl_store_generation(ctx->store, &gen, &err) < 0) {
-                rkl_log_warning("cannot read the store's generation, ignoring: %s", err.msg);
-                return UINT64_MAX; /* IDs are never reused: no later put is lost */
-        }
-        return gen;
-}
-
 void rkl_api_forget_pod(rkl_api_ctx *ctx, const char *pod_id)
 {
-        const rkl_view_filter f = {.sandbox_id = pod_id};
-        rkl_ctr_view **ctrs = NULL;
-        size_t n = 0;
-
-        uint64_t version = tombstone_version(ctx);
-        /* The sandbox first: a container published after this sees it gone (above). */
-        rkl_cache_pod_remove(ctx->cache, pod_id, version);
-        if (rkl_cache_ctr_list(ctx->cache, &f, &ctrs, &n) < 0)
-                return;
-        for (size_t i = 0; i < n; i++)
-                rkl_cache_ctr_remove(ctx->cache, ctrs[i]->rec->id, version);
-        rkl_ctr_views_unref(ctrs, n);
+        rkl_cache_publish_pod_deleted(ctx->cache, ctx->store, pod_id);
 }
 
 void rkl_api_forget_ctr(rkl_api_ctx *ctx, const char *ctr_id)
 {
-        rkl_cache_ctr_remove(ctx->cache, ctr_id, tombstone_version(ctx));
+        rkl_cache_publish_ctr_deleted(ctx->cache, ctx->store, ctr_id);
 }
 
 void rkl_api_kick(rkl_api_ctx *ctx)

@@ -496,29 +496,31 @@ int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error 
         return 0;
 }
 
-int rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+/* Newer than the delete: the generation read after it committed. IDs are never reused,
+ * so when it cannot be read, a tombstone newer than everything loses nothing. */
+static uint64_t tombstone_version(rkl_store *s)
 {
         uint64_t gen;
-        int r = rkl_store_generation(s, &gen, reterr);
-        if (r < 0)
-                return r;
+        return rkl_store_generation(s, &gen, NULL) < 0 ? UINT64_MAX : gen;
+}
+
+void rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id)
+{
+        uint64_t version = tombstone_version(s);
         rkl_view_filter f = {.sandbox_id = id};
         rkl_ctr_view **ctrs;
         size_t n;
+
+        /* The sandbox first: a container published after this finds it gone and asks the
+         * store again (the API's publish path), so none can outlive it. */
+        rkl_cache_pod_remove(c, id, version);
         rkl_cache_ctr_list(c, &f, &ctrs, &n);
         for (size_t i = 0; i < n; i++)
-                rkl_cache_ctr_remove(c, ctrs[i]->rec->id, gen);
+                rkl_cache_ctr_remove(c, ctrs[i]->rec->id, version);
         rkl_ctr_views_unref(ctrs, n);
-        rkl_cache_pod_remove(c, id, gen);
-        return 0;
 }
 
-int rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+void rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id)
 {
-        uint64_t gen;
-        int r = rkl_store_generation(s, &gen, reterr);
-        if (r < 0)
-                return r;
-        rkl_cache_ctr_remove(c, id, gen);
-        return 0;
+        rkl_cache_ctr_remove(c, id, tombstone_version(s));
 }

@@ -95,8 +95,8 @@ int rkl_cache_publish_pod(rkl_cache *c, rkl_store *s, const char *id, rkl_error 
 int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
 /* After a committed delete: tombstones the object (and a sandbox's containers) at the
  * store's current generation. */
-int rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
-int rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
+void rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id);
+void rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id);
 
 /* A new reference, or NULL. */
 rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id);
