@@ -44,6 +44,7 @@ class ValgrindTest(unittest.TestCase):
         vglog = os.path.join(wd, "valgrind.log")
         d = harness.Daemon(wd, rkt_path=self.rkt, bus=self.systemd.address,
                            extra=["--probe-interval", "1"])
+        self.addCleanup(d.stop, signal.SIGKILL)  # if the test fails half way
         d.start(wrapper=["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
                          "--error-exitcode=99", "--log-file=" + vglog], timeout=120)
         ch = d.channel()
