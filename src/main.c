@@ -8,6 +8,7 @@
 
 #include "daemon.h"
 #include "base/alloc.h"
+#include "base/crash.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/parse.h"
@@ -307,6 +308,7 @@ int main(int argc, char *argv[])
         int r;
 
         umask(0077);
+        rkl_crash_points_init();
         arg_listen = rkl_xstrdup(DEFAULT_LISTEN);
         arg_state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
         arg_rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);

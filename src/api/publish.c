@@ -1,5 +1,6 @@
 #include "publish.h"
 
+#include "base/crash.h"
 #include "base/log.h"
 #include "base/utf8.h"
 #include "reconciler/cache.h"
@@ -151,6 +152,8 @@ void rkl_api_forget_ctr(rkl_api_ctx *ctx, const char *ctr_id)
 
 void rkl_api_kick(rkl_api_ctx *ctx)
 {
+        /* Committed, not yet answered: the caller will retry, and must find it done. */
+        rkl_crash_point("api-committed");
         if (ctx->reconciler)
                 rkl_reconciler_kick(ctx->reconciler);
 }

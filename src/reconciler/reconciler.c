@@ -22,6 +22,7 @@
 #include "observe.h"
 #include "unit.h"
 #include "base/alloc.h"
+#include "base/crash.h"
 #include "base/fileio.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -48,6 +49,13 @@ typedef enum act_kind {
         ACT_POD_STOP, /* rkt stop, wait for the pod to exit, --force after the grace */
         ACT_POD_RM,   /* rkt rm: frees the pod's network */
 } act_kind;
+
+/* Forced crash points (base/crash.h): the rkt command ran, its result is not recorded. */
+static const char *const act_crash_points[] = {
+    [ACT_APP_ADD] = "after-app-add",   [ACT_APP_START] = "after-app-start",
+    [ACT_APP_STOP] = "after-app-stop", [ACT_APP_RM] = "after-app-rm",
+    [ACT_POD_STOP] = "after-pod-stop", [ACT_POD_RM] = "after-pod-rm",
+};
 
 static const char *const act_names[] = {
     [ACT_APP_ADD] = "app add", [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
@@ -381,6 +389,7 @@ static void observe_uuid(rkl_reconciler *r, const char *uuid)
             !rkl_pod_state_is_after_run(p->state)) {
                 /* Adopt: the pod lives, its UUID was not recorded yet (a crash, or the uuid
                  * file not read yet). A dead one is a failed attempt's leftover. */
+                rkl_crash_point("uuid-unrecorded");
                 if (rkl_store_pod_set_rkt_uuid(r->store, id, uuid, &err) < 0) {
                         rkl_log_error("sandbox %.12s: cannot record pod %s: %s", id, uuid, err.msg);
                         return;
@@ -587,6 +596,8 @@ static void apply_result(rkl_reconciler *r, action *a)
 {
         rkl_error err = RKL_ERROR_INIT;
 
+        rkl_crash_point(act_crash_points[a->kind]);
+
         rkl_hashmap_remove(r->in_flight, a->key);
         r->n_in_flight--;
 
@@ -709,11 +720,13 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .slice = slice,
             .log_path = log,
         };
+        rkl_crash_point("unit-named");
         k = rkl_unit_start(r->bus, &spec, 10 * USEC_PER_SEC, &err);
         if (k < 0 && k != -EEXIST) {
                 pod_failed_attempt(r, rec, err.msg);
                 return;
         }
+        rkl_crash_point("unit-started");
         rkl_log_info("sandbox %.12s: started %s", rec->id, unit);
         publish_pod(r, rec->id);
         wake_at(r, rkl_realtime_nsec() + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
@@ -987,6 +1000,28 @@ static void reap_orphan_pods(rkl_reconciler *r)
         }
 }
 
+/* Units of sandboxes no record wants (deleted while rktlet was down, or between a delete
+ * and its clean-up). Stopping one takes its pod down; the pod's directory is an orphan the
+ * pass removes next. */
+static void reap_orphan_units(rkl_reconciler *r)
+{
+        _cleanup_strv_free_ char **units = NULL;
+        if (!r->bus || rkl_unit_list(r->bus, "rktlet-*.service", &units, NULL) < 0)
+                return;
+        RKL_STRV_FOREACH (u, units) {
+                _cleanup_free_ char *id = rkl_unit_sandbox_id(*u);
+                if (!id)
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, id);
+                /* A start records its unit's name before starting it: a unit whose record does
+                 * not name it is a failed attempt's, or a removed sandbox's. */
+                if (v && streq_ptr(v->rec->unit_name, *u))
+                        continue;
+                rkl_log_info("stopping leftover unit %s", *u);
+                (void)rkl_unit_stop(r->bus, *u, NULL);
+        }
+}
+
 /* ---- The pass ---- */
 
 static void pass(rkl_reconciler *r)
@@ -996,10 +1031,12 @@ static void pass(rkl_reconciler *r)
         size_t n_pods;
 
         r->wake_at_ns = 0;
-        if (r->rescan)
-                rescan(r);
         if (!r->store)
                 return;
+        if (r->rescan) {
+                rescan(r);
+                reap_orphan_units(r);
+        }
 
         rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
         for (size_t i = 0; i < n_pods; i++) {

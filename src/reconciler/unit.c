@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/model.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "base/banned.h"
 
@@ -73,6 +74,49 @@ int rkl_unit_subscribe(sd_bus *bus, rkl_error *reterr)
 char *rkl_unit_name_for_sandbox(const char *sandbox_id)
 {
         return rkl_xasprintf("rktlet-%s.service", sandbox_id);
+}
+
+char *rkl_unit_sandbox_id(const char *unit)
+{
+        size_t n = strlen(unit);
+        if (n != strlen("rktlet-") + RKL_ID_LEN + strlen(".service") ||
+            strncmp(unit, "rktlet-", 7) != 0 || !streq(unit + n - 8, ".service"))
+                return NULL;
+        char *id = rkl_xstrndup(unit + 7, RKL_ID_LEN);
+        if (!rkl_id_is_valid(id))
+                id = mfree(id);
+        return id;
+}
+
+int rkl_unit_list(sd_bus *bus, const char *pattern, char ***ret, rkl_error *reterr)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        const char *name;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
+                                           "ListUnitsByPatterns");
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, NULL); /* any state */
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, (char **)RKL_STRV(pattern));
+        if (r >= 0)
+                r = sd_bus_call(bus, m, 0, &e, &reply);
+        if (r < 0)
+                return bus_error(reterr, r, &e, "ListUnitsByPatterns");
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
+        while (r > 0) {
+                r = sd_bus_message_read(reply, "(ssssssouso)", &name, NULL, NULL, NULL, NULL, NULL,
+                                        NULL, NULL, NULL, NULL);
+                if (r > 0)
+                        rkl_strv_push(&names, name);
+        }
+        if (r < 0)
+                return rkl_error_set(reterr, r, "ListUnitsByPatterns reply: %s", strerror(-r));
+        *ret = names ? TAKE_PTR(names) : rkl_xnew0(char *, 1);
+        return 0;
 }
 
 static bool slice_name_is_valid(const char *s)

@@ -46,6 +46,11 @@ int rkl_unit_stop(sd_bus *bus, const char *name, rkl_error *reterr);
 /* Sends a signal to the unit's processes (who: "main" or "all"). */
 int rkl_unit_kill(sd_bus *bus, const char *name, const char *who, int sig, rkl_error *reterr);
 
+/* Names of the loaded units matching a glob pattern ("rktlet-*.service"). */
+int rkl_unit_list(sd_bus *bus, const char *pattern, char ***ret, rkl_error *reterr);
+/* The sandbox ID in a unit name from rkl_unit_name_for_sandbox(), or NULL. */
+char *rkl_unit_sandbox_id(const char *unit);
+
 typedef enum rkl_unit_active {
         RKL_UNIT_INACTIVE,
         RKL_UNIT_ACTIVATING,

@@ -106,6 +106,16 @@ static void test_start_stop(void **state)
         assert_int_equal(rkl_read_file_at(AT_FDCWD, path, 1 << 20, &environ_, &n), 0);
         assert_non_null(memmem(environ_, n, "RKT_EXPERIMENT_APP=true", 23));
 
+        /* Listed by pattern, as the reconciler finds leftover units. */
+        char **units = NULL;
+        assert_int_equal(rkl_unit_list(e->bus, "rktlet-*.service", &units, &err), 0);
+        assert_non_null(units[0]);
+        assert_string_equal(units[0], spec.name);
+        assert_null(units[1]);
+        for (char **u = units; *u; u++)
+                free(*u);
+        free(units);
+
         /* A second start of the same name is refused, not duplicated. */
         assert_int_equal(rkl_unit_start(e->bus, &spec, 10 * USEC_PER_SEC, &err), -EEXIST);
 

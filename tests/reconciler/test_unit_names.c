@@ -28,9 +28,19 @@ static void test_slice(void **state)
 
 static void test_unit_name(void **state)
 {
-        char *n = rkl_unit_name_for_sandbox("ab12");
-        assert_string_equal(n, "rktlet-ab12.service");
+        const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char *n = rkl_unit_name_for_sandbox(id);
+        assert_string_equal(
+            n, "rktlet-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+               ".service");
+        char *back = rkl_unit_sandbox_id(n);
+        assert_string_equal(back, id);
+        free(back);
         free(n);
+        assert_null(rkl_unit_sandbox_id("rktlet-ab12.service"));
+        assert_null(rkl_unit_sandbox_id("sshd.service"));
+        assert_null(rkl_unit_sandbox_id(
+            "rktlet-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.service"));
 }
 
 int main(void)
