@@ -7,6 +7,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "reconciler/cache.h"
+#include "reconciler/images.h"
 #include "reconciler/reconciler.h"
 #include "store/store.h"
 #include "base/banned.h"
@@ -19,6 +20,7 @@ struct rkl_daemon {
         rkl_store_options store_opts;
         rkl_api_config api_cfg;
         rkl_cache *cache;
+        rkl_images *images;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
 };
@@ -81,10 +83,20 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = cache_load(d->cache, store, reterr);
         if (r < 0)
                 return r;
+        rkl_images_config ic = {
+            .rkt_path = cfg->rkt_path,
+            .rkt_data_dir = cfg->rkt_data_dir,
+            .state_dir = cfg->state_dir,
+            .mirrors = cfg->registry_mirrors,
+        };
+        r = rkl_images_new(&ic, &d->images, reterr);
+        if (r < 0)
+                return r;
         rkl_reconciler_config rc = {
             .db_path = d->db_path, /* the thread opens its own connection */
             .store_opts = &d->store_opts,
             .state_dir = cfg->state_dir,
+            .images = d->images,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
             .systemd_bus = cfg->systemd_bus,
@@ -108,6 +120,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .systemd_bus = cfg->systemd_bus,
             .n_threads = cfg->api_threads,
             .socket_gid = cfg->socket_gid,
+            .images = d->images,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
@@ -120,6 +133,10 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
 
 int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr)
 {
+        rkl_error err = RKL_ERROR_INIT;
+        /* ListImages answers from the cache: fill it before the first call. */
+        if (d->cfg.rkt_path && rkl_images_refresh(d->images, &err) < 0)
+                rkl_log_warning("%s, continuing with an empty image list", err.msg);
         int r = rkl_reconciler_start(d->reconciler, reterr);
         if (r < 0)
                 return r;
@@ -138,6 +155,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
                 return NULL;
         /* The server first: its handlers read the cache the reconciler writes. */
         d->server = rkl_api_server_free(d->server);
+        d->images = rkl_images_free(d->images);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->cache = rkl_cache_free(d->cache);
         free(d->db_path);

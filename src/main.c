@@ -12,7 +12,9 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "base/strv.h"
 #include "base/time-util.h"
+#include "reconciler/images.h"
 #include "base/banned.h"
 
 #define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
@@ -32,6 +34,7 @@ static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
 static bool arg_sync_full;
 static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
+static char **arg_registry_mirrors;
 
 static void help(void)
 {
@@ -53,6 +56,10 @@ static void help(void)
                "  --max-actions N         rkt commands run at once (default 4)\n"
                "  --api-threads N         gRPC completion-queue threads (default 1)\n"
                "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
+               "  --registry-mirror HOST=URL\n"
+               "                          pull HOST's images from URL first, e.g.\n"
+               "                          registry.k8s.io=http://127.0.0.1:5000 (repeatable;\n"
+               "                          http:// mirrors are fetched without TLS)\n"
                "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
                "  -h, --help              show this help\n"
                "  --version               show the version\n");
@@ -102,6 +109,7 @@ static int parse_argv(int argc, char *argv[])
                 ARG_STAGE1_NAME,
                 ARG_MAX_ACTIONS,
                 ARG_PROBE_INTERVAL,
+                ARG_REGISTRY_MIRROR,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
         };
@@ -114,6 +122,7 @@ static int parse_argv(int argc, char *argv[])
             {"systemd-bus", required_argument, NULL, ARG_SYSTEMD_BUS},
             {"api-threads", required_argument, NULL, ARG_API_THREADS},
             {"probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL},
+            {"registry-mirror", required_argument, NULL, ARG_REGISTRY_MIRROR},
             {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, ARG_VERSION},
@@ -197,6 +206,15 @@ static int parse_argv(int argc, char *argv[])
                         }
                         arg_probe_interval_usec = u * USEC_PER_SEC;
                         break;
+                case ARG_REGISTRY_MIRROR: {
+                        rkl_error err = RKL_ERROR_INIT;
+                        if (rkl_images_mirror_check(optarg, &err) < 0) {
+                                fprintf(stderr, "rktlet: %s\n", err.msg);
+                                return -EINVAL;
+                        }
+                        rkl_strv_push(&arg_registry_mirrors, optarg);
+                        break;
+                }
                 case ARG_LOG_LEVEL:
                         r = rkl_log_level_from_string(optarg);
                         if (r < 0) {
@@ -236,6 +254,7 @@ static void args_free(void)
         free(arg_systemd_bus);
         free(arg_net);
         free(arg_stage1_name);
+        rkl_strv_free(arg_registry_mirrors);
 }
 
 static int run(void)
@@ -278,6 +297,7 @@ static int run(void)
             .api_threads = arg_api_threads,
             .socket_gid = arg_socket_gid,
             .probe_interval_usec = arg_probe_interval_usec,
+            .registry_mirrors = arg_registry_mirrors,
         };
         r = rkl_daemon_new(&cfg, &d, &err);
         if (r >= 0)

@@ -9,6 +9,7 @@
 #include "base/workpool.h"
 
 typedef struct rkl_cache rkl_cache;
+typedef struct rkl_images rkl_images;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store rkl_store;
 typedef struct rkl_store_options rkl_store_options;
@@ -25,6 +26,7 @@ typedef struct rkl_api_config {
         const char *systemd_bus;
         unsigned n_threads; /* completion-queue threads */
         gid_t socket_gid;   /* (gid_t)-1: keep root's group */
+        rkl_images *images; /* the image cache (thread-safe); NULL: ImageService unavailable */
 } rkl_api_config;
 
 typedef struct rkl_api_call rkl_api_call;
@@ -36,6 +38,7 @@ typedef struct rkl_api_ctx {
         rkl_cache *cache;
         rkl_store *store;           /* this thread's connection */
         rkl_reconciler *reconciler; /* kicked after every committed change; NULL in tests */
+        rkl_images *images;         /* cfg->images */
         rkl_arena *arena;
 } rkl_api_ctx;
 

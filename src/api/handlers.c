@@ -2,6 +2,7 @@
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
 #include "container.h"
+#include "image.h"
 #include "runtime.h"
 #include "sandbox.h"
 
@@ -47,6 +48,11 @@ THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
       Runtime__V1__ListContainersResponse)
 THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
+THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
+THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
+THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
+THUNK(rkl_api_remove_image, Runtime__V1__RemoveImageRequest, Runtime__V1__RemoveImageResponse)
+THUNK(rkl_api_image_fs_info, Runtime__V1__ImageFsInfoRequest, Runtime__V1__ImageFsInfoResponse)
 
 static const handler_entry handlers[] = {
     {"RuntimeService", "Version", rkl_api_version_thunk},
@@ -64,6 +70,11 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "RemoveContainer", rkl_api_remove_container_thunk},
     {"RuntimeService", "ListContainers", rkl_api_list_containers_thunk},
     {"RuntimeService", "ContainerStatus", rkl_api_container_status_thunk},
+    {"ImageService", "ListImages", rkl_api_list_images_thunk},
+    {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
+    {"ImageService", "PullImage", rkl_api_pull_image_thunk},
+    {"ImageService", "RemoveImage", rkl_api_remove_image_thunk},
+    {"ImageService", "ImageFsInfo", rkl_api_image_fs_info_thunk},
 };
 
 rkl_api_handler rkl_api_handler_lookup(const char *service, const char *method)

@@ -267,6 +267,7 @@ static void call_process(rkl_api_call *c)
                            .cache = c->w->srv->cache,
                            .store = c->w->store,
                            .reconciler = c->w->srv->reconciler,
+                           .images = c->w->srv->cfg->images,
                            .arena = c->arena};
 
         c->resp = resp;

@@ -19,6 +19,7 @@
 
 #include "cache.h"
 #include "cgroup.h"
+#include "images.h"
 #include "observe.h"
 #include "unit.h"
 #include "base/alloc.h"
@@ -878,12 +879,14 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                 if (!can_start(r, c->id))
                         return;
                 _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
-                /* kubelet names the image by the ID PullImage returned (sha512-...); crictl
-                 * users by a docker reference. */
-                _cleanup_free_ char *image =
-                    strncmp(c->spec.image, "sha512-", 7) == 0 || strstr(c->spec.image, "://")
-                        ? rkl_xstrdup(c->spec.image)
-                        : rkl_xasprintf("docker://%s", c->spec.image);
+                /* rkt gets the image ID, so that what it records (and ContainerStatus
+                 * reports) is the ID PullImage returned. A reference pulled by hand is
+                 * found by one more look at rkt's store. */
+                _cleanup_free_ char *image = NULL;
+                if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) < 0) {
+                        ctr_failed_attempt(r, c, err.msg);
+                        return;
+                }
                 rkl_rkt_app_opts o = {
                     .container_id = c->id,
                     .app_name = c->app_name,

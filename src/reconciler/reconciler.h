@@ -10,6 +10,7 @@
 #include "base/error.h"
 
 typedef struct rkl_cache rkl_cache;
+typedef struct rkl_images rkl_images;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store_options rkl_store_options;
 
@@ -17,6 +18,7 @@ typedef struct rkl_reconciler_config {
         const char *db_path; /* the thread opens its own connection; NULL: probe only */
         const rkl_store_options *store_opts;
         const char *state_dir;
+        rkl_images *images;   /* resolves containers' images to IDs */
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */

@@ -44,11 +44,14 @@ char **rkl_rkt_unit_env(rkl_rkt *d)
         return env;
 }
 
-char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure)
+static char **argv_build(rkl_rkt *d, char *const args[], const char *extra_insecure,
+                         const char *user_config)
 {
         char **argv = NULL;
         rkl_strv_push(&argv, d->path);
         rkl_strv_push(&argv, d->dir_flag);
+        if (user_config)
+                rkl_strv_consume(&argv, rkl_xasprintf("--user-config=%s", user_config));
         /* Global flags in --flag=value form, which rkt accepts before the subcommand. */
         if (extra_insecure)
                 rkl_strv_consume(
@@ -59,6 +62,11 @@ char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure)
         RKL_STRV_FOREACH (a, args)
                 rkl_strv_push(&argv, *a);
         return argv;
+}
+
+char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure)
+{
+        return argv_build(d, args, extra_insecure, NULL);
 }
 
 int rkl_rkt_new(const rkl_rkt_config *cfg, rkl_rkt **ret, rkl_error *reterr)
@@ -103,7 +111,14 @@ static void last_line(const char *s, char *buf, size_t n)
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr)
 {
-        _cleanup_strv_free_ char **argv = rkl_rkt_argv(d, args, NULL);
+        return rkl_rkt_exec_with(d, args, NULL, timeout_usec, ret, reterr);
+}
+
+int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *eo,
+                      uint64_t timeout_usec, rkl_spawn_result *ret, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **argv =
+            argv_build(d, args, eo ? eo->extra_insecure : NULL, eo ? eo->user_config : NULL);
         rkl_spawn_result res = {0};
         int r;
 

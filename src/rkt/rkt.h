@@ -25,6 +25,16 @@ rkl_rkt *rkl_rkt_free(rkl_rkt *d);
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr);
 
+/* Extra global flags for one command (image commands). */
+typedef struct rkl_rkt_exec_opts {
+        const char *user_config;    /* --user-config=DIR: rkt reads DIR/auth.d/ there */
+        const char *extra_insecure; /* joins --insecure-options, e.g. "http" */
+} rkl_rkt_exec_opts;
+
+/* rkl_rkt_exec() with extra global flags; o may be NULL. */
+int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *o,
+                      uint64_t timeout_usec, rkl_spawn_result *ret, rkl_error *reterr);
+
 /* The whole argv for `rkt <global flags> <args...>`; extra_insecure (e.g. "all-run" for a
  * privileged pod) joins --insecure-options. */
 char **rkl_rkt_argv(rkl_rkt *d, char *const args[], const char *extra_insecure);
