@@ -1,91 +1,20 @@
 #include "image.h"
 
-#include <json-c/json.h>
-
 #include "rkt.h"
+#include "json-util.h"
 #include "base/alloc.h"
 #include "base/imageref.h"
 #include "base/strv.h"
 #include "base/banned.h"
 
-#define JSON_DEPTH    32
 #define NAME_MAX_LEN  1024
 #define EXEC_MAX_ARGS 4096
-
-RKL_DEFINE_CLEANUP(json_object *, json_object_put)
-RKL_DEFINE_CLEANUP(json_tokener *, json_tokener_free)
 
 #define PREFIX(r, ...) ((void)rkl_error_prefix(reterr, __VA_ARGS__), (r))
 
 static bool is_ws(char c)
 {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* One JSON document, strict, UTF-8 checked, depth-bounded, nothing but whitespace after it. */
-static int parse_json(const char *buf, size_t len, size_t max, json_object **ret, rkl_error *reterr)
-{
-        if (len > max)
-                return rkl_error_set(reterr, -EFBIG, "%zu bytes, more than %zu", len, max);
-        while (len > 0 && is_ws(buf[len - 1]))
-                len--;
-        if (len == 0)
-                return rkl_error_set(reterr, -EBADMSG, "empty");
-
-        _cleanup_(json_tokener_freep) json_tokener *tok = json_tokener_new_ex(JSON_DEPTH);
-        if (!tok)
-                rkl_oom();
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        _cleanup_(json_object_putp) json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
-        enum json_tokener_error jerr = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        /* A bare literal ("null") may go on as far as the tokener knows: end the input. */
-        if (jerr == json_tokener_continue && end == len) {
-                o = json_tokener_parse_ex(tok, "", 1);
-                jerr = json_tokener_get_error(tok);
-        }
-        if (jerr != json_tokener_success)
-                return rkl_error_set(reterr, -EBADMSG, "invalid JSON: %s",
-                                     jerr == json_tokener_continue ? "truncated"
-                                                                   : json_tokener_error_desc(jerr));
-        if (end != len)
-                return rkl_error_set(reterr, -EBADMSG, "invalid JSON: trailing bytes");
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-/* A string member; NULL when absent or null. -EBADMSG for another type, NUL or length. */
-static int get_string(json_object *o, const char *key, size_t max, const char **ret,
-                      rkl_error *reterr)
-{
-        json_object *v = NULL;
-        *ret = NULL;
-        if (!json_object_object_get_ex(o, key, &v) || !v)
-                return 0;
-        if (!json_object_is_type(v, json_type_string))
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is not a string", key);
-        size_t n = (size_t)json_object_get_string_len(v);
-        const char *s = json_object_get_string(v);
-        if (n > max || strlen(s) != n)
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is too long or holds NUL", key);
-        *ret = s;
-        return 0;
-}
-
-/* An integer member; 0 when absent or null. */
-static int get_int(json_object *o, const char *key, int64_t *ret, rkl_error *reterr)
-{
-        json_object *v = NULL;
-        *ret = 0;
-        if (!json_object_object_get_ex(o, key, &v) || !v)
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is not an integer", key);
-        errno = 0;
-        *ret = json_object_get_int64(v);
-        if (errno != 0)
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is out of range", key);
-        return 0;
 }
 
 void rkl_rkt_image_done(rkl_rkt_image *i)
@@ -108,7 +37,7 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
         _cleanup_(json_object_putp) json_object *root = NULL;
         int r;
 
-        r = parse_json(buf, len, RKL_RKT_IMAGE_LIST_MAX, &root, reterr);
+        r = rkl_rkt__json_parse(buf, len, RKL_RKT_IMAGE_LIST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "image list");
         if (!root) { /* rkt prints null for an empty store */
@@ -131,15 +60,15 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
                         r = rkl_error_set(reterr, -EBADMSG, "not an object");
                         goto fail;
                 }
-                r = get_string(e, "id", 7 + RKL_IMAGE_ID_HEX, &id, reterr);
+                r = rkl_rkt__json_get_string(e, "id", 7 + RKL_IMAGE_ID_HEX, &id, reterr);
                 if (r >= 0)
-                        r = get_string(e, "name", NAME_MAX_LEN, &name, reterr);
+                        r = rkl_rkt__json_get_string(e, "name", NAME_MAX_LEN, &name, reterr);
                 if (r >= 0)
-                        r = get_int(e, "import_time", &l[i].import_time_ns, reterr);
+                        r = rkl_rkt__json_get_int(e, "import_time", &l[i].import_time_ns, reterr);
                 if (r >= 0)
-                        r = get_int(e, "last_used_time", &l[i].last_used_ns, reterr);
+                        r = rkl_rkt__json_get_int(e, "last_used_time", &l[i].last_used_ns, reterr);
                 if (r >= 0)
-                        r = get_int(e, "size", &size, reterr);
+                        r = rkl_rkt__json_get_int(e, "size", &size, reterr);
                 if (r < 0)
                         goto fail;
                 if (!rkl_image_id_is_full(id)) {
@@ -195,9 +124,9 @@ static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_err
                 if (!e || !json_object_is_type(e, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] is not an object", key,
                                              i);
-                r = get_string(e, "name", RKL_MAX_KEY, &name, reterr);
+                r = rkl_rkt__json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
                 if (r >= 0)
-                        r = get_string(e, "value", RKL_MAX_VALUE, &value, reterr);
+                        r = rkl_rkt__json_get_string(e, "value", RKL_MAX_VALUE, &value, reterr);
                 if (r < 0)
                         return PREFIX(r, "'%s'[%zu]", key, i);
                 if (isempty(name) || !value)
@@ -216,11 +145,11 @@ static int parse_app(json_object *app, rkl_rkt_image_manifest *m, rkl_error *ret
         json_object *exec = NULL;
         int r;
 
-        r = get_string(app, "user", RKL_MAX_NAME, &user, reterr);
+        r = rkl_rkt__json_get_string(app, "user", RKL_MAX_NAME, &user, reterr);
         if (r >= 0)
-                r = get_string(app, "group", RKL_MAX_NAME, &group, reterr);
+                r = rkl_rkt__json_get_string(app, "group", RKL_MAX_NAME, &group, reterr);
         if (r >= 0)
-                r = get_string(app, "workingDirectory", RKL_MAX_PATH, &wd, reterr);
+                r = rkl_rkt__json_get_string(app, "workingDirectory", RKL_MAX_PATH, &wd, reterr);
         if (r >= 0)
                 r = parse_kvs(app, "environment", &m->environment, reterr);
         if (r < 0)
@@ -260,16 +189,16 @@ int rkl_rkt_image_manifest_parse(const char *buf, size_t len, rkl_rkt_image_mani
         json_object *app = NULL;
         int r;
 
-        r = parse_json(buf, len, RKL_RKT_IMAGE_MANIFEST_MAX, &root, reterr);
+        r = rkl_rkt__json_parse(buf, len, RKL_RKT_IMAGE_MANIFEST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "image manifest");
         if (!root || !json_object_is_type(root, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "image manifest: not an object");
-        r = get_string(root, "acKind", 64, &kind, reterr);
+        r = rkl_rkt__json_get_string(root, "acKind", 64, &kind, reterr);
         if (r < 0 || !streq_ptr(kind, "ImageManifest"))
                 return rkl_error_set(reterr, -EBADMSG,
                                      "image manifest: acKind is not ImageManifest");
-        r = get_string(root, "name", NAME_MAX_LEN, &name, reterr);
+        r = rkl_rkt__json_get_string(root, "name", NAME_MAX_LEN, &name, reterr);
         if (r >= 0 && isempty(name))
                 r = rkl_error_set(reterr, -EBADMSG, "no name");
         if (r >= 0)

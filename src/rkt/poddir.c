@@ -2,10 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <json-c/json.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "json-util.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -18,10 +18,6 @@
 #define APP_NAME_MAX  200
 #define TREE_ID_MAX   255
 #define NETINFO_MAX_N 64
-#define JSON_DEPTH    32
-
-RKL_DEFINE_CLEANUP(json_object *, json_object_put)
-RKL_DEFINE_CLEANUP(json_tokener *, json_tokener_free)
 
 /* Adds context and keeps r even when the caller passed no rkl_error (prefix returns -EIO). */
 #define PREFIX(r, ...) ((void)rkl_error_prefix(reterr, __VA_ARGS__), (r))
@@ -269,57 +265,6 @@ int rkl_poddir_parse_pid(const char *buf, size_t len, uint32_t *ret_pid)
         return 0;
 }
 
-/* One JSON document, strict, UTF-8 checked, depth-bounded, nothing but whitespace after it. */
-static int parse_json(const char *buf, size_t len, size_t max, json_object **ret, rkl_error *reterr)
-{
-        if (len > max)
-                return rkl_error_set(reterr, -EFBIG, "%zu bytes, more than %zu", len, max);
-        while (len > 0 && is_ws(buf[len - 1]))
-                len--;
-        if (len == 0)
-                return rkl_error_set(reterr, -EBADMSG, "empty");
-
-        _cleanup_(json_tokener_freep) json_tokener *tok = json_tokener_new_ex(JSON_DEPTH);
-        if (!tok)
-                rkl_oom();
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        _cleanup_(json_object_putp) json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
-        enum json_tokener_error jerr = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        /* A bare top-level literal ("null", "12") may go on in the next chunk as far as the
-         * tokener knows: a NUL byte tells it that the input ended. */
-        if (jerr == json_tokener_continue && end == len) {
-                o = json_tokener_parse_ex(tok, "", 1);
-                jerr = json_tokener_get_error(tok);
-        }
-        if (jerr != json_tokener_success)
-                return rkl_error_set(reterr, -EBADMSG, "invalid JSON: %s",
-                                     jerr == json_tokener_continue ? "truncated"
-                                                                   : json_tokener_error_desc(jerr));
-        if (end != len)
-                return rkl_error_set(reterr, -EBADMSG, "invalid JSON: trailing bytes");
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-/* A string member; NULL when absent or JSON null. -EBADMSG for another type. */
-static int get_string(json_object *o, const char *key, size_t max, const char **ret,
-                      rkl_error *reterr)
-{
-        json_object *v = NULL;
-        *ret = NULL;
-        if (!json_object_object_get_ex(o, key, &v) || !v)
-                return 0;
-        if (!json_object_is_type(v, json_type_string))
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is not a string", key);
-        size_t n = (size_t)json_object_get_string_len(v);
-        const char *s = json_object_get_string(v);
-        if (n > max || strlen(s) != n)
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is too long or holds NUL", key);
-        *ret = s;
-        return 0;
-}
-
 static int kvs_add_checked(rkl_kvs *l, const char *key, json_object *v, rkl_error *reterr)
 {
         if (!json_object_is_type(v, json_type_string))
@@ -365,7 +310,7 @@ static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_err
                 if (!e || !json_object_is_type(e, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] is not an object", key,
                                              i);
-                r = get_string(e, "name", RKL_MAX_KEY, &name, reterr);
+                r = rkl_rkt__json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
                 if (r < 0)
                         return PREFIX(r, "'%s'[%zu]", key, i);
                 if (!name || !json_object_object_get_ex(e, "value", &v) || !v)
@@ -386,7 +331,7 @@ static int parse_app(json_object *e, rkl_poddir_app *a, rkl_error *reterr)
 
         if (!json_object_is_type(e, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "not an object");
-        r = get_string(e, "name", APP_NAME_MAX, &name, reterr);
+        r = rkl_rkt__json_get_string(e, "name", APP_NAME_MAX, &name, reterr);
         if (r < 0)
                 return r;
         if (!rkl_pod_app_name_is_valid(name))
@@ -398,7 +343,7 @@ static int parse_app(json_object *e, rkl_poddir_app *a, rkl_error *reterr)
         if (json_object_object_get_ex(e, "image", &image) && image) {
                 if (!json_object_is_type(image, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'image' is not an object");
-                r = get_string(image, "id", RKL_MAX_NAME, &id, reterr);
+                r = rkl_rkt__json_get_string(image, "id", RKL_MAX_NAME, &id, reterr);
                 if (r < 0)
                         return PREFIX(r, "image");
                 a->image_id = rkl_xstrdup(id);
@@ -428,12 +373,12 @@ int rkl_poddir_parse_manifest(const char *buf, size_t len, rkl_poddir_manifest *
         const char *kind;
         int r;
 
-        r = parse_json(buf, len, RKL_PODDIR_MANIFEST_MAX, &root, reterr);
+        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_MANIFEST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "pod manifest");
         if (!json_object_is_type(root, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "pod manifest: not an object");
-        r = get_string(root, "acKind", 64, &kind, reterr);
+        r = rkl_rkt__json_get_string(root, "acKind", 64, &kind, reterr);
         if (r < 0 || !streq_ptr(kind, "PodManifest"))
                 return rkl_error_set(reterr, -EBADMSG, "pod manifest: acKind is not PodManifest");
 
@@ -486,7 +431,7 @@ int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **
         size_t best_rank = SIZE_MAX;
         int r;
 
-        r = parse_json(buf, len, RKL_PODDIR_FILE_MAX, &root, reterr);
+        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_FILE_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "net-info.json");
         if (json_object_is_type(root, json_type_array)) {
@@ -499,9 +444,9 @@ int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **
                         if (!e || !json_object_is_type(e, json_type_object))
                                 return rkl_error_set(reterr, -EBADMSG,
                                                      "net-info.json: [%zu] not an object", i);
-                        r = get_string(e, "netName", RKL_MAX_NAME, &name, reterr);
+                        r = rkl_rkt__json_get_string(e, "netName", RKL_MAX_NAME, &name, reterr);
                         if (r >= 0)
-                                r = get_string(e, "ip", 64, &ip, reterr);
+                                r = rkl_rkt__json_get_string(e, "ip", 64, &ip, reterr);
                         if (r < 0)
                                 return PREFIX(r, "net-info.json: [%zu]", i);
                         if (!is_ipv4(ip))
