@@ -109,9 +109,10 @@ class LifecycleTest(unittest.TestCase):
         self.assertGreater(s.started_at, s.created_at - 1)
         self.assertEqual(s.log_path, "/var/log/pods/default_web/sleeper/0.log")
         self.assertTrue(s.image_ref.startswith("sha512-"))
-        # A real process runs.
-        ps = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True)
-        self.assertTrue(ps.stdout.strip())
+        # A real process runs: in its cgroup already, its exec may still be landing.
+        harness.wait_for("the app's process", lambda: subprocess.run(
+            ["pgrep", "-f", "sleep 1000"], capture_output=True, text=True).stdout.strip(),
+            timeout=5)
 
         self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=10), timeout=20)
         s = self.wait_state(cid, pb.CONTAINER_EXITED)
