@@ -40,6 +40,10 @@ typedef struct rkl_api_ctx {
         rkl_reconciler *reconciler; /* kicked after every committed change; NULL in tests */
         rkl_images *images;         /* cfg->images */
         rkl_arena *arena;
+        /* A handler may answer with bytes it encoded itself (list replies assembled from
+         * cached item encodings): the server then sends them instead of packing resp. */
+        const unsigned char *raw;
+        size_t raw_len;
 } rkl_api_ctx;
 
 /* A handler fills resp (already initialised for its type) and returns 0, or a -errno with

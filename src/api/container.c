@@ -287,6 +287,38 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         return 0;
 }
 
+/* The container as a ListContainers item, encoded once per view: the strings point into
+ * the view, which the caller holds while this packs them. */
+static const rkl_blob *ctr_wire(rkl_ctr_view *v)
+{
+        const rkl_blob *b = atomic_load(&v->wire);
+        if (b)
+                return b;
+        _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
+        const rkl_container_record *c = v->rec;
+        Runtime__V1__Container p = RUNTIME__V1__CONTAINER__INIT;
+        Runtime__V1__ContainerMetadata m = RUNTIME__V1__CONTAINER_METADATA__INIT;
+        Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+
+        p.id = (char *)c->id;
+        p.pod_sandbox_id = (char *)c->sandbox_id;
+        m.name = (char *)c->spec.name;
+        m.attempt = c->spec.attempt;
+        p.metadata = &m;
+        p.image = image_pb(&image, (char *)c->spec.image);
+        p.image_ref = p.image_id = isempty(c->observed.image_ref)
+                                       ? (char *)c->spec.image
+                                       : rkl_api_pb_text(a, c->observed.image_ref);
+        p.state = (Runtime__V1__ContainerState)v->state;
+        p.created_at = created_at(c);
+        RKL_API_PB_KVS(a, &c->spec.labels, Runtime__V1__Container__LabelsEntry,
+                       RUNTIME__V1__CONTAINER__LABELS_ENTRY__INIT, p.labels, p.n_labels);
+        RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__Container__AnnotationsEntry,
+                       RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, p.annotations,
+                       p.n_annotations);
+        return rkl_api_pb_wire(&v->wire, &p.base);
+}
+
 typedef struct ctr_views {
         rkl_ctr_view **v;
         size_t n;
@@ -320,62 +352,9 @@ int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersR
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
 
-        /* Two passes: size everything, then fill blocks allocated once per kind. At a
-         * thousand items, per-string allocations would dominate. */
-        rkl_api_strbuf sb = {0};
-        size_t n_labels = 0, n_annotations = 0;
-        for (size_t i = 0; i < l.n; i++) {
-                const rkl_container_record *c = l.v[i]->rec;
-                rkl_api_strbuf_count(&sb, c->id);
-                rkl_api_strbuf_count(&sb, c->sandbox_id);
-                rkl_api_strbuf_count(&sb, c->spec.name);
-                rkl_api_strbuf_count(&sb, c->spec.image);
-                rkl_api_strbuf_count(&sb, c->observed.image_ref);
-                rkl_api_strbuf_count_kvs(&sb, &c->spec.labels);
-                rkl_api_strbuf_count_kvs(&sb, &c->spec.annotations);
-                n_labels += c->spec.labels.n;
-                n_annotations += c->spec.annotations.n;
-        }
-        rkl_api_strbuf_alloc(&sb, a);
-        Runtime__V1__Container *items = rkl_arena_newa(Runtime__V1__Container, a, l.n);
-        Runtime__V1__ContainerMetadata *metas =
-            rkl_arena_newa(Runtime__V1__ContainerMetadata, a, l.n);
-        Runtime__V1__ImageSpec *images = rkl_arena_newa(Runtime__V1__ImageSpec, a, l.n);
-        Runtime__V1__Container__LabelsEntry *labels =
-            rkl_arena_newa(Runtime__V1__Container__LabelsEntry, a, n_labels);
-        Runtime__V1__Container__LabelsEntry **label_ptrs =
-            rkl_arena_newa(Runtime__V1__Container__LabelsEntry *, a, n_labels);
-        Runtime__V1__Container__AnnotationsEntry *annotations =
-            rkl_arena_newa(Runtime__V1__Container__AnnotationsEntry, a, n_annotations);
-        Runtime__V1__Container__AnnotationsEntry **annotation_ptrs =
-            rkl_arena_newa(Runtime__V1__Container__AnnotationsEntry *, a, n_annotations);
-        resp->containers = rkl_arena_newa(Runtime__V1__Container *, a, l.n);
-
-        for (size_t i = 0; i < l.n; i++) {
-                const rkl_ctr_view *v = l.v[i];
-                const rkl_container_record *c = v->rec;
-                Runtime__V1__Container *p = &items[i];
-                *p = (Runtime__V1__Container)RUNTIME__V1__CONTAINER__INIT;
-                p->id = rkl_api_strbuf_put(&sb, c->id);
-                p->pod_sandbox_id = rkl_api_strbuf_put(&sb, c->sandbox_id);
-                metas[i] = (Runtime__V1__ContainerMetadata)RUNTIME__V1__CONTAINER_METADATA__INIT;
-                metas[i].name = rkl_api_strbuf_put(&sb, c->spec.name);
-                metas[i].attempt = c->spec.attempt;
-                p->metadata = &metas[i];
-                char *image = rkl_api_strbuf_put(&sb, c->spec.image);
-                p->image = image_pb(&images[i], image);
-                char *ref = rkl_api_strbuf_put(&sb, c->observed.image_ref);
-                p->image_ref = p->image_id = isempty(ref) ? image : rkl_utf8_sanitize(ref);
-                p->state = (Runtime__V1__ContainerState)v->state;
-                p->created_at = created_at(c);
-                RKL_API_PB_KVS_BULK(&sb, &c->spec.labels, Runtime__V1__Container__LabelsEntry,
-                                    RUNTIME__V1__CONTAINER__LABELS_ENTRY__INIT, labels, label_ptrs,
-                                    p->labels, p->n_labels);
-                RKL_API_PB_KVS_BULK(&sb, &c->spec.annotations,
-                                    Runtime__V1__Container__AnnotationsEntry,
-                                    RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, annotations,
-                                    annotation_ptrs, p->annotations, p->n_annotations);
-                resp->containers[resp->n_containers++] = p;
-        }
+        const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
+        for (size_t i = 0; i < l.n; i++)
+                items[i] = ctr_wire(l.v[i]);
+        rkl_api_pb_raw_repeated(ctx, 1 /* ListContainersResponse.containers */, items, l.n);
         return 0;
 }

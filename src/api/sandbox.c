@@ -225,6 +225,33 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         return 0;
 }
 
+/* The sandbox as a ListPodSandbox item, encoded once per view (see ctr_wire()). */
+static const rkl_blob *pod_wire(rkl_pod_view *v)
+{
+        const rkl_blob *b = atomic_load(&v->wire);
+        if (b)
+                return b;
+        _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
+        const rkl_pod_record *rec = v->rec;
+        Runtime__V1__PodSandbox p = RUNTIME__V1__POD_SANDBOX__INIT;
+        Runtime__V1__PodSandboxMetadata m = RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
+
+        p.id = (char *)rec->id;
+        m.name = rec->spec.name;
+        m.uid = rec->spec.uid;
+        m.namespace_ = rec->spec.namespace;
+        m.attempt = rec->spec.attempt;
+        p.metadata = &m;
+        p.state = (Runtime__V1__PodSandboxState)v->state;
+        p.created_at = rec->book.accepted_ns;
+        RKL_API_PB_KVS(a, &rec->spec.labels, Runtime__V1__PodSandbox__LabelsEntry,
+                       RUNTIME__V1__POD_SANDBOX__LABELS_ENTRY__INIT, p.labels, p.n_labels);
+        RKL_API_PB_KVS(a, &rec->spec.annotations, Runtime__V1__PodSandbox__AnnotationsEntry,
+                       RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, p.annotations,
+                       p.n_annotations);
+        return rkl_api_pb_wire(&v->wire, &p.base);
+}
+
 typedef struct pod_views {
         rkl_pod_view **v;
         size_t n;
@@ -257,59 +284,10 @@ int rkl_api_list_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__ListPodSandbox
         if (r < 0)
                 return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
 
-        /* Two passes: size everything, then fill blocks allocated once per kind. At a
-         * thousand items, per-string allocations would dominate. */
-        rkl_api_strbuf sb = {0};
-        size_t n_labels = 0, n_annotations = 0;
-        for (size_t i = 0; i < l.n; i++) {
-                const rkl_pod_record *p = l.v[i]->rec;
-                rkl_api_strbuf_count(&sb, p->id);
-                rkl_api_strbuf_count(&sb, p->spec.name);
-                rkl_api_strbuf_count(&sb, p->spec.uid);
-                rkl_api_strbuf_count(&sb, p->spec.namespace);
-                rkl_api_strbuf_count_kvs(&sb, &p->spec.labels);
-                rkl_api_strbuf_count_kvs(&sb, &p->spec.annotations);
-                n_labels += p->spec.labels.n;
-                n_annotations += p->spec.annotations.n;
-        }
-        rkl_api_strbuf_alloc(&sb, a);
-        Runtime__V1__PodSandbox *items = rkl_arena_newa(Runtime__V1__PodSandbox, a, l.n);
-        Runtime__V1__PodSandboxMetadata *metas =
-            rkl_arena_newa(Runtime__V1__PodSandboxMetadata, a, l.n);
-        Runtime__V1__PodSandbox__LabelsEntry *labels =
-            rkl_arena_newa(Runtime__V1__PodSandbox__LabelsEntry, a, n_labels);
-        Runtime__V1__PodSandbox__LabelsEntry **label_ptrs =
-            rkl_arena_newa(Runtime__V1__PodSandbox__LabelsEntry *, a, n_labels);
-        Runtime__V1__PodSandbox__AnnotationsEntry *annotations =
-            rkl_arena_newa(Runtime__V1__PodSandbox__AnnotationsEntry, a, n_annotations);
-        Runtime__V1__PodSandbox__AnnotationsEntry **annotation_ptrs =
-            rkl_arena_newa(Runtime__V1__PodSandbox__AnnotationsEntry *, a, n_annotations);
-        resp->items = rkl_arena_newa(Runtime__V1__PodSandbox *, a, l.n);
-
-        for (size_t i = 0; i < l.n; i++) {
-                const rkl_pod_view *v = l.v[i];
-                const rkl_pod_record *rec = v->rec;
-                Runtime__V1__PodSandbox *p = &items[i];
-                *p = (Runtime__V1__PodSandbox)RUNTIME__V1__POD_SANDBOX__INIT;
-                p->id = rkl_api_strbuf_put(&sb, rec->id);
-                Runtime__V1__PodSandboxMetadata *m = &metas[i];
-                *m = (Runtime__V1__PodSandboxMetadata)RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
-                m->name = rkl_api_strbuf_put(&sb, rec->spec.name);
-                m->uid = rkl_api_strbuf_put(&sb, rec->spec.uid);
-                m->namespace_ = rkl_api_strbuf_put(&sb, rec->spec.namespace);
-                m->attempt = rec->spec.attempt;
-                p->metadata = m;
-                p->state = (Runtime__V1__PodSandboxState)v->state;
-                p->created_at = rec->book.accepted_ns;
-                RKL_API_PB_KVS_BULK(&sb, &rec->spec.labels, Runtime__V1__PodSandbox__LabelsEntry,
-                                    RUNTIME__V1__POD_SANDBOX__LABELS_ENTRY__INIT, labels,
-                                    label_ptrs, p->labels, p->n_labels);
-                RKL_API_PB_KVS_BULK(&sb, &rec->spec.annotations,
-                                    Runtime__V1__PodSandbox__AnnotationsEntry,
-                                    RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, annotations,
-                                    annotation_ptrs, p->annotations, p->n_annotations);
-                resp->items[resp->n_items++] = p;
-        }
+        const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
+        for (size_t i = 0; i < l.n; i++)
+                items[i] = pod_wire(l.v[i]);
+        rkl_api_pb_raw_repeated(ctx, 1 /* ListPodSandboxResponse.items */, items, l.n);
         return 0;
 }
 

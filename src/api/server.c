@@ -83,9 +83,11 @@ struct rkl_api_call {
         grpc_slice status_details;
         bool has_status_details;
         bool deferred;
-        int cancelled;           /* written by grpc for the RECV_CLOSE_ON_SERVER op */
-        atomic_bool cancel_seen; /* set once that op completed with cancelled=1 */
-        ProtobufCMessage *resp;  /* deferred calls: what the handler fills */
+        int cancelled;            /* written by grpc for the RECV_CLOSE_ON_SERVER op */
+        atomic_bool cancel_seen;  /* set once that op completed with cancelled=1 */
+        ProtobufCMessage *resp;   /* deferred calls: what the handler fills */
+        const unsigned char *raw; /* an answer the handler encoded itself, in the arena */
+        size_t raw_len;
         rkl_arena *arena;
 };
 
@@ -272,6 +274,8 @@ static void call_process(rkl_api_call *c)
 
         c->resp = resp;
         r = m->handler(&ctx, req, resp, &err);
+        c->raw = ctx.raw;
+        c->raw_len = ctx.raw_len;
         if (r == RKL_API_DEFERRED) {
                 assert(c->deferred);
                 return; /* finished by rkl_api_call_finish() */
@@ -292,9 +296,15 @@ static void call_answer(rkl_api_call *c, int r, const rkl_error *err)
                 call_send(c, code, isempty(err->msg) ? strerror(-r) : err->msg);
                 return;
         }
-        size_t n = protobuf_c_message_get_packed_size(c->resp);
-        grpc_slice s = grpc_slice_malloc(n);
-        protobuf_c_message_pack(c->resp, GRPC_SLICE_START_PTR(s));
+        grpc_slice s;
+        if (c->raw) {
+                s = grpc_slice_malloc(c->raw_len);
+                memcpy(GRPC_SLICE_START_PTR(s), c->raw, c->raw_len);
+        } else {
+                size_t n = protobuf_c_message_get_packed_size(c->resp);
+                s = grpc_slice_malloc(n);
+                protobuf_c_message_pack(c->resp, GRPC_SLICE_START_PTR(s));
+        }
         c->response = grpc_raw_byte_buffer_create(&s, 1);
         grpc_slice_unref(s);
         call_send(c, GRPC_STATUS_OK, NULL);

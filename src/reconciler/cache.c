@@ -1,5 +1,7 @@
 #include "cache.h"
 
+#include <stdatomic.h>
+
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/time-util.h"
@@ -105,6 +107,7 @@ rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v)
 {
         if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 rkl_pod_record_free(v->rec);
+                free(atomic_load(&v->wire));
                 free(v);
         }
         return NULL;
@@ -115,9 +118,19 @@ rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v)
         if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 rkl_container_record_free(v->rec);
                 free(v->log_path);
+                free(atomic_load(&v->wire));
                 free(v);
         }
         return NULL;
+}
+
+const rkl_blob *rkl_blob_publish(_Atomic(rkl_blob *) *slot, rkl_blob *candidate)
+{
+        rkl_blob *expected = NULL;
+        if (atomic_compare_exchange_strong(slot, &expected, candidate))
+                return candidate;
+        free(candidate);
+        return expected;
 }
 
 void rkl_pod_views_unref(rkl_pod_view **v, size_t n)

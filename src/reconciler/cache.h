@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "base/macro.h"
@@ -41,10 +42,18 @@ typedef enum rkl_cri_ctr_state {
         RKL_CRI_CONTAINER_UNKNOWN = 3,
 } rkl_cri_ctr_state;
 
+/* Bytes derived from a view, made at most once by whoever needs them first: the API keeps
+ * each view's encoding as a list item here, so a relist of unchanged objects only copies. */
+typedef struct rkl_blob {
+        size_t len;
+        unsigned char data[];
+} rkl_blob;
+
 typedef struct rkl_pod_view {
         int refs;            /* atomic */
         rkl_pod_record *rec; /* owned, never modified once published */
         rkl_cri_pod_state state;
+        _Atomic(rkl_blob *) wire;
 } rkl_pod_view;
 
 typedef struct rkl_ctr_view {
@@ -52,7 +61,11 @@ typedef struct rkl_ctr_view {
         rkl_container_record *rec;
         rkl_cri_ctr_state state;
         char *log_path; /* the sandbox's log_directory joined with the container's log_path */
+        _Atomic(rkl_blob *) wire;
 } rkl_ctr_view;
+
+/* The blob in slot, or candidate installed there; the loser of a race is freed. */
+const rkl_blob *rkl_blob_publish(_Atomic(rkl_blob *) *slot, rkl_blob *candidate);
 
 /* Wrap a record (taken over) in a view with one reference. log_directory is the sandbox's
  * (for the container's full log path), may be NULL. */

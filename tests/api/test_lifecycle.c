@@ -250,6 +250,28 @@ static int pod_status(fixture *f, const char *id, bool verbose,
         return r;
 }
 
+static void *arena_alloc(void *data, size_t size)
+{
+        return rkl_arena_alloc(data, size);
+}
+
+static void arena_free(void *data, void *p)
+{
+}
+
+/* List handlers answer with bytes they assembled (ctx->raw), as the server sends them:
+ * decode them as a client would. */
+static void *decode_raw(fixture *f, const ProtobufCMessageDescriptor *d)
+{
+        ProtobufCAllocator alloc = {arena_alloc, arena_free, f->arena};
+        assert_non_null(f->ctx.raw);
+        void *m = protobuf_c_message_unpack(d, &alloc, f->ctx.raw_len, f->ctx.raw);
+        assert_non_null(m);
+        f->ctx.raw = NULL;
+        f->ctx.raw_len = 0;
+        return m;
+}
+
 static Runtime__V1__ListPodSandboxResponse list_pods(fixture *f,
                                                      const Runtime__V1__PodSandboxFilter *filter)
 {
@@ -258,8 +280,8 @@ static Runtime__V1__ListPodSandboxResponse list_pods(fixture *f,
         rkl_error err = RKL_ERROR_INIT;
         req.filter = (Runtime__V1__PodSandboxFilter *)filter;
         expect_ok(rkl_api_list_pod_sandbox(&f->ctx, &req, &resp, &err));
-        packs(&resp);
-        return resp;
+        return *(Runtime__V1__ListPodSandboxResponse *)decode_raw(
+            f, &runtime__v1__list_pod_sandbox_response__descriptor);
 }
 
 static int start_ctr(fixture *f, const char *id, rkl_error *err)
@@ -308,8 +330,8 @@ static Runtime__V1__ListContainersResponse list_ctrs(fixture *f,
         rkl_error err = RKL_ERROR_INIT;
         req.filter = (Runtime__V1__ContainerFilter *)filter;
         expect_ok(rkl_api_list_containers(&f->ctx, &req, &resp, &err));
-        packs(&resp);
-        return resp;
+        return *(Runtime__V1__ListContainersResponse *)decode_raw(
+            f, &runtime__v1__list_containers_response__descriptor);
 }
 
 static size_t store_pods(fixture *f)

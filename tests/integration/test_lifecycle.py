@@ -150,7 +150,8 @@ class LifecycleTest(unittest.TestCase):
         self.wait_pod_running(sid)
         normal = self.create(sid, "normal", ["/bin/sh", "-c", "exit 7"])
         stubborn = self.create(sid, "stubborn",
-                               ["/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"])
+                               ["/bin/sh", "-c", "trap '' TERM; touch /tmp/trap-set; "
+                                "while :; do sleep 0.1; done"])
         killed = self.create(sid, "killed", ["/bin/sleep", "1000"])
         for c in (normal, stubborn, killed):
             self.start(c)
@@ -160,7 +161,11 @@ class LifecycleTest(unittest.TestCase):
         self.wait_state(stubborn, pb.CONTAINER_RUNNING)
         self.wait_state(killed, pb.CONTAINER_RUNNING)
 
-        # A SIGTERM-ignoring app is killed when its stop timeout expires.
+        # A SIGTERM-ignoring app is killed when its stop timeout expires (once it has
+        # really started ignoring it: the file is in its own root).
+        import glob
+        harness.wait_for("the app's trap", lambda: glob.glob(os.path.join(
+            self.env.rkt_dir, "pods/run/*/stage1/rootfs/opt/stage2/*/rootfs/tmp/trap-set")))
         t0 = time.monotonic()
         self.rs.StopContainer(pb.StopContainerRequest(container_id=stubborn, timeout=2),
                               timeout=20)
