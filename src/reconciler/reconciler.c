@@ -109,6 +109,7 @@ struct rkl_reconciler {
         rkl_hashmap *in_flight; /* object ID -> action* */
         unsigned n_in_flight;
         int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
+        char **recheck;     /* pods to read again at the next pass: what inotify cannot see */
         bool rescan;
 };
 
@@ -303,9 +304,12 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
 
                 pid_t pid;
                 rkl_app_proc proc = app_process(c, p, &pid);
-                if (proc == RKL_APP_PROC_NONE)
-                        /* Look again shortly: the process is on its way. */
+                if (proc == RKL_APP_PROC_NONE) {
+                        /* The process is on its way; joining a cgroup touches no file the
+                         * watcher sees, so read the pod again shortly. */
+                        rkl_strv_push(&r->recheck, p->uuid);
                         wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
+                }
                 rkl_observe_container(c, rec, p, proc, pid, ctr_oom_killed(c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
@@ -1037,8 +1041,13 @@ static void pass(rkl_reconciler *r)
         if (!r->store)
                 return;
         if (r->rescan) {
+                r->recheck = rkl_strv_free(r->recheck);
                 rescan(r);
                 reap_orphan_units(r);
+        } else if (r->recheck) {
+                _cleanup_strv_free_ char **l = TAKE_PTR(r->recheck);
+                RKL_STRV_FOREACH (u, l)
+                        observe_uuid(r, *u);
         }
 
         rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
@@ -1101,12 +1110,18 @@ static int on_wake(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* A time source is disabled once it fired (sd-event's default): set it again. */
+static void rearm(sd_event_source *s, uint64_t interval_usec)
+{
+        (void)sd_event_source_set_time(s, rkl_now_usec(CLOCK_MONOTONIC) + interval_usec);
+        (void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
 static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         probe(r);
-        (void)sd_event_source_set_time(s,
-                                       rkl_now_usec(CLOCK_MONOTONIC) + r->cfg.probe_interval_usec);
+        rearm(s, r->cfg.probe_interval_usec);
         schedule_pass(r);
         return 0;
 }
@@ -1115,8 +1130,7 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         r->rescan = true;
-        (void)sd_event_source_set_time(s,
-                                       rkl_now_usec(CLOCK_MONOTONIC) + r->cfg.resync_interval_usec);
+        rearm(s, r->cfg.resync_interval_usec);
         schedule_pass(r);
         return 0;
 }
@@ -1343,6 +1357,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         }
         rkl_hashmap_free(r->seen);
         rkl_hashmap_free(r->in_flight);
+        rkl_strv_free(r->recheck);
         rkl_rkt_free(r->rkt);
         rkl_store_close(r->store);
         safe_close(r->kick_fd);
