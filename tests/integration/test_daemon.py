@@ -252,6 +252,28 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         self.assertIn("rktlet", p.stdout)
 
+    def test_every_documented_flag_is_accepted(self):
+        """Each option --help names parses (a flag in the help but not in the option table
+        was once rejected as unknown)."""
+        samples = {"--listen": "/tmp/x.sock", "--socket-group": "0", "--state-dir": "/tmp/x",
+                   "--rkt-path": "/bin/true", "--rkt-data-dir": "/tmp/y",
+                   "--systemd-bus": "system", "--api-threads": "1", "--net": "default",
+                   "--stage1-name": "coreos.com/rkt/stage1-host:1.30.0", "--max-actions": "2",
+                   "--probe-interval": "5", "--log-level": "info",
+                   "--registry-mirror": "docker.io=http://127.0.0.1:5000",
+                   "--sandbox-ready-timeout": "30", "--rkt-timeout": "60"}
+        import re
+        text = subprocess.run([harness.DAEMON, "--help"], capture_output=True, text=True).stdout
+        flags = re.findall(r"^\s+(--[a-z0-9-]+)( [A-Z=]+)?", text, re.M)
+        self.assertGreater(len(flags), 10)
+        for flag, arg in flags:
+            if flag in ("--help", "--version"):
+                continue
+            args = [flag] + ([samples[flag]] if arg else [])
+            p = subprocess.run([harness.DAEMON] + args + ["--version"], capture_output=True,
+                               text=True, timeout=10)
+            self.assertEqual(p.returncode, 0, "%s: %s" % (" ".join(args), p.stderr))
+
     def test_socket_path_is_a_file(self):
         wd = harness.workdir(self)
         path = os.path.join(wd, "rktlet.sock")
