@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <cmocka.h>
 
@@ -151,21 +152,21 @@ static void test_containers(void **state)
 
 typedef struct race {
         rkl_cache *c;
-        volatile bool stop;
-        size_t lists;
+        atomic_bool stop;
+        atomic_size_t lists;
 } race;
 
 static void *reader(void *userdata)
 {
         race *r = userdata;
-        while (!r->stop) {
+        while (!atomic_load(&r->stop)) {
                 rkl_pod_view **l;
                 size_t n;
                 rkl_cache_pod_list(r->c, NULL, &l, &n);
                 for (size_t i = 0; i < n; i++)
                         assert_non_null(l[i]->rec->spec.name);
                 rkl_pod_views_unref(l, n);
-                r->lists++;
+                atomic_fetch_add(&r->lists, 1);
         }
         return NULL;
 }
@@ -186,10 +187,10 @@ static void test_readers_against_writer(void **state)
                                                                     RKL_POD_PHASE_RUNNING, "a")));
                 }
         }
-        r.stop = true;
+        atomic_store(&r.stop, true);
         for (int i = 0; i < 3; i++)
                 pthread_join(t[i], NULL);
-        assert_true(r.lists > 0);
+        assert_true(atomic_load(&r.lists) > 0);
         rkl_cache_free(r.c);
 }
 
