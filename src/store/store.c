@@ -794,7 +794,13 @@ int rkl_store__migrate(rkl_store *s, const rkl_store__migration *migrations, siz
 
 /* Creates the file 0600 ourselves (SQLite would use 0644 less the umask) and puts right the
  * mode of an existing database, WAL and shared-memory file: they hold every pod's config.
- * Also refuses, before SQLite touches it, a non-empty file that is not a database. */
+ * Also refuses, before SQLite touches it, a non-empty file that is not a database.
+ *
+ * Only the first connection of a process may do this: closing any descriptor of a file
+ * drops all of the process's POSIX locks on it, SQLite's included, and a process whose
+ * lock on -shm is gone looks absent to other processes, one of which (an operator's
+ * sqlite3 -readonly) may then rebuild the shared memory under the daemon's mapping, which
+ * dies of SIGBUS. The side files are therefore only ever touched by path. */
 static int prepare_file(const char *path, rkl_error *reterr)
 {
         static const char magic[16] = "SQLite format 3";
@@ -822,16 +828,12 @@ static int prepare_file(const char *path, rkl_error *reterr)
                 return rkl_error_set(reterr, -errno, "chmod 0600 '%s': %m", path);
         for (size_t i = 0; i < 2; i++) {
                 _cleanup_free_ char *side = rkl_xasprintf("%s%s", path, i ? "-shm" : "-wal");
-                _cleanup_close_ int sfd =
-                    open(side, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-                if (sfd < 0) {
+                if (lstat(side, &st) < 0) {
                         if (errno == ENOENT)
                                 continue;
-                        return rkl_error_set(reterr, -errno, "open '%s': %m", side);
-                }
-                if (fstat(sfd, &st) < 0)
                         return rkl_error_set(reterr, -errno, "stat '%s': %m", side);
-                if (S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600 && fchmod(sfd, 0600) < 0)
+                }
+                if (S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600 && chmod(side, 0600) < 0)
                         return rkl_error_set(reterr, -errno, "chmod 0600 '%s': %m", side);
         }
         return 0;
@@ -847,7 +849,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
         if (isempty(path))
                 return rkl_error_set(reterr, -EINVAL, "store path: empty");
         bool memory = streq(path, ":memory:");
-        if (!memory) {
+        if (!memory && !o.skip_check) {
                 r = prepare_file(path, reterr);
                 if (r < 0)
                         return r;

@@ -37,7 +37,9 @@ typedef struct rkl_store_options {
         /* Skip PRAGMA quick_check at open: for the second and later connection of a
          * process, once the first one has checked the file. Open that first connection
          * before starting the threads that open the others: it creates, migrates and
-         * switches the file to WAL. */
+         * switches the file to WAL. Required for the others: without it, open looks at the
+         * files outside SQLite, which drops the POSIX locks of the connections already
+         * open in this process. */
         bool skip_check;
 } rkl_store_options;
 

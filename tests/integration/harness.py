@@ -73,6 +73,7 @@ class Daemon:
         self.args += list(extra)
         self.env = dict(os.environ if env is None else env)
         self.proc = None
+        self.expected_exit = False  # set by tests that kill the daemon themselves
 
     def start(self, wrapper=(), timeout=30):
         log = open(self.log_path, "ab")
@@ -104,9 +105,16 @@ class Daemon:
         return grpc.insecure_channel("unix://" + self.socket)
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        """Sends sig and returns the exit code."""
-        if self.proc is None or self.proc.poll() is not None:
-            return None if self.proc is None else self.proc.returncode
+        """Sends sig and returns the exit code. A daemon that died on its own has its log
+        printed: the temporary directory that holds it is about to go."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            if self.proc.returncode != 0 and not self.expected_exit:
+                sys.stderr.write("rktlet died with %d; its log:\n%s\n" % (
+                    self.proc.returncode, self.log()[-20000:]))
+            return self.proc.returncode
+        self.expected_exit = True
         self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout)

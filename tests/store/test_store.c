@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/spawn.h"
 #include "base/fileio.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -1208,6 +1209,38 @@ static void test_container_stop_deadline(void **state)
                            1000, &e_));
 }
 
+/* Another process must see this one as a user of the database while its connections are
+ * open: SQLite's dead-man switch is a shared POSIX lock on byte 128 of -shm. Opening a
+ * connection once closed descriptors of the files outside SQLite, which dropped every lock
+ * of the process on them; an operator's sqlite3 then rebuilt -shm under the daemon's
+ * mapping, and the daemon died of SIGBUS. */
+static void test_other_process_sees_us(void **state)
+{
+        fixture *f = *state;
+        rkl_store *b = NULL, *c = NULL;
+        rkl_store_options later = {.skip_check = true};
+        const char *p1 = "00000000000000000000000000000000000000000000000000000000000000e1";
+
+        create_pod(f->s, p1, "a", 0); /* a write: WAL and -shm in use */
+        OK(rkl_store_open(f->path, &later, &b, &e_));
+        OK(rkl_store_open(f->path, &later, &c, &e_));
+        uint64_t g;
+        OK(rkl_store_generation(b, &g, &e_));
+
+        _cleanup_free_ char *shm = rkl_xasprintf("%s-shm", f->path);
+        _cleanup_free_ char *script =
+            rkl_xasprintf("import fcntl,sys\nfd=open('%s','r+b')\n"
+                          "try:\n    fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB, 1, 128)\n"
+                          "except OSError:\n    sys.exit(3)\nsys.exit(0)\n",
+                          shm);
+        rkl_spawn_result res = {0};
+        OK(rkl_spawn_run(RKL_STRV("/usr/bin/python3", "-c", script), NULL, &res, &e_));
+        assert_int_equal(res.exit_code, 3); /* locked: we are there */
+        rkl_spawn_result_done(&res);
+        rkl_store_close(b);
+        rkl_store_close(c);
+}
+
 typedef struct count_ctx {
         size_t n;
         size_t stop_at;
@@ -1444,6 +1477,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_list_filters, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_container_stop_deadline, setup_memory,
                                             teardown_memory),
+            cmocka_unit_test_setup_teardown(test_other_process_sees_us, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_views, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_file, teardown_dir),
         };
