@@ -104,6 +104,8 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .stage1_name = cfg->stage1_name,
             .max_actions = cfg->max_actions,
             .probe_interval_usec = cfg->probe_interval_usec,
+            .sandbox_ready_timeout_usec = cfg->sandbox_ready_timeout_usec,
+            .rkt_timeout_usec = cfg->rkt_timeout_usec,
         };
         r = rkl_reconciler_new(&rc, d->cache, &d->reconciler, reterr);
         if (r < 0)

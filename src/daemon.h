@@ -21,7 +21,9 @@ typedef struct rkl_daemon_config {
         unsigned api_threads;
         gid_t socket_gid; /* (gid_t)-1: root's */
         uint64_t probe_interval_usec;
-        char *const *registry_mirrors; /* "HOST=URL" entries, tried in order before HOST */
+        uint64_t sandbox_ready_timeout_usec; /* 0: the reconciler's default */
+        uint64_t rkt_timeout_usec;           /* 0: the reconciler's default */
+        char *const *registry_mirrors;       /* "HOST=URL" entries, tried in order before HOST */
 } rkl_daemon_config;
 
 typedef struct rkl_daemon rkl_daemon;

@@ -34,6 +34,8 @@ static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
 static bool arg_sync_full;
 static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
+static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
+static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
 static char **arg_registry_mirrors;
 
 static void help(void)
@@ -56,6 +58,9 @@ static void help(void)
                "  --max-actions N         rkt commands run at once (default 4)\n"
                "  --api-threads N         gRPC completion-queue threads (default 1)\n"
                "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
+               "  --sandbox-ready-timeout SEC\n"
+               "                          a sandbox not ready by then is retried (default 120)\n"
+               "  --rkt-timeout SEC       a rkt command still running then is killed (default 60)\n"
                "  --registry-mirror HOST=URL\n"
                "                          pull HOST's images from URL first, e.g.\n"
                "                          registry.k8s.io=http://127.0.0.1:5000 (repeatable;\n"
@@ -109,6 +114,8 @@ static int parse_argv(int argc, char *argv[])
                 ARG_STAGE1_NAME,
                 ARG_MAX_ACTIONS,
                 ARG_PROBE_INTERVAL,
+                ARG_SANDBOX_READY_TIMEOUT,
+                ARG_RKT_TIMEOUT,
                 ARG_REGISTRY_MIRROR,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
@@ -126,6 +133,8 @@ static int parse_argv(int argc, char *argv[])
             {"stage1-name", required_argument, NULL, ARG_STAGE1_NAME},
             {"max-actions", required_argument, NULL, ARG_MAX_ACTIONS},
             {"probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL},
+            {"sandbox-ready-timeout", required_argument, NULL, ARG_SANDBOX_READY_TIMEOUT},
+            {"rkt-timeout", required_argument, NULL, ARG_RKT_TIMEOUT},
             {"registry-mirror", required_argument, NULL, ARG_REGISTRY_MIRROR},
             {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
             {"help", no_argument, NULL, 'h'},
@@ -209,6 +218,17 @@ static int parse_argv(int argc, char *argv[])
                                 return -EINVAL;
                         }
                         arg_probe_interval_usec = u * USEC_PER_SEC;
+                        break;
+                case ARG_SANDBOX_READY_TIMEOUT:
+                case ARG_RKT_TIMEOUT:
+                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 3600) {
+                                fprintf(stderr, "rktlet: %s takes 1 to 3600 seconds, not '%s'\n",
+                                        argv[optind - 1], optarg);
+                                return -EINVAL;
+                        }
+                        *(c == ARG_RKT_TIMEOUT ? &arg_rkt_timeout_usec
+                                               : &arg_sandbox_ready_timeout_usec) =
+                            u * USEC_PER_SEC;
                         break;
                 case ARG_REGISTRY_MIRROR: {
                         rkl_error err = RKL_ERROR_INIT;
@@ -301,6 +321,8 @@ static int run(void)
             .api_threads = arg_api_threads,
             .socket_gid = arg_socket_gid,
             .probe_interval_usec = arg_probe_interval_usec,
+            .sandbox_ready_timeout_usec = arg_sandbox_ready_timeout_usec,
+            .rkt_timeout_usec = arg_rkt_timeout_usec,
             .registry_mirrors = arg_registry_mirrors,
         };
         r = rkl_daemon_new(&cfg, &d, &err);

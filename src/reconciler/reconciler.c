@@ -222,6 +222,7 @@ static void pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec, con
         rkl_error err = RKL_ERROR_INIT;
         int64_t next = rkl_realtime_nsec() + backoff_ns(rec->book.attempts);
         int n = rkl_store_pod_record_error(r->store, rec->id, msg, next, &err);
+        wake_at(r, next); /* retry then, not at the next resync */
         rkl_log_warning("sandbox %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
         if (n < 0)
                 rkl_log_error("sandbox %.12s: cannot record error: %s", rec->id, err.msg);
@@ -233,6 +234,7 @@ static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *re
         rkl_error err = RKL_ERROR_INIT;
         int64_t next = rkl_realtime_nsec() + backoff_ns(rec->book.attempts);
         int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
+        wake_at(r, next);
         rkl_log_warning("container %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
         publish_ctr(r, rec->id);
 }
@@ -276,8 +278,14 @@ static rkl_app_proc app_process(const rkl_container_record *rec, const rkl_poddi
 
         *ret_pid = 0;
         if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid ||
-            rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
-            rkl_cgroup_first_pid(procs, ret_pid) < 0)
+            rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0)
+                return RKL_APP_PROC_UNKNOWN;
+        int k = rkl_cgroup_first_pid(procs, ret_pid);
+        /* No cgroup under a live supervisor: no process ever joined it (a start that failed
+         * after rkt wrote <app>-started, or one still on its way). */
+        if (k == -ENOENT && kill((pid_t)p->ppid, 0) == 0)
+                return RKL_APP_PROC_NONE;
+        if (k < 0)
                 return RKL_APP_PROC_UNKNOWN;
         return *ret_pid > 0 ? RKL_APP_PROC_SEEN : RKL_APP_PROC_NONE;
 }
@@ -360,6 +368,26 @@ static rkl_pod_view *pod_by_uuid(rkl_reconciler *r, const char *uuid)
         return found;
 }
 
+/* When the current creation attempt of a sandbox began: a retry starts once the backoff of
+ * the last failure ran out. */
+static int64_t attempt_start_ns(const rkl_pod_record *rec)
+{
+        return rec->book.next_retry_ns > rec->book.accepted_ns ? rec->book.next_retry_ns
+                                                               : rec->book.accepted_ns;
+}
+
+/* A live pod marked for a sandbox being created, whose UUID is not recorded yet, is that
+ * creation's (the daemon crashed, or the uuid file was not read yet), unless it was made
+ * before the current attempt began: an earlier attempt's pod on its way down, which must
+ * not count against the new attempt, nor live on in a sandbox that failed for good. */
+static bool pod_adoptable(const rkl_pod_record *rec, const rkl_poddir_pod *p)
+{
+        return !rec->rkt_uuid && rec->desired == RKL_POD_DESIRED_READY &&
+               rec->observed.phase == RKL_POD_PHASE_PENDING &&
+               !rkl_pod_state_is_after_run(p->state) &&
+               (p->created_ns == 0 || p->created_ns >= attempt_start_ns(rec));
+}
+
 static void observe_uuid(rkl_reconciler *r, const char *uuid)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -390,8 +418,7 @@ static void observe_uuid(rkl_reconciler *r, const char *uuid)
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, id);
         if (!v)
                 return; /* an orphan: the pass removes it */
-        if (!v->rec->rkt_uuid && v->rec->desired == RKL_POD_DESIRED_READY &&
-            !rkl_pod_state_is_after_run(p->state)) {
+        if (pod_adoptable(v->rec, p)) {
                 /* Adopt: the pod lives, its UUID was not recorded yet (a crash, or the uuid
                  * file not read yet). A dead one is a failed attempt's leftover. */
                 rkl_crash_point("uuid-unrecorded");
@@ -512,13 +539,13 @@ static int run_pod_stop(action *a)
         int k;
 
         if (!a->force) {
-                k = rkt_run(a, RKL_STRV("stop", a->uuid), 60 * USEC_PER_SEC);
+                k = rkt_run(a, RKL_STRV("stop", a->uuid), a->timeout_usec);
                 if (k < 0 && k != -EALREADY && k != -ENOENT)
                         return k;
                 if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
                         return 0;
         }
-        k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), 60 * USEC_PER_SEC);
+        k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), a->timeout_usec);
         if (k < 0 && k != -EALREADY && k != -ENOENT)
                 return k;
         if (!wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC)) {
@@ -583,7 +610,7 @@ static action *action_new(rkl_reconciler *r, act_kind kind, const char *key, con
         a->kind = kind;
         (void)snprintf(a->key, sizeof(a->key), "%s", key);
         (void)snprintf(a->uuid, sizeof(a->uuid), "%s", uuid);
-        a->timeout_usec = 60 * USEC_PER_SEC;
+        a->timeout_usec = r->cfg.rkt_timeout_usec;
         return a;
 }
 
@@ -790,7 +817,8 @@ static void step_pending(rkl_reconciler *r, const rkl_pod_record *rec, const rkl
 {
         rkl_error err = RKL_ERROR_INIT;
         int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
-        int64_t since = rec->book.accepted_ns;
+        /* A retry gets the whole timeout too, not what its predecessors left of it. */
+        int64_t since = attempt_start_ns(rec);
 
         if (!rec->unit_name && !rec->rkt_uuid) {
                 start_sandbox(r, rec);
@@ -864,6 +892,20 @@ static void step_stopping(rkl_reconciler *r, const rkl_pod_record *rec, const rk
 
 /* ---- Containers ---- */
 
+/* rkt's app rm deletes the overlay of the app's image, which an app being added or started
+ * in the same pod may be using (reference/rkt.md, B.1): such actions never overlap. */
+static bool pod_has_action(rkl_reconciler *r, const char *uuid, act_kind k1, act_kind k2)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->in_flight, &i, NULL, &v)) {
+                const action *a = v;
+                if ((a->kind == k1 || a->kind == k2) && streq(a->uuid, uuid))
+                        return true;
+        }
+        return false;
+}
+
 static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
                            const rkl_container_record *c, int64_t now)
 {
@@ -880,7 +922,8 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         }
         if (c->desired != RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
             c->observed.phase == RKL_CTR_PHASE_CREATED) {
-                if (!can_start(r, c->id))
+                if (!can_start(r, c->id) ||
+                    pod_has_action(r, pod->rkt_uuid, ACT_APP_RM, ACT_APP_RM))
                         return;
                 _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
                 /* rkt gets the image ID, so that what it records (and ContainerStatus
@@ -906,6 +949,16 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                 a->args = args;
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!can_start(r, c->id))
+                        return;
+                a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
+                a->args = app_args("start", pod->rkt_uuid, c->app_name);
+        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
+                   c->observed.phase == RKL_CTR_PHASE_CREATED && c->book.last_error) {
+                /* The last start failed after rkt wrote <app>-started (it was killed, or timed
+                 * out): if no process came of it, start again. rkt's app start clears that
+                 * state first, as it does to restart an exited app. */
+                pid_t pid;
+                if (app_process(c, p, &pid) != RKL_APP_PROC_NONE || !can_start(r, c->id))
                         return;
                 a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
                 a->args = app_args("start", pod->rkt_uuid, c->app_name);
@@ -953,7 +1006,8 @@ static void reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t
                         a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
                         a->supervisor = (pid_t)p->ppid;
                         a->app = rkl_xstrdup(app->name);
-                } else if (!image_shared_with_live_app(p, app)) {
+                } else if (!image_shared_with_live_app(p, app) &&
+                           !pod_has_action(r, p->uuid, ACT_APP_ADD, ACT_APP_START)) {
                         /* rkt's app rm deletes the image's overlay, which another app of the
                          * same image still uses (reference/rkt.md, B.1): such apps stay,
                          * stopped, until their pod goes. */
@@ -979,8 +1033,7 @@ static void reap_orphan_pods(rkl_reconciler *r)
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = rkl_cache_pod_get(r->cache, id);
                 if (pv && streq_ptr(pv->rec->rkt_uuid, p->uuid))
                         continue; /* wanted */
-                if (pv && !pv->rec->rkt_uuid && pv->rec->desired == RKL_POD_DESIRED_READY &&
-                    !rkl_pod_state_is_after_run(p->state))
+                if (pv && pod_adoptable(pv->rec, p))
                         continue; /* alive and about to be adopted */
                 if (p->state == RKL_POD_STATE_PREPARING || p->state == RKL_POD_STATE_EMBRYO)
                         continue; /* still being made: wait for it to settle */
@@ -1278,6 +1331,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
                 r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
         if (!r->cfg.stop_grace_usec)
                 r->cfg.stop_grace_usec = 10 * USEC_PER_SEC;
+        if (!r->cfg.rkt_timeout_usec)
+                r->cfg.rkt_timeout_usec = 60 * USEC_PER_SEC;
         if (!r->cfg.max_actions)
                 r->cfg.max_actions = 4;
         r->cache = cache;

@@ -29,6 +29,7 @@ typedef struct rkl_reconciler_config {
         uint64_t resync_interval_usec;
         uint64_t sandbox_ready_timeout_usec; /* a sandbox not ready by then is retried */
         uint64_t stop_grace_usec;            /* SIGTERM to SIGKILL when no deadline was asked for */
+        uint64_t rkt_timeout_usec;           /* a rkt command's deadline; 0: 60 s */
 } rkl_reconciler_config;
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,
