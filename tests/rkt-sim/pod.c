@@ -777,6 +777,25 @@ static void kill_descendants(pid_t pid)
         }
 }
 
+/* The pods a stop or rm names: its arguments, plus the UUID in --uuid-file if given. At
+ * least one, as rkt requires (then a is released on failure). */
+static int uuids_given(sim_args *a, const char *uuid_file, const char *cmd)
+{
+        if (uuid_file) {
+                _cleanup_free_ char *u = NULL;
+                if (sim_read_file(uuid_file, &u) == 0) {
+                        u[strcspn(u, "\n")] = 0;
+                        rkl_strv_push(&a->pos, u);
+                }
+        }
+        if (rkl_strv_length(a->pos) < 1) {
+                sim_err("Error: %s: at least one UUID must be given", cmd);
+                sim_args_done(a);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int sim_cmd_stop(sim_ctx *c, char **argv)
 {
         bool force = false;
@@ -788,18 +807,8 @@ int sim_cmd_stop(sim_ctx *c, char **argv)
         sim_args a = {0};
         if (sim_cmd_parse(c, argv, flags, ELEMENTSOF(flags), 0, false, &a) < 0)
                 return SIM_EXIT_ERROR;
-        if (uuid_file) {
-                _cleanup_free_ char *u = NULL;
-                if (sim_read_file(uuid_file, &u) == 0) {
-                        u[strcspn(u, "\n")] = 0;
-                        rkl_strv_push(&a.pos, u);
-                }
-        }
-        if (rkl_strv_length(a.pos) < 1) {
-                sim_err("Error: stop: at least one UUID must be given");
-                sim_args_done(&a);
+        if (uuids_given(&a, uuid_file, "stop") < 0)
                 return SIM_EXIT_ERROR;
-        }
         int errors = 0;
         RKL_STRV_FOREACH (u, a.pos) {
                 sim_pod p = {0};
@@ -873,18 +882,8 @@ int sim_cmd_rm(sim_ctx *c, char **argv)
         sim_args a = {0};
         if (sim_cmd_parse(c, argv, flags, ELEMENTSOF(flags), 0, false, &a) < 0)
                 return SIM_EXIT_ERROR;
-        if (uuid_file) {
-                _cleanup_free_ char *u = NULL;
-                if (sim_read_file(uuid_file, &u) == 0) {
-                        u[strcspn(u, "\n")] = 0;
-                        rkl_strv_push(&a.pos, u);
-                }
-        }
-        if (rkl_strv_length(a.pos) < 1) {
-                sim_err("Error: rm: at least one UUID must be given");
-                sim_args_done(&a);
+        if (uuids_given(&a, uuid_file, "rm") < 0)
                 return SIM_EXIT_ERROR;
-        }
         int errors = 0;
         RKL_STRV_FOREACH (u, a.pos) {
                 sim_pod p = {0};
