@@ -75,6 +75,10 @@ struct rkl_images {
         size_t n_mirrors;
         uint64_t pull_timeout, cmd_timeout;
 
+        /* Fetches share rkt's image store, an rm has it alone: rkt-level fetch and rm of
+         * one image running at once fail each other. Taken before op_lock, never inside. */
+        pthread_rwlock_t store_lock;
+
         /* Refreshes and removals, one at a time: a refresh's list and its application to
          * the cache must not straddle a removal, or a removed image would come back. */
         pthread_mutex_t op_lock;
@@ -401,6 +405,7 @@ int rkl_images_new(const rkl_images_config *cfg, rkl_images **ret, rkl_error *re
         _cleanup_(rkl_images_freep) rkl_images *im = rkl_xnew0(rkl_images, 1);
         int r;
 
+        pthread_rwlock_init(&im->store_lock, NULL);
         pthread_mutex_init(&im->op_lock, NULL);
         pthread_mutex_init(&im->lock, NULL);
         pthread_mutex_init(&im->pull_lock, NULL);
@@ -471,6 +476,7 @@ rkl_images *rkl_images_free(rkl_images *im)
         free(im->data_dir);
         free(im->pulls_dir);
         free(im->tags_path);
+        pthread_rwlock_destroy(&im->store_lock);
         pthread_mutex_destroy(&im->op_lock);
         pthread_mutex_destroy(&im->lock);
         pthread_mutex_destroy(&im->pull_lock);
@@ -879,6 +885,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
          * order). The mirror host replaces the registry in the reference fetched. */
         const char *host = ref->registry;
         r = -ENOENT;
+        pthread_rwlock_rdlock(&im->store_lock);
         for (size_t i = 0; i <= im->n_mirrors; i++) {
                 const mirror *m = i < im->n_mirrors ? &im->mirrors[i] : NULL;
                 if (m && !streq(m->registry, ref->registry))
@@ -897,6 +904,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
                 if (r >= 0)
                         break;
         }
+        pthread_rwlock_unlock(&im->store_lock);
         if (dir)
                 (void)rkl_rm_rf_at(AT_FDCWD, dir);
         if (r < 0)
@@ -1020,8 +1028,10 @@ int rkl_images_remove(rkl_images *im, const char *ref, rkl_images_in_use_fn in_u
         if (!im->rkt)
                 return no_rkt(reterr);
 
+        pthread_rwlock_wrlock(&im->store_lock);
         RKL_GUARD(&im->op_lock);
         r = rkl_rkt_image_rm(im->rkt, id, im->cmd_timeout, reterr);
+        pthread_rwlock_unlock(&im->store_lock);
         if (r < 0 && r != -ENOENT)
                 return rkl_error_prefix(reterr, "cannot remove image '%s'", ref);
 
