@@ -395,15 +395,22 @@ static int socket_path_check(const char *path, rkl_error *reterr)
         if (!S_ISSOCK(st.st_mode))
                 return rkl_error_set(reterr, -EEXIST, "'%s' exists and is not a socket", path);
 
-        /* A socket someone still listens on belongs to a running daemon: never steal it. */
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return rkl_error_set(reterr, -errno, "socket: %s", strerror(errno));
+        /* A socket someone still listens on belongs to a running daemon: never steal it.
+         * But a daemon that was just killed keeps answering until the kernel has torn it
+         * down (its memory goes before its files), which a restart right after a crash
+         * meets: give it a few seconds to go. */
         memcpy(sa.sun_path, path, strlen(path) + 1);
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-                return rkl_error_set(reterr, -EADDRINUSE, "another process is listening on '%s'",
-                                     path);
-        return 0; /* stale: grpc unlinks it */
+        for (int tries = 0;; tries++) {
+                _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        return rkl_error_set(reterr, -errno, "socket: %s", strerror(errno));
+                if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                        return 0; /* stale: grpc unlinks it */
+                if (tries == 50)
+                        return rkl_error_set(reterr, -EADDRINUSE,
+                                             "another process is listening on '%s'", path);
+                usleep(100 * 1000);
+        }
 }
 
 static void methods_add(rkl_api_server *s, const ProtobufCServiceDescriptor *svc)
