@@ -1,5 +1,6 @@
 /* Internals of src/store shared between its files: the embedded migrations and the
- * JSON codec of the config columns. Nothing outside src/store includes this. */
+ * JSON codec of the config, labels and annotations columns. Nothing outside src/store includes
+ * this. */
 #pragma once
 
 #include <stddef.h>
@@ -18,8 +19,8 @@ typedef struct rkl_store__migration {
 extern const rkl_store__migration rkl_store__migrations[];
 extern const size_t rkl_store__n_migrations;
 
-/* The config column: the spec minus what has its own columns or tables (name, uid,
- * namespace, attempt, image, labels, annotations). NULL strings, string vectors and arrays
+/* The config column: the spec minus what has its own columns (name, uid, namespace,
+ * attempt, image, labels, annotations). NULL strings, string vectors and arrays
  * are left out and come back NULL; empty ones come back empty: the spec round-trips
  * exactly. The _to_ functions abort on OOM like rkl_xmalloc. The _from_ functions fill
  * only those fields of *spec, which the caller has zeroed; on failure (-EUCLEAN: the column
@@ -29,6 +30,12 @@ int rkl_store__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_er
 char *rkl_store__container_config_to_json(const rkl_container_spec *spec);
 int rkl_store__container_config_from_json(const char *json, rkl_container_spec *spec,
                                           rkl_error *reterr);
+
+/* The labels and annotations columns: one JSON object, keys in the given order (the
+ * store refuses duplicate keys before encoding). Same contract as the config codec; column
+ * names the column in messages. */
+char *rkl_store__kvs_to_json(const rkl_kvs *l);
+int rkl_store__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr);
 
 typedef struct rkl_store rkl_store;
 

@@ -1,7 +1,7 @@
-/* The JSON codec of the config columns (store-internal.h). JSON because operators can
- * json_extract() it from the sqlite3 shell and because a column per field of two specs
- * would churn the schema with every CRI field we add. The key names are part of the
- * on-disk format: renaming one needs a migration. */
+/* The JSON codec of the config, labels and annotations columns (store-internal.h). JSON because
+ * operators can json_extract() it from the sqlite3 shell and because a column per field of two
+ * specs would churn the schema with every CRI field we add. The key names are part of the on-disk
+ * format: renaming one needs a migration. */
 #include "store/store-internal.h"
 
 #include <json-c/json.h>
@@ -73,13 +73,18 @@ static void put_pairs(json_object *obj, const char *key, const rkl_kvs *l)
         put(obj, key, a);
 }
 
-/* Unique keys as an object (json-c keeps insertion order), for json_extract('$.x."key"'). */
-static void put_map(json_object *obj, const char *key, const rkl_kvs *l)
+/* Unique keys as an object (json-c keeps insertion order), for json_extract('$."key"'). */
+static json_object *map_new(const rkl_kvs *l)
 {
         json_object *m = checked(json_object_new_object());
         for (size_t i = 0; i < l->n; i++)
                 put(m, l->items[i].key, json_object_new_string(l->items[i].value));
-        put(obj, key, m);
+        return m;
+}
+
+static void put_map(json_object *obj, const char *key, const rkl_kvs *l)
+{
+        put(obj, key, map_new(l));
 }
 
 static const char *const protocols[] = {"TCP", "UDP", "SCTP"};
@@ -100,6 +105,12 @@ static char *to_string(json_object *o)
         if (!s)
                 rkl_oom();
         return rkl_xstrdup(s);
+}
+
+char *rkl_store__kvs_to_json(const rkl_kvs *l)
+{
+        _cleanup_(json_object_putp) json_object *m = map_new(l);
+        return to_string(m);
 }
 
 char *rkl_store__pod_config_to_json(const rkl_pod_spec *spec)
@@ -302,40 +313,57 @@ static int get_pair_list(json_object *obj, const char *key, rkl_kvs *ret, rkl_er
         return 0;
 }
 
-static int get_map(json_object *obj, const char *key, rkl_kvs *ret, rkl_error *reterr)
+static int map_read(json_object *m, const char *column, const char *key, rkl_kvs *ret,
+                    rkl_error *reterr)
 {
-        json_object *v;
-        if (!json_object_object_get_ex(obj, key, &v) || !v)
-                return 0;
-        if (!json_object_is_type(v, json_type_object))
-                return bad(reterr, key, "not an object");
-        json_object_object_foreach(v, k, val)
+        if (!json_object_is_type(m, json_type_object))
+                return rkl_error_set(reterr, -EUCLEAN, "%s: '%s': not an object", column, key);
+        json_object_object_foreach(m, k, val)
         {
                 if (!is_c_string(val))
-                        return bad(reterr, key, "value not a string");
+                        return rkl_error_set(reterr, -EUCLEAN, "%s: '%s': value not a string",
+                                             column, key);
                 rkl_kvs_add(ret, k, json_object_get_string(val));
         }
         return 0;
 }
 
-static int parse(const char *json, json_object **ret, rkl_error *reterr)
+static int get_map(json_object *obj, const char *key, rkl_kvs *ret, rkl_error *reterr)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(obj, key, &v) || !v)
+                return 0;
+        return map_read(v, "config", key, ret, reterr);
+}
+
+static int parse(const char *json, const char *column, json_object **ret, rkl_error *reterr)
 {
         enum json_tokener_error jerr;
-        json_object *o = json_tokener_parse_verbose(json, &jerr);
+        json_object *o = json_tokener_parse_verbose(json ? json : "", &jerr);
         if (!o)
-                return rkl_error_set(reterr, -EUCLEAN, "config: %s", json_tokener_error_desc(jerr));
+                return rkl_error_set(reterr, -EUCLEAN, "%s: %s", column,
+                                     json_tokener_error_desc(jerr));
         if (!json_object_is_type(o, json_type_object)) {
                 json_object_put(o);
-                return rkl_error_set(reterr, -EUCLEAN, "config: not an object");
+                return rkl_error_set(reterr, -EUCLEAN, "%s: not an object", column);
         }
         *ret = o;
         return 0;
 }
 
+int rkl_store__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr)
+{
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        int r = parse(json, column, &o, reterr);
+        if (r < 0)
+                return r;
+        return map_read(o, column, "", ret, reterr);
+}
+
 int rkl_store__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error *reterr)
 {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        int r = parse(json, &o, reterr);
+        int r = parse(json, "config", &o, reterr);
         if (r < 0)
                 return r;
 
@@ -386,7 +414,7 @@ int rkl_store__container_config_from_json(const char *json, rkl_container_spec *
 {
         _cleanup_(json_object_putp) json_object *o = NULL;
         int seccomp = 0;
-        int r = parse(json, &o, reterr);
+        int r = parse(json, "config", &o, reterr);
         if (r < 0)
                 return r;
 

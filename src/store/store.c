@@ -35,13 +35,8 @@ typedef enum stmt_id {
         STMT_USER_VERSION,
 
         STMT_POD_INSERT,
-        STMT_POD_LABEL_INSERT,
-        STMT_POD_ANNOTATION_INSERT,
         STMT_POD_SELECT,
         STMT_POD_SELECT_ALL,
-        STMT_POD_SELECT_BY_LABEL,
-        STMT_POD_LABELS,
-        STMT_POD_ANNOTATIONS,
         STMT_POD_EXISTS,
         STMT_POD_SET_DESIRED,
         STMT_POD_STOP_CONTAINERS,
@@ -54,14 +49,9 @@ typedef enum stmt_id {
         STMT_POD_RESOLVE,
 
         STMT_CTR_INSERT,
-        STMT_CTR_LABEL_INSERT,
-        STMT_CTR_ANNOTATION_INSERT,
         STMT_CTR_SELECT,
         STMT_CTR_SELECT_ALL,
         STMT_CTR_SELECT_BY_SANDBOX,
-        STMT_CTR_SELECT_BY_LABEL,
-        STMT_CTR_LABELS,
-        STMT_CTR_ANNOTATIONS,
         STMT_CTR_SET_DESIRED,
         STMT_CTR_STOP,
         STMT_CTR_SET_OBSERVED,
@@ -76,11 +66,11 @@ typedef enum stmt_id {
 #define POD_COLUMNS                                                                                \
         "id, name, namespace, uid, attempt, config, desired, phase, pid, ip, created_ns, "         \
         "started_ns, finished_ns, reason, message, rkt_uuid, unit_name, version, attempts, "       \
-        "last_error, next_retry_ns, accepted_ns"
+        "last_error, next_retry_ns, accepted_ns, labels, annotations"
 #define CTR_COLUMNS                                                                                \
         "id, sandbox_id, name, attempt, image, config, app_name, desired, phase, pid, "            \
         "exit_code, created_ns, started_ns, finished_ns, reason, message, image_ref, version, "    \
-        "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns"
+        "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns, labels, annotations"
 #define ORDER " ORDER BY accepted_ns, id"
 
 static const char *const stmt_sql[_STMT_MAX] = {
@@ -97,22 +87,10 @@ static const char *const stmt_sql[_STMT_MAX] = {
     [STMT_USER_VERSION] = "PRAGMA user_version",
 
     [STMT_POD_INSERT] = "INSERT INTO sandbox (id, name, namespace, uid, attempt, config, "
-                        "desired, phase, version, accepted_ns) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ready', 'pending', ?7, ?8)",
-    [STMT_POD_LABEL_INSERT] = "INSERT INTO sandbox_labels (sandbox_id, position, key, value) "
-                              "VALUES (?1, ?2, ?3, ?4)",
-    [STMT_POD_ANNOTATION_INSERT] = "INSERT INTO sandbox_annotations "
-                                   "(sandbox_id, position, key, value) "
-                                   "VALUES (?1, ?2, ?3, ?4)",
+                        "desired, phase, version, accepted_ns, labels, annotations) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ready', 'pending', ?7, ?8, ?9, ?10)",
     [STMT_POD_SELECT] = "SELECT " POD_COLUMNS " FROM sandbox WHERE id = ?1",
     [STMT_POD_SELECT_ALL] = "SELECT " POD_COLUMNS " FROM sandbox" ORDER,
-    [STMT_POD_SELECT_BY_LABEL] = "SELECT " POD_COLUMNS " FROM sandbox WHERE id IN "
-                                 "(SELECT sandbox_id FROM sandbox_labels "
-                                 "WHERE key = ?1 AND value = ?2)" ORDER,
-    [STMT_POD_LABELS] = "SELECT key, value FROM sandbox_labels WHERE sandbox_id = ?1 "
-                        "ORDER BY position",
-    [STMT_POD_ANNOTATIONS] = "SELECT key, value FROM sandbox_annotations "
-                             "WHERE sandbox_id = ?1 ORDER BY position",
     [STMT_POD_EXISTS] = "SELECT 1 FROM sandbox WHERE id = ?1",
     [STMT_POD_SET_DESIRED] = "UPDATE sandbox SET desired = ?2, version = ?3 WHERE id = ?1",
     [STMT_POD_STOP_CONTAINERS] = "UPDATE container SET desired = 'stopped', version = ?2 "
@@ -134,24 +112,14 @@ static const char *const stmt_sql[_STMT_MAX] = {
                          "ORDER BY id LIMIT 2",
 
     [STMT_CTR_INSERT] = "INSERT INTO container (id, sandbox_id, name, attempt, image, "
-                        "config, app_name, desired, phase, version, accepted_ns) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'created', 'created', ?8, ?9)",
-    [STMT_CTR_LABEL_INSERT] = "INSERT INTO container_labels "
-                              "(container_id, position, key, value) VALUES (?1, ?2, ?3, ?4)",
-    [STMT_CTR_ANNOTATION_INSERT] = "INSERT INTO container_annotations "
-                                   "(container_id, position, key, value) "
-                                   "VALUES (?1, ?2, ?3, ?4)",
+                        "config, app_name, desired, phase, version, accepted_ns, labels, "
+                        "annotations) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'created', 'created', ?8, ?9, ?10, "
+                        "?11)",
     [STMT_CTR_SELECT] = "SELECT " CTR_COLUMNS " FROM container WHERE id = ?1",
     [STMT_CTR_SELECT_ALL] = "SELECT " CTR_COLUMNS " FROM container" ORDER,
     [STMT_CTR_SELECT_BY_SANDBOX] = "SELECT " CTR_COLUMNS " FROM container "
                                    "WHERE sandbox_id = ?1" ORDER,
-    [STMT_CTR_SELECT_BY_LABEL] = "SELECT " CTR_COLUMNS " FROM container WHERE id IN "
-                                 "(SELECT container_id FROM container_labels "
-                                 "WHERE key = ?1 AND value = ?2)" ORDER,
-    [STMT_CTR_LABELS] = "SELECT key, value FROM container_labels WHERE container_id = ?1 "
-                        "ORDER BY position",
-    [STMT_CTR_ANNOTATIONS] = "SELECT key, value FROM container_annotations "
-                             "WHERE container_id = ?1 ORDER BY position",
     [STMT_CTR_SET_DESIRED] = "UPDATE container SET desired = ?2, version = ?3 WHERE id = ?1",
     [STMT_CTR_STOP] = "UPDATE container SET desired = 'stopped', "
                       "stop_deadline_ns = min(coalesce(stop_deadline_ns, ?2), ?2), version = ?3 "
@@ -1045,36 +1013,16 @@ rkl_container_record **rkl_container_record_array_free(rkl_container_record **a,
         return NULL;
 }
 
-static int insert_kvs(rkl_store *s, stmt_id id, const char *owner, const rkl_kvs *l,
-                      const char *what, rkl_error *reterr)
+/* The labels and annotations columns of a row (read_pod_row() and read_ctr_row()). */
+static int read_kvs(sqlite3_stmt *st, int col, rkl_kvs *labels, rkl_kvs *annotations,
+                    rkl_error *reterr)
 {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = use(s, id, &st, reterr);
+        int r = rkl_store__kvs_from_json((const char *)sqlite3_column_text(st, col), "labels",
+                                         labels, reterr);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < l->n; i++) {
-                bind_text(st, 1, owner);
-                bind_int(st, 2, (int64_t)i);
-                bind_text(st, 3, l->items[i].key);
-                bind_text(st, 4, l->items[i].value);
-                r = step_done(s, st, what, reterr);
-                if (r < 0)
-                        return rkl_error_prefix(reterr, "'%s'", l->items[i].key);
-        }
-        return 0;
-}
-
-static int load_kvs(rkl_store *s, stmt_id id, const char *owner, rkl_kvs *ret, rkl_error *reterr)
-{
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = use(s, id, &st, reterr);
-        if (r < 0)
-                return r;
-        bind_text(st, 1, owner);
-        while ((r = step_row(s, st, stmt_sql[id], reterr)) > 0)
-                rkl_kvs_add(ret, (const char *)sqlite3_column_text(st, 0),
-                            (const char *)sqlite3_column_text(st, 1));
-        return r;
+        return rkl_store__kvs_from_json((const char *)sqlite3_column_text(st, col + 1),
+                                        "annotations", annotations, reterr);
 }
 
 static int copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1], rkl_error *reterr)
@@ -1091,7 +1039,7 @@ static int64_t col_i64(sqlite3_stmt *st, int i)
         return sqlite3_column_int64(st, i); /* NULL reads as 0, which is "unknown" */
 }
 
-static int read_pod_row(rkl_store *s, sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reterr)
+static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_pod_record_freep) rkl_pod_record *p = rkl_xnew0(rkl_pod_record, 1);
         int r = copy_id(st, 0, p->id, reterr);
@@ -1123,15 +1071,14 @@ static int read_pod_row(rkl_store *s, sqlite3_stmt *st, rkl_pod_record **ret, rk
         p->book.last_error = column_strdup(st, 19);
         p->book.next_retry_ns = col_i64(st, 20);
         p->book.accepted_ns = col_i64(st, 21);
-        if ((r = load_kvs(s, STMT_POD_LABELS, p->id, &p->spec.labels, reterr)) < 0 ||
-            (r = load_kvs(s, STMT_POD_ANNOTATIONS, p->id, &p->spec.annotations, reterr)) < 0)
+        r = read_kvs(st, 22, &p->spec.labels, &p->spec.annotations, reterr);
+        if (r < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", p->id);
         *ret = TAKE_PTR(p);
         return 0;
 }
 
-static int read_ctr_row(rkl_store *s, sqlite3_stmt *st, rkl_container_record **ret,
-                        rkl_error *reterr)
+static int read_ctr_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_container_record_freep) rkl_container_record *c =
             rkl_xnew0(rkl_container_record, 1);
@@ -1166,8 +1113,8 @@ static int read_ctr_row(rkl_store *s, sqlite3_stmt *st, rkl_container_record **r
         c->book.next_retry_ns = col_i64(st, 20);
         c->book.accepted_ns = col_i64(st, 21);
         c->stop_deadline_ns = col_i64(st, 22);
-        if ((r = load_kvs(s, STMT_CTR_LABELS, c->id, &c->spec.labels, reterr)) < 0 ||
-            (r = load_kvs(s, STMT_CTR_ANNOTATIONS, c->id, &c->spec.annotations, reterr)) < 0)
+        r = read_kvs(st, 23, &c->spec.labels, &c->spec.annotations, reterr);
+        if (r < 0)
                 return rkl_error_prefix(reterr, "container '%s'", c->id);
         *ret = TAKE_PTR(c);
         return 0;
@@ -1204,7 +1151,9 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *s
         if ((r = check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
             (r = check_pod_spec(spec, reterr)) < 0)
                 return r;
-        _cleanup_free_ char *config = rkl_store__pod_config_to_json(spec);
+        _cleanup_free_ char *config = rkl_store__pod_config_to_json(spec),
+                            *labels = rkl_store__kvs_to_json(&spec->labels),
+                            *annotations = rkl_store__kvs_to_json(&spec->annotations);
 
         if ((r = tx_begin_write(s, &tx, reterr)) < 0 ||
             (r = use(s, STMT_POD_INSERT, &st, reterr)) < 0)
@@ -1217,12 +1166,9 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *s
         bind_text(st, 6, config);
         bind_int(st, 7, (int64_t)s->tx_generation);
         bind_int(st, 8, rkl_realtime_nsec());
+        bind_text(st, 9, labels);
+        bind_text(st, 10, annotations);
         if ((r = step_done(s, st, "insert sandbox", reterr)) < 0)
-                return rkl_error_prefix(reterr, "sandbox '%s'", pod_id);
-        if ((r = insert_kvs(s, STMT_POD_LABEL_INSERT, pod_id, &spec->labels, "insert label",
-                            reterr)) < 0 ||
-            (r = insert_kvs(s, STMT_POD_ANNOTATION_INSERT, pod_id, &spec->annotations,
-                            "insert annotation", reterr)) < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", pod_id);
         return tx_commit(&tx, reterr);
 }
@@ -1239,7 +1185,7 @@ static int pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_e
                 return r;
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "sandbox '%s' not found", pod_id);
-        return read_pod_row(s, st, ret, reterr);
+        return read_pod_row(st, ret, reterr);
 }
 
 int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
@@ -1281,24 +1227,18 @@ int rkl_store_pod_list(rkl_store *s, const rkl_pod_filter *f, rkl_pod_record ***
                 return r;
         if ((r = tx_begin_read(s, &tx, reterr)) < 0)
                 return r;
-        /* Narrow with an index (the ID, or the selector's first pair), filter the rest here. */
+        /* Narrow with an index (the ID), filter the rest here: labels are not indexed. */
         if (f->id) {
                 r = use(s, STMT_POD_SELECT, &st, reterr);
                 if (r >= 0)
                         bind_text(st, 1, f->id);
-        } else if (f->label_selector && f->label_selector->n > 0) {
-                r = use(s, STMT_POD_SELECT_BY_LABEL, &st, reterr);
-                if (r >= 0) {
-                        bind_text(st, 1, f->label_selector->items[0].key);
-                        bind_text(st, 2, f->label_selector->items[0].value);
-                }
         } else
                 r = use(s, STMT_POD_SELECT_ALL, &st, reterr);
         if (r < 0)
                 return r;
         while ((r = step_row(s, st, "select sandboxes", reterr)) > 0) {
                 rkl_pod_record *p = NULL;
-                r = read_pod_row(s, st, &p, reterr);
+                r = read_pod_row(st, &p, reterr);
                 if (r < 0)
                         break;
                 if ((f->by_desired && p->desired != f->desired) ||
@@ -1554,7 +1494,7 @@ int rkl_store_pod_delete(rkl_store *s, const char *pod_id, rkl_error *reterr)
         int r = check_id("pod_sandbox_id", pod_id, reterr);
         if (r < 0)
                 return r;
-        /* Containers, labels and annotations go with it: ON DELETE CASCADE. */
+        /* Its containers go with it: ON DELETE CASCADE. */
         return delete_one(s, STMT_POD_DELETE, "sandbox", pod_id, reterr);
 }
 
@@ -1608,7 +1548,9 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
             (r = check_app_name(app_name, reterr)) < 0 ||
             (r = check_container_spec(spec, reterr)) < 0)
                 return r;
-        _cleanup_free_ char *config = rkl_store__container_config_to_json(spec);
+        _cleanup_free_ char *config = rkl_store__container_config_to_json(spec),
+                            *labels = rkl_store__kvs_to_json(&spec->labels),
+                            *annotations = rkl_store__kvs_to_json(&spec->annotations);
 
         if ((r = tx_begin_write(s, &tx, reterr)) < 0 ||
             (r = use(s, STMT_POD_EXISTS, &st, reterr)) < 0)
@@ -1632,12 +1574,9 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         bind_text(st, 7, app_name);
         bind_int(st, 8, (int64_t)s->tx_generation);
         bind_int(st, 9, rkl_realtime_nsec());
+        bind_text(st, 10, labels);
+        bind_text(st, 11, annotations);
         if ((r = step_done(s, st, "insert container", reterr)) < 0)
-                return rkl_error_prefix(reterr, "container '%s'", ctr_id);
-        if ((r = insert_kvs(s, STMT_CTR_LABEL_INSERT, ctr_id, &spec->labels, "insert label",
-                            reterr)) < 0 ||
-            (r = insert_kvs(s, STMT_CTR_ANNOTATION_INSERT, ctr_id, &spec->annotations,
-                            "insert annotation", reterr)) < 0)
                 return rkl_error_prefix(reterr, "container '%s'", ctr_id);
         return tx_commit(&tx, reterr);
 }
@@ -1658,7 +1597,7 @@ int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_reco
                 return r;
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "container '%s' not found", ctr_id);
-        if ((r = read_ctr_row(s, st, &c, reterr)) < 0)
+        if ((r = read_ctr_row(st, &c, reterr)) < 0)
                 return r;
         (void)sqlite3_reset(st);
         if ((r = tx_commit(&tx, reterr)) < 0)
@@ -1693,19 +1632,13 @@ int rkl_store_container_list(rkl_store *s, const rkl_container_filter *f,
                 r = use(s, STMT_CTR_SELECT_BY_SANDBOX, &st, reterr);
                 if (r >= 0)
                         bind_text(st, 1, f->sandbox_id);
-        } else if (f->label_selector && f->label_selector->n > 0) {
-                r = use(s, STMT_CTR_SELECT_BY_LABEL, &st, reterr);
-                if (r >= 0) {
-                        bind_text(st, 1, f->label_selector->items[0].key);
-                        bind_text(st, 2, f->label_selector->items[0].value);
-                }
         } else
                 r = use(s, STMT_CTR_SELECT_ALL, &st, reterr);
         if (r < 0)
                 return r;
         while ((r = step_row(s, st, "select containers", reterr)) > 0) {
                 rkl_container_record *c = NULL;
-                r = read_ctr_row(s, st, &c, reterr);
+                r = read_ctr_row(st, &c, reterr);
                 if (r < 0)
                         break;
                 if ((f->sandbox_id && !streq(c->sandbox_id, f->sandbox_id)) ||

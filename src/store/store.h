@@ -143,7 +143,7 @@ int rkl_store_pod_record_error(rkl_store *s, const char *pod_id, const char *err
                                int64_t next_retry_ns, rkl_error *reterr);
 /* A successful attempt: attempts 0, no error, no retry. */
 int rkl_store_pod_clear_error(rkl_store *s, const char *pod_id, rkl_error *reterr);
-/* Deletes the sandbox with its containers, labels and annotations. -ENOENT if absent. */
+/* Deletes the sandbox with its containers. -ENOENT if absent. */
 int rkl_store_pod_delete(rkl_store *s, const char *pod_id, rkl_error *reterr);
 /* Resolves a unique ID prefix (1 to 64 hex digits, as crictl users type them) to the full
  * ID. -ENOENT: none matches; -ENOTUNIQ: more than one does. */

@@ -218,7 +218,6 @@ class LifecycleApiTest(unittest.TestCase):
         # Nothing partial stored or cached.
         self.assertEqual(self.pods(), [])
         self.assertEqual(self.sql("SELECT count(*) FROM sandbox"), "0")
-        self.assertEqual(self.sql("SELECT count(*) FROM sandbox_labels"), "0")
 
     def test_sandbox_already_exists(self):
         pod = self.run_pod(attempt=2)

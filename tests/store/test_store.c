@@ -553,6 +553,95 @@ static void test_migration_atomic(void **state)
         free(ms);
 }
 
+/* A database written by the first schema (labels in tables of their own) keeps every pair,
+ * in order and byte for byte, when 0003 moves them into the rows. */
+static void test_migration_labels_inline(void **state)
+{
+        fixture *f = *state;
+        static const char pod[] =
+            "00000000000000000000000000000000000000000000000000000000000000a1",
+                          ctr[] =
+                              "00000000000000000000000000000000000000000000000000000000000000c1",
+                          bare[] =
+                              "00000000000000000000000000000000000000000000000000000000000000c2";
+        sqlite3 *db = NULL;
+        assert_int_equal(
+            sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+            SQLITE_OK);
+        for (size_t i = 0; i < rkl_store__n_migrations && rkl_store__migrations[i].version <= 2;
+             i++)
+                raw_exec(db, rkl_store__migrations[i].sql);
+        raw_exec(db, "PRAGMA user_version = 2");
+        raw_exec(db,
+                 "INSERT INTO sandbox (id, name, namespace, uid, attempt, config, desired, "
+                 "version, accepted_ns) VALUES "
+                 "('00000000000000000000000000000000000000000000000000000000000000a1', 'web', "
+                 "'default', 'u', 0, '{}', 'ready', 1, 1);"
+                 "INSERT INTO container (id, sandbox_id, name, attempt, image, config, app_name, "
+                 "desired, version, accepted_ns) VALUES "
+                 "('00000000000000000000000000000000000000000000000000000000000000c1', "
+                 "'00000000000000000000000000000000000000000000000000000000000000a1', 'c', 0, "
+                 "'busybox', '{}', 'app', 'created', 1, 1), "
+                 "('00000000000000000000000000000000000000000000000000000000000000c2', "
+                 "'00000000000000000000000000000000000000000000000000000000000000a1', 'd', 0, "
+                 "'busybox', '{}', 'bare', 'created', 1, 1);"
+                 /* Inserted out of order: position, not rowid order, is the client's. */
+                 "INSERT INTO sandbox_labels VALUES "
+                 "('00000000000000000000000000000000000000000000000000000000000000a1', 1, 'b', "
+                 "''), "
+                 "('00000000000000000000000000000000000000000000000000000000000000a1', 0, 'z', "
+                 "'1');"
+                 "INSERT INTO sandbox_annotations VALUES "
+                 "('00000000000000000000000000000000000000000000000000000000000000a1', 0, "
+                 "'kubernetes.io/config.seen', 'now \"quoted\" \u00e9');"
+                 "INSERT INTO container_labels VALUES "
+                 "('00000000000000000000000000000000000000000000000000000000000000c1', 2, 'a.b', "
+                 "'x'), "
+                 "('00000000000000000000000000000000000000000000000000000000000000c1', 0, "
+                 "'io.kubernetes.container.name', 'c'), "
+                 "('00000000000000000000000000000000000000000000000000000000000000c1', 1, 'q', "
+                 "'y');");
+        sqlite3_close(db);
+
+        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
+        unsigned v = 0;
+        OK(rkl_store_schema_version(f->s, &v, &e_));
+        assert_int_equal(v, rkl_store_schema_version_latest());
+
+        rkl_pod_record *p = NULL;
+        OK(rkl_store_pod_get(f->s, pod, &p, &e_));
+        assert_int_equal(p->spec.labels.n, 2);
+        assert_string_equal(p->spec.labels.items[0].key, "z");
+        assert_string_equal(p->spec.labels.items[0].value, "1");
+        assert_string_equal(p->spec.labels.items[1].key, "b");
+        assert_string_equal(p->spec.labels.items[1].value, "");
+        assert_int_equal(p->spec.annotations.n, 1);
+        assert_string_equal(p->spec.annotations.items[0].value, "now \"quoted\" \u00e9");
+        p = rkl_pod_record_free(p);
+
+        rkl_container_record *c = NULL;
+        OK(rkl_store_container_get(f->s, ctr, &c, &e_));
+        assert_int_equal(c->spec.labels.n, 3);
+        assert_string_equal(c->spec.labels.items[0].key, "io.kubernetes.container.name");
+        assert_string_equal(c->spec.labels.items[1].key, "q");
+        assert_string_equal(c->spec.labels.items[2].key, "a.b");
+        assert_int_equal(c->spec.annotations.n, 0);
+        c = rkl_container_record_free(c);
+        OK(rkl_store_container_get(f->s, bare, &c, &e_));
+        assert_int_equal(c->spec.labels.n, 0);
+        c = rkl_container_record_free(c);
+        OK(rkl_store_integrity_check(f->s, &e_));
+
+        db = raw_open(f->path);
+        assert_int_equal(
+            raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name GLOB '*_labels'"), 0);
+        /* What operators are told to type (docs/operators.md). */
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM container "
+                                     "WHERE labels ->> '$.\"a.b\"' = 'x'"),
+                         1);
+        sqlite3_close(db);
+}
+
 /* Round trips. */
 
 static void test_pod_roundtrip(void **state)
@@ -1015,10 +1104,13 @@ static void test_all_or_nothing(void **state)
         rkl_container_spec c;
         sqlite3 *db = raw_open(f->path);
 
-        raw_exec(db, "CREATE TRIGGER inject_pod BEFORE INSERT ON sandbox_annotations "
-                     "WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END;"
-                     "CREATE TRIGGER inject_ctr BEFORE INSERT ON container_annotations "
-                     "WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+        /* Fails each insert after the generation bump of its transaction. */
+        raw_exec(db, "CREATE TRIGGER inject_pod BEFORE INSERT ON sandbox "
+                     "WHEN NEW.annotations ->> '$.boom' IS NOT NULL "
+                     "BEGIN SELECT RAISE(ABORT, 'injected'); END;"
+                     "CREATE TRIGGER inject_ctr BEFORE INSERT ON container "
+                     "WHEN NEW.annotations ->> '$.boom' IS NOT NULL "
+                     "BEGIN SELECT RAISE(ABORT, 'injected'); END;");
         uint64_t g = generation(f->s);
         fill_pod_spec(&p, "web", 0);
         rkl_kvs_add(&p.annotations, "boom", "");
@@ -1028,8 +1120,6 @@ static void test_all_or_nothing(void **state)
         rkl_pod_spec_done(&p);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox"), 0);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox_labels"), 0);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox_annotations"), 0);
 
         create_pod(f->s, pod, "web", 0);
         g = generation(f->s);
@@ -1039,7 +1129,6 @@ static void test_all_or_nothing(void **state)
         rkl_container_spec_done(&c);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 0);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM container_labels"), 0);
         /* The store is still usable after a rolled-back transaction. */
         create_ctr(f->s, ctr, pod, "app", "c", 0);
         assert_int_equal(generation(f->s), g + 1);
@@ -1157,21 +1246,17 @@ static void test_cascade_and_stop(void **state)
         assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
         c = rkl_container_record_free(c);
 
-        /* Deleting a container takes its labels; deleting a sandbox takes everything. */
+        /* Deleting a container takes only it; deleting a sandbox takes its containers. */
         OK(rkl_store_container_delete(f->s, c2, &e_));
         FAILS(-ENOENT, rkl_store_container_delete(f->s, c2, &e_));
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM container_labels WHERE container_id "
-                                     "LIKE '%c2'"),
-                         0);
-        assert_true(raw_int(db, "SELECT count(*) FROM container_labels") > 0);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM container WHERE id LIKE '%c2'"), 0);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 2);
         OK(rkl_store_pod_delete(f->s, p1, &e_));
         FAILS(-ENOENT, rkl_store_container_get(f->s, c1, &c, &e_));
         OK(rkl_store_container_get(f->s, c3, &c, &e_));
         c = rkl_container_record_free(c);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 1);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM container_labels"), 0);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM container_annotations"), 0);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox_labels"), 0);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox"), 1);
         OK(rkl_store_integrity_check(f->s, &e_));
         sqlite3_close(db);
 }
@@ -1458,6 +1543,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_open_file_mode_and_reopen, setup_dir,
                                             teardown_dir),
             cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup_dir, teardown_dir),
+            cmocka_unit_test_setup_teardown(test_migration_labels_inline, setup_dir, teardown_dir),
             cmocka_unit_test_setup_teardown(test_garbage_refused_untouched, setup_dir,
                                             teardown_dir),
             cmocka_unit_test_setup_teardown(test_migration_atomic, setup_memory, teardown_memory),
