@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
+#include "base/time-util.h"
 #include "reconciler/cache.h"
 #include "reconciler/images.h"
 #include "reconciler/reconciler.h"
@@ -23,7 +24,14 @@ struct rkl_daemon {
         rkl_images *images;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
+        /* Startup phases, monotonic usec, logged once serving: where a slow start went. */
+        uint64_t t_begin, t_store, t_cache, t_new;
 };
+
+static double ms_between(uint64_t a, uint64_t b)
+{
+        return (double)(b - a) / 1000.0;
+}
 
 /* Every record in the store becomes a view in the cache, so List and Status answer right
  * after a restart, before the reconciler has looked at the machine. */
@@ -63,6 +71,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         int r;
 
         d->cfg = *cfg;
+        d->t_begin = rkl_now_usec(CLOCK_MONOTONIC);
         r = rkl_mkdir_p(cfg->state_dir, 0700);
         if (r < 0)
                 return rkl_error_set(reterr, r, "cannot create state dir '%s': %s", cfg->state_dir,
@@ -78,11 +87,13 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
                 return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
         /* Every later connection (one per thread) skips the check done here. */
         d->store_opts.skip_check = true;
+        d->t_store = rkl_now_usec(CLOCK_MONOTONIC);
 
         d->cache = rkl_cache_new();
         r = cache_load(d->cache, store, reterr);
         if (r < 0)
                 return r;
+        d->t_cache = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_images_config ic = {
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
@@ -128,6 +139,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
         if (r < 0)
                 return r;
+        d->t_new = rkl_now_usec(CLOCK_MONOTONIC);
 
         *ret = TAKE_PTR(d);
         return 0;
@@ -139,10 +151,22 @@ int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr)
         /* ListImages answers from the cache: fill it before the first call. */
         if (d->cfg.rkt_path && rkl_images_refresh(d->images, &err) < 0)
                 rkl_log_warning("%s, continuing with an empty image list", err.msg);
+        uint64_t t_images = rkl_now_usec(CLOCK_MONOTONIC);
         int r = rkl_reconciler_start(d->reconciler, reterr);
         if (r < 0)
                 return r;
-        return rkl_api_server_start(d->server, reterr);
+        uint64_t t_probe = rkl_now_usec(CLOCK_MONOTONIC);
+        r = rkl_api_server_start(d->server, reterr);
+        if (r < 0)
+                return r;
+        uint64_t t_end = rkl_now_usec(CLOCK_MONOTONIC);
+        rkl_log_info("serving %.1f ms after start: store %.1f, cache %.1f, server setup %.1f, "
+                     "images %.1f, first probe %.1f, server start %.1f",
+                     ms_between(d->t_begin, t_end), ms_between(d->t_begin, d->t_store),
+                     ms_between(d->t_store, d->t_cache), ms_between(d->t_cache, d->t_new),
+                     ms_between(d->t_new, t_images), ms_between(t_images, t_probe),
+                     ms_between(t_probe, t_end));
+        return 0;
 }
 
 void rkl_daemon_stop(rkl_daemon *d)
