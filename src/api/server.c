@@ -325,6 +325,9 @@ int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
                 assert(!"grpc_call_start_batch failed");
                 atomic_fetch_sub(&c->pending, 1);
         }
+        /* The work's own reference, dropped once it answered: a client that goes away
+         * completes the close op above, which must not free the call under the work. */
+        atomic_fetch_add(&c->pending, 1);
         rkl_workpool_submit(c->w->srv->pool, fn, userdata);
         return RKL_API_DEFERRED;
 }
@@ -333,6 +336,7 @@ void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err)
 {
         static const rkl_error none = RKL_ERROR_INIT;
         call_answer(c, r, err ? err : &none);
+        call_unref(c); /* the work's reference (rkl_api_defer()) */
 }
 
 bool rkl_api_call_cancelled(rkl_api_call *c)

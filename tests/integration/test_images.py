@@ -281,6 +281,20 @@ class ConcurrentImagesTest(unittest.TestCase):
         return self.img.RemoveImage(pb.RemoveImageRequest(image=pb.ImageSpec(image=ref)),
                                     timeout=60)
 
+    def test_client_gone_during_pull(self):
+        """Regression: a deferred call's client that went away freed the call under the
+        worker still pulling (a crash, or a use-after-free under ASan)."""
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.img.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image="busybox")),
+                               timeout=0.05)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        # The fetch goes on without its client and lands in the cache.
+        harness.wait_for("busybox pulled anyway", lambda: self.img.ImageStatus(
+            pb.ImageStatusRequest(image=pb.ImageSpec(image="busybox")),
+            timeout=10).HasField("image"))
+        self.assertEqual(self.pull("busybox").split("-")[0], "sha512")
+        self.assertEqual(self.env.daemon.stop(), 0, self.env.daemon.log())
+
     def test_concurrent_pull_and_remove(self):
         # Four pulls of one reference share one fetch; other calls are not held up.
         ids = self.run_all([lambda: self.pull("busybox")] * 3 + [lambda: self.pull("busybox:latest")])
