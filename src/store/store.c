@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/latch.h"
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "store/store-internal.h"
@@ -144,7 +145,52 @@ struct rkl_store {
         /* The generation of the write transaction in progress (0: none). Rows changed in it
          * get it as their version. */
         uint64_t tx_generation;
+        rkl_store_gate *gate; /* borrowed; NULL once passed */
 };
+
+struct rkl_store_gate {
+        rkl_latch open;
+        int r;           /* set before the latch opens */
+        rkl_error error; /* when r < 0 */
+};
+
+rkl_store_gate *rkl_store_gate_new(void)
+{
+        rkl_store_gate *g = rkl_xnew0(rkl_store_gate, 1);
+        rkl_latch_init(&g->open);
+        g->error = (rkl_error)RKL_ERROR_INIT;
+        return g;
+}
+
+void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err)
+{
+        g->r = r;
+        if (r < 0)
+                rkl_error_set(&g->error, r, "%s", err && !isempty(err->msg) ? err->msg : "");
+        rkl_latch_open(&g->open);
+}
+
+rkl_store_gate *rkl_store_gate_free(rkl_store_gate *g)
+{
+        if (!g)
+                return NULL;
+        rkl_latch_destroy(&g->open);
+        free(g);
+        return NULL;
+}
+
+/* Waits for the gate, then passes it for good or fails like it did. */
+static int gate_pass(rkl_store *s, rkl_error *reterr)
+{
+        if (!s->gate)
+                return 0;
+        while (!rkl_latch_wait(&s->gate->open, 3600 * USEC_PER_SEC))
+                ;
+        if (s->gate->r < 0)
+                return rkl_error_set(reterr, s->gate->r, "%s", s->gate->error.msg);
+        s->gate = NULL;
+        return 0;
+}
 
 /* SQLite → -errno, here and nowhere else (STYLE rule 8). */
 static int errno_from_sqlite(int rc)
@@ -309,6 +355,9 @@ static int tx_begin_write(rkl_store *s, rkl_store **tx, rkl_error *reterr)
         int r;
 
         assert(!*tx);
+        r = gate_pass(s, reterr);
+        if (r < 0)
+                return r;
         r = run(s, STMT_BEGIN_WRITE, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "begin");
@@ -835,6 +884,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                 return rkl_error_prefix(reterr, "'%s'", path);
         }
         (void)sqlite3_extended_result_codes(s->db, 1);
+        s->gate = o.write_gate;
         (void)sqlite3_busy_timeout(s->db, o.busy_timeout_ms ? (int)o.busy_timeout_ms
                                                             : DEFAULT_BUSY_TIMEOUT_MS);
         /* Hardening: no writable_schema tricks, no double-quoted string literals. The
@@ -853,11 +903,10 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                 r = refuse_newer(have, latest, reterr);
                 return rkl_error_prefix(reterr, "'%s'", path);
         }
-        if (!o.skip_check) {
-                r = check_rows(s, "PRAGMA quick_check", true, reterr);
+        if (!o.skip_check && (!o.defer_check || have < latest)) {
+                r = rkl_store_quick_check(s, reterr);
                 if (r < 0)
-                        return rkl_error_prefix(reterr, "'%s' is damaged; refusing to use it",
-                                                path);
+                        return r;
         }
 
         int64_t dummy;
@@ -940,6 +989,15 @@ int rkl_store_generation(rkl_store *s, uint64_t *ret, rkl_error *reterr)
 int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr)
 {
         return read_u64(s, STMT_DATA_VERSION, ret, reterr);
+}
+
+int rkl_store_quick_check(rkl_store *s, rkl_error *reterr)
+{
+        int r = check_rows(s, "PRAGMA quick_check", true, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "'%s' is damaged; refusing to use it",
+                                        sqlite3_db_filename(s->db, "main"));
+        return 0;
 }
 
 int rkl_store_integrity_check(rkl_store *s, rkl_error *reterr)

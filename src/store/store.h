@@ -22,6 +22,7 @@
 #include "base/model.h"
 
 typedef struct rkl_store rkl_store;
+typedef struct rkl_store_gate rkl_store_gate;
 
 /* The daemon's database, below --state-dir. */
 #define RKL_STORE_FILE_NAME "rktlet.db"
@@ -41,7 +42,22 @@ typedef struct rkl_store_options {
          * files outside SQLite, which drops the POSIX locks of the connections already
          * open in this process. */
         bool skip_check;
+        /* Leave PRAGMA quick_check to the caller, unless a migration is due (a migration
+         * never runs on an unchecked file): open every connection with a write_gate, check
+         * with rkl_store_quick_check() and pass the outcome to rkl_store_gate_open(). The
+         * daemon serves reads from its cache meanwhile. */
+        bool defer_check;
+        /* Every write transaction of the connection waits until the gate is open, and then
+         * fails with the gate's error if it has one. NULL: no gate. */
+        rkl_store_gate *write_gate;
 } rkl_store_options;
+
+/* What holds writes back until a deferred check is done (see defer_check). */
+rkl_store_gate *rkl_store_gate_new(void);
+/* Lets the writes through (r == 0) or makes them fail with r and reterr's message. */
+void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err);
+rkl_store_gate *rkl_store_gate_free(rkl_store_gate *g);
+RKL_DEFINE_CLEANUP(rkl_store_gate *, rkl_store_gate_free)
 
 /* Opens (creating it with mode 0600 if missing) and migrates the database at path;
  * ":memory:" gives a private in-memory database (one per connection, for tests). Refuses a
@@ -61,6 +77,8 @@ int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr);
 /* The schema version of the open database, and the newest this binary knows. */
 int rkl_store_schema_version(rkl_store *s, unsigned *ret, rkl_error *reterr);
 unsigned rkl_store_schema_version_latest(void);
+/* PRAGMA quick_check, as rkl_store_open() runs it: 0, or -EUCLEAN with the first problem. */
+int rkl_store_quick_check(rkl_store *s, rkl_error *reterr);
 /* PRAGMA integrity_check (full; slow on big files): 0, or -EUCLEAN with the first problem. */
 int rkl_store_integrity_check(rkl_store *s, rkl_error *reterr);
 

@@ -514,6 +514,30 @@ static void test_garbage_refused_untouched(void **state)
         _cleanup_free_ char *after2 = slurp(f->path, &n2);
         assert_int_equal(n, n2);
         assert_memory_equal(bad, after2, n);
+
+        /* A deferred check opens it, and the check on a second connection refuses it;
+         * nothing wrote to it meanwhile. */
+        rkl_store *other = NULL;
+        OK(rkl_store_open(f->path, &(rkl_store_options){.defer_check = true}, &f->s, &e_));
+        OK(rkl_store_open(f->path, &(rkl_store_options){.skip_check = true}, &other, &e_));
+        e = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(rkl_store_quick_check(other, &e), -EUCLEAN);
+        assert_non_null(strstr(e.msg, "damaged"));
+        other = rkl_store_close(other);
+        f->s = rkl_store_close(f->s);
+        _cleanup_free_ char *after3 = slurp(f->path, &n2);
+        assert_int_equal(n, n2);
+        assert_memory_equal(bad, after3, n);
+
+        /* But not when a migration is due: that never runs on an unchecked file. */
+        sqlite3 *db = raw_open(f->path);
+        raw_exec(db, "PRAGMA user_version = 1");
+        sqlite3_close(db);
+        e = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(
+            rkl_store_open(f->path, &(rkl_store_options){.defer_check = true}, &f->s, &e),
+            -EUCLEAN);
+        assert_null(f->s);
 }
 
 /* A migration that fails half-way leaves nothing behind; the next one runs on a clean slate. */
