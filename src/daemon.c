@@ -1,6 +1,11 @@
 #include "daemon.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/server.h"
 #include "base/alloc.h"
@@ -24,6 +29,10 @@ struct rkl_daemon {
         rkl_images *images;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
+        rkl_store_gate *gate; /* writes wait for the check of the file */
+        pthread_t check_thread;
+        bool checking;
+        atomic_bool failed;
         /* Startup phases, monotonic usec, logged once serving: where a slow start went. */
         uint64_t t_begin, t_store, t_cache, t_new;
 };
@@ -65,6 +74,33 @@ static int cache_load(rkl_cache *cache, rkl_store *store, rkl_error *reterr)
         return 0;
 }
 
+/* PRAGMA quick_check reads the whole file: as long as loading the cache. It runs here,
+ * on a connection of its own, while the daemon serves reads from the cache; writes wait
+ * for it at the store's gate, and a damaged file stops the daemon before anything wrote to
+ * it. */
+static void *check_main(void *userdata)
+{
+        rkl_daemon *d = userdata;
+        _cleanup_(rkl_store_closep) rkl_store *s = NULL;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_store_options o = d->store_opts;
+
+        /* Second to serving: it only holds back writes, which are rare right after a
+         * start, and the first answers need the two cores. */
+        (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+        o.write_gate = NULL; /* it only reads */
+        int r = rkl_store_open(d->db_path, &o, &s, &err);
+        if (r >= 0)
+                r = rkl_store_quick_check(s, &err);
+        rkl_store_gate_open(d->gate, r, &err);
+        if (r < 0) {
+                rkl_log_error("%s", err.msg);
+                atomic_store(&d->failed, true);
+                (void)kill(getpid(), SIGTERM); /* main's signalfd: a normal shutdown */
+        }
+        return NULL;
+}
+
 int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_daemon_freep) rkl_daemon *d = rkl_xnew0(rkl_daemon, 1);
@@ -77,15 +113,17 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
                 return rkl_error_set(reterr, r, "cannot create state dir '%s': %s", cfg->state_dir,
                                      strerror(-r));
 
-        /* Open, check and migrate the database before any thread exists: a file that is
-         * corrupt or newer than this binary stops the daemon here, untouched. */
+        /* Open, check and migrate the database before anything writes to it: a file that
+         * is corrupt or newer than this binary stops the daemon here, untouched. */
         d->db_path = rkl_xasprintf("%s/%s", cfg->state_dir, RKL_STORE_FILE_NAME);
-        d->store_opts = (rkl_store_options){.sync_full = cfg->sync_full};
+        d->gate = rkl_store_gate_new();
+        d->store_opts = (rkl_store_options){
+            .sync_full = cfg->sync_full, .defer_check = true, .write_gate = d->gate};
         _cleanup_(rkl_store_closep) rkl_store *store = NULL;
         r = rkl_store_open(d->db_path, &d->store_opts, &store, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
-        /* Every later connection (one per thread) skips the check done here. */
+        /* Every later connection (one per thread) skips the look at the file done here. */
         d->store_opts.skip_check = true;
         d->t_store = rkl_now_usec(CLOCK_MONOTONIC);
 
@@ -147,25 +185,25 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
 
 int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        /* ListImages answers from the cache: fill it before the first call. */
-        if (d->cfg.rkt_path && rkl_images_refresh(d->images, &err) < 0)
-                rkl_log_warning("%s, continuing with an empty image list", err.msg);
-        uint64_t t_images = rkl_now_usec(CLOCK_MONOTONIC);
+        int k = pthread_create(&d->check_thread, NULL, check_main, d);
+        if (k != 0)
+                return rkl_error_set(reterr, -k, "cannot start the store check: %s", strerror(k));
+        (void)pthread_setname_np(d->check_thread, "store-check");
+        d->checking = true;
+        /* The reconciler probes the machine and lists images while the server answers:
+         * Status, Version and image reads wait for that first look on their own. */
         int r = rkl_reconciler_start(d->reconciler, reterr);
         if (r < 0)
                 return r;
-        uint64_t t_probe = rkl_now_usec(CLOCK_MONOTONIC);
         r = rkl_api_server_start(d->server, reterr);
         if (r < 0)
                 return r;
         uint64_t t_end = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_log_info("serving %.1f ms after start: store %.1f, cache %.1f, server setup %.1f, "
-                     "images %.1f, first probe %.1f, server start %.1f",
+                     "threads %.1f",
                      ms_between(d->t_begin, t_end), ms_between(d->t_begin, d->t_store),
                      ms_between(d->t_store, d->t_cache), ms_between(d->t_cache, d->t_new),
-                     ms_between(d->t_new, t_images), ms_between(t_images, t_probe),
-                     ms_between(t_probe, t_end));
+                     ms_between(d->t_new, t_end));
         return 0;
 }
 
@@ -173,6 +211,15 @@ void rkl_daemon_stop(rkl_daemon *d)
 {
         rkl_api_server_shutdown(d->server, SHUTDOWN_GRACE_MS);
         rkl_reconciler_stop(d->reconciler);
+        if (d->checking) {
+                (void)pthread_join(d->check_thread, NULL);
+                d->checking = false;
+        }
+}
+
+bool rkl_daemon_failed(rkl_daemon *d)
+{
+        return atomic_load(&d->failed);
 }
 
 rkl_daemon *rkl_daemon_free(rkl_daemon *d)
@@ -184,6 +231,9 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
         d->images = rkl_images_free(d->images);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->cache = rkl_cache_free(d->cache);
+        if (d->checking)
+                (void)pthread_join(d->check_thread, NULL);
+        d->gate = rkl_store_gate_free(d->gate);
         free(d->db_path);
         free(d);
         return NULL;

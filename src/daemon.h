@@ -33,6 +33,9 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
 int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr);
 /* Stops accepting calls, finishes or cancels in-flight ones, stops the threads. */
 void rkl_daemon_stop(rkl_daemon *d);
+/* True when the daemon stopped itself: its database failed the check at start (the error
+ * is logged, and the process got SIGTERM). */
+bool rkl_daemon_failed(rkl_daemon *d);
 rkl_daemon *rkl_daemon_free(rkl_daemon *d);
 
 RKL_DEFINE_CLEANUP(rkl_daemon *, rkl_daemon_free)

@@ -346,6 +346,8 @@ static int run(void)
         }
         (void)sd_notify(0, "STOPPING=1");
         rkl_daemon_stop(d);
+        if (rkl_daemon_failed(d))
+                return -EUCLEAN;
         return 0;
 }
 

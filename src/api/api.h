@@ -3,6 +3,8 @@
 #pragma once
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "base/arena.h"
 #include "base/error.h"
@@ -44,6 +46,9 @@ typedef struct rkl_api_ctx {
          * cached item encodings): the server then sends them instead of packing resp. */
         const unsigned char *raw;
         size_t raw_len;
+        /* Run again by rkl_api_defer_until() on a worker: answer with what there is, and
+         * without ctx->store (NULL: the connection belongs to another thread). */
+        bool late;
 } rkl_api_ctx;
 
 /* A handler fills resp (already initialised for its type) and returns 0, or a -errno with
@@ -57,6 +62,14 @@ typedef int (*rkl_api_handler)(rkl_api_ctx *ctx, const ProtobufCMessage *req,
 #define RKL_API_DEFERRED 1
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);
 void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err);
+/* For what is not known yet right after a start (the first probe of rkt and systemd, the
+ * first image list): the handler returns rkl_api_defer_until(ctx, wait, userdata), and a
+ * worker runs wait(userdata), which returns once the thing is known or the wait has gone
+ * on long enough (RKL_API_FIRST_LOOK_USEC), then the handler again on the same request
+ * with ctx->late set. Other calls are answered meanwhile. */
+#define RKL_API_FIRST_LOOK_USEC (10 * UINT64_C(1000000))
+typedef void (*rkl_api_wait_fn)(void *userdata);
+int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata);
 /* True once the client cancelled or went away: the work may stop early. */
 bool rkl_api_call_cancelled(rkl_api_call *c);
 

@@ -20,6 +20,18 @@ static int images_of(rkl_api_ctx *ctx, rkl_error *reterr)
         return 0;
 }
 
+static void wait_listed(void *images)
+{
+        (void)rkl_images_wait_listed(images, RKL_API_FIRST_LOOK_USEC);
+}
+
+/* Right after a start the reconciler has not listed rkt's images yet: a read of the
+ * cache then would miss every image, so it waits for that first list. */
+static bool wait_for_list(rkl_api_ctx *ctx)
+{
+        return !ctx->late && !rkl_images_wait_listed(ctx->images, 0);
+}
+
 /* A client's image reference: bounded, UTF-8, and well-formed. */
 static int check_ref(const char *field, const Runtime__V1__ImageSpec *spec, bool required,
                      rkl_error *reterr)
@@ -79,6 +91,8 @@ int rkl_api_list_images(rkl_api_ctx *ctx, const Runtime__V1__ListImagesRequest *
         r = images_of(ctx, reterr);
         if (r >= 0)
                 r = check_ref("filter.image.image", filter, false, reterr);
+        if (r >= 0 && wait_for_list(ctx))
+                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
         if (r >= 0)
                 r = rkl_images_list(ctx->images, filter ? filter->image : NULL, &l, &n, reterr);
         if (r < 0)
@@ -102,6 +116,8 @@ int rkl_api_image_status(rkl_api_ctx *ctx, const Runtime__V1__ImageStatusRequest
                 r = check_ref("image.image", req->image, true, reterr);
         if (r < 0)
                 return r;
+        if (wait_for_list(ctx))
+                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
         r = rkl_images_status(ctx->images, req->image->image, &i, reterr);
         if (r == -ENOENT || r == -ENOTUNIQ)
                 return 0; /* CRI: an unknown image is an empty answer, not an error */
@@ -269,6 +285,8 @@ static void remove_run(void *userdata)
 {
         image_job *j = userdata;
         rkl_error err = RKL_ERROR_INIT;
+        /* Whether a container uses it is judged from the image list. */
+        wait_listed(j->images);
         int r = rkl_images_remove(j->images, j->ref, job_in_use, j, &err);
         if (r >= 0)
                 rkl_log_info("removed image '%s'", j->ref);

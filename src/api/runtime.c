@@ -16,11 +16,26 @@ static char *outstr(rkl_arena *a, const char *s)
         return rkl_utf8_sanitize(rkl_arena_strdup(a, s ? s : ""));
 }
 
+static void wait_probed(void *cache)
+{
+        (void)rkl_cache_wait_health(cache, RKL_API_FIRST_LOOK_USEC);
+}
+
+/* Right after a start, the first probe of rkt and systemd may not have finished: what
+ * Status says waits for it (any other call is answered meanwhile). */
+static bool wait_for_probe(rkl_api_ctx *ctx)
+{
+        return !ctx->late && !rkl_cache_health_known(ctx->cache);
+}
+
 int rkl_api_version(rkl_api_ctx *ctx, const Runtime__V1__VersionRequest *req,
                     Runtime__V1__VersionResponse *resp, rkl_error *reterr)
 {
         rkl_health h = {0};
 
+        /* No wait for the first probe: kubelet asks Version to see that the runtime is up
+         * and speaks v1. Until rkt has been probed its version is left out, as it is while
+         * rkt is unusable. */
         rkl_cache_get_health(ctx->cache, &h);
         resp->version = (char *)KUBELET_API_VERSION;
         resp->runtime_name = (char *)"rktlet";
@@ -75,8 +90,13 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         rkl_health h = {0};
         const char *reason = NULL, *message = NULL;
 
+        if (wait_for_probe(ctx))
+                return rkl_api_defer_until(ctx, wait_probed, ctx->cache);
         rkl_cache_get_health(ctx->cache, &h);
-        if (!h.rkt_ok) {
+        if (h.probed_at == 0) {
+                reason = "NotProbedYet";
+                message = "rkt and systemd have not been probed yet since rktlet started";
+        } else if (!h.rkt_ok) {
                 reason = "RktUnavailable";
                 message = h.rkt_detail;
         } else if (!h.systemd_ok) {
@@ -92,7 +112,9 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         /* rkt sets up each pod's network itself (CNI inside stage1): the network is as
          * ready as rkt is. */
         st->conditions[st->n_conditions++] =
-            condition(a, "NetworkReady", h.rkt_ok, "RktUnavailable", h.rkt_detail);
+            h.probed_at == 0
+                ? condition(a, "NetworkReady", false, reason, message)
+                : condition(a, "NetworkReady", h.rkt_ok, "RktUnavailable", h.rkt_detail);
         resp->status = st;
 
         if (req->verbose) {

@@ -83,10 +83,11 @@ struct rkl_api_call {
         grpc_slice status_details;
         bool has_status_details;
         bool deferred;
-        int cancelled;            /* written by grpc for the RECV_CLOSE_ON_SERVER op */
-        atomic_bool cancel_seen;  /* set once that op completed with cancelled=1 */
-        ProtobufCMessage *resp;   /* deferred calls: what the handler fills */
-        const unsigned char *raw; /* an answer the handler encoded itself, in the arena */
+        int cancelled;               /* written by grpc for the RECV_CLOSE_ON_SERVER op */
+        atomic_bool cancel_seen;     /* set once that op completed with cancelled=1 */
+        const ProtobufCMessage *req; /* in the arena */
+        ProtobufCMessage *resp;      /* deferred calls: what the handler fills */
+        const unsigned char *raw;    /* an answer the handler encoded itself, in the arena */
         size_t raw_len;
         rkl_arena *arena;
 };
@@ -218,10 +219,32 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
 
 static void call_answer(rkl_api_call *c, int r, const rkl_error *err);
 
+/* Runs the call's handler on its decoded request and answers, unless it deferred. */
+static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_api_ctx ctx = {.call = c,
+                           .cfg = c->w->srv->cfg,
+                           .cache = c->w->srv->cache,
+                           .store = store,
+                           .reconciler = c->w->srv->reconciler,
+                           .images = c->w->srv->cfg->images,
+                           .arena = c->arena,
+                           .late = late};
+
+        int r = c->m->handler(&ctx, c->req, c->resp, &err);
+        c->raw = ctx.raw;
+        c->raw_len = ctx.raw_len;
+        if (r == RKL_API_DEFERRED) {
+                assert(c->deferred);
+                return; /* finished by rkl_api_call_finish() */
+        }
+        call_answer(c, r, &err);
+}
+
 static void call_process(rkl_api_call *c)
 {
         const method *m = c->m;
-        rkl_error err = RKL_ERROR_INIT;
         uint8_t *buf;
         size_t len;
         int r;
@@ -264,23 +287,9 @@ static void call_process(rkl_api_call *c)
 
         ProtobufCMessage *resp = rkl_arena_alloc(c->arena, m->desc->output->sizeof_message);
         protobuf_c_message_init(m->desc->output, resp);
-        rkl_api_ctx ctx = {.call = c,
-                           .cfg = c->w->srv->cfg,
-                           .cache = c->w->srv->cache,
-                           .store = c->w->store,
-                           .reconciler = c->w->srv->reconciler,
-                           .images = c->w->srv->cfg->images,
-                           .arena = c->arena};
-
+        c->req = req;
         c->resp = resp;
-        r = m->handler(&ctx, req, resp, &err);
-        c->raw = ctx.raw;
-        c->raw_len = ctx.raw_len;
-        if (r == RKL_API_DEFERRED) {
-                assert(c->deferred);
-                return; /* finished by rkl_api_call_finish() */
-        }
-        call_answer(c, r, &err);
+        call_handle(c, c->w->store, false);
 }
 
 /* Packs the response, or maps the error, and sends it: the end of every call. */
@@ -316,20 +325,45 @@ int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
         grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER};
 
         /* Watch for the client going away while the work runs: cancellation is only
-         * visible through this op. */
-        c->deferred = true;
-        op.data.recv_close_on_server.cancelled = &c->cancelled;
-        atomic_fetch_add(&c->pending, 1);
-        grpc_call_error e = grpc_call_start_batch(c->call, &op, 1, &c->tag_close, NULL);
-        if (e != GRPC_CALL_OK) {
-                assert(!"grpc_call_start_batch failed");
-                atomic_fetch_sub(&c->pending, 1);
+         * visible through this op, which a call starts once (a late run may defer again). */
+        if (!c->deferred) {
+                c->deferred = true;
+                op.data.recv_close_on_server.cancelled = &c->cancelled;
+                atomic_fetch_add(&c->pending, 1);
+                grpc_call_error e = grpc_call_start_batch(c->call, &op, 1, &c->tag_close, NULL);
+                if (e != GRPC_CALL_OK) {
+                        assert(!"grpc_call_start_batch failed");
+                        atomic_fetch_sub(&c->pending, 1);
+                }
         }
         /* The work's own reference, dropped once it answered: a client that goes away
          * completes the close op above, which must not free the call under the work. */
         atomic_fetch_add(&c->pending, 1);
         rkl_workpool_submit(c->w->srv->pool, fn, userdata);
         return RKL_API_DEFERRED;
+}
+
+typedef struct late_run {
+        rkl_api_call *c;
+        rkl_api_wait_fn wait;
+        void *userdata;
+} late_run;
+
+static void late_run_main(void *userdata)
+{
+        late_run *j = userdata;
+        rkl_api_call *c = j->c; /* j lives in the call's arena */
+        j->wait(j->userdata);
+        call_handle(c, NULL, true); /* answers, or defers again with a reference of its own */
+        call_unref(c);
+}
+
+int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata)
+{
+        assert(!ctx->late);
+        late_run *j = rkl_arena_newa(late_run, ctx->arena, 1);
+        *j = (late_run){.c = ctx->call, .wait = wait, .userdata = userdata};
+        return rkl_api_defer(ctx, late_run_main, j);
 }
 
 void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err)

@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
+#include "base/latch.h"
 #include "base/time-util.h"
 #include "base/banned.h"
 
@@ -22,6 +23,7 @@ struct rkl_cache {
         rkl_hashmap *pods, *ctrs; /* id -> entry */
         pthread_mutex_t health_lock;
         rkl_health health;
+        rkl_latch probed; /* opened by the first rkl_cache_set_health() */
 };
 
 void rkl_health_done(rkl_health *h)
@@ -152,6 +154,7 @@ rkl_cache *rkl_cache_new(void)
         rkl_cache *c = rkl_xnew0(rkl_cache, 1);
         pthread_rwlock_init(&c->lock, NULL);
         pthread_mutex_init(&c->health_lock, NULL);
+        rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
         c->ctrs = rkl_hashmap_new();
         return c;
@@ -181,6 +184,7 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         rkl_health_done(&c->health);
         pthread_rwlock_destroy(&c->lock);
         pthread_mutex_destroy(&c->health_lock);
+        rkl_latch_destroy(&c->probed);
         free(c);
         return NULL;
 }
@@ -196,6 +200,17 @@ void rkl_cache_set_health(rkl_cache *c, const rkl_health *h)
                 copy = old;
         }
         rkl_health_done(&copy); /* the old one, outside the lock */
+        rkl_latch_open(&c->probed);
+}
+
+bool rkl_cache_health_known(rkl_cache *c)
+{
+        return rkl_latch_is_open(&c->probed);
+}
+
+bool rkl_cache_wait_health(rkl_cache *c, uint64_t timeout_usec)
+{
+        return rkl_latch_wait(&c->probed, timeout_usec);
 }
 
 void rkl_cache_get_health(rkl_cache *c, rkl_health *ret)

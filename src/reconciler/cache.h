@@ -92,6 +92,10 @@ RKL_DEFINE_CLEANUP(rkl_cache *, rkl_cache_free)
 
 void rkl_cache_set_health(rkl_cache *c, const rkl_health *h); /* copies in */
 void rkl_cache_get_health(rkl_cache *c, rkl_health *ret);     /* copies out */
+/* Whether the machine has been probed once since the start (health is then real). */
+bool rkl_cache_health_known(rkl_cache *c);
+/* Waits for that first probe at most timeout_usec; returns rkl_cache_health_known(). */
+bool rkl_cache_wait_health(rkl_cache *c, uint64_t timeout_usec);
 
 /* Takes over the caller's reference. Returns false (and drops v) when the cache already
  * holds a newer version of the object, or a newer tombstone. */

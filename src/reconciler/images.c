@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/hashmap.h"
+#include "base/latch.h"
 #include "base/imageref.h"
 #include "base/parse.h"
 #include "base/strv.h"
@@ -95,6 +96,10 @@ struct rkl_images {
 
         pthread_mutex_t pull_lock;
         rkl_hashmap *pulls; /* normalised reference -> pull_job */
+
+        /* Opened by the first refresh, whatever its outcome: until then the cache does
+         * not say what rkt's store holds. */
+        rkl_latch listed;
 
         pthread_mutex_t fs_lock;
         rkl_images_fs_usage fs;
@@ -410,6 +415,7 @@ int rkl_images_new(const rkl_images_config *cfg, rkl_images **ret, rkl_error *re
         pthread_mutex_init(&im->lock, NULL);
         pthread_mutex_init(&im->pull_lock, NULL);
         pthread_mutex_init(&im->fs_lock, NULL);
+        rkl_latch_init(&im->listed);
         im->by_id = rkl_hashmap_new();
         im->index = rkl_hashmap_new();
         im->pulls = rkl_hashmap_new();
@@ -481,6 +487,7 @@ rkl_images *rkl_images_free(rkl_images *im)
         pthread_mutex_destroy(&im->lock);
         pthread_mutex_destroy(&im->pull_lock);
         pthread_mutex_destroy(&im->fs_lock);
+        rkl_latch_destroy(&im->listed);
         free(im);
         return NULL;
 }
@@ -588,13 +595,22 @@ static int refresh_locked(rkl_images *im, rkl_error *reterr)
 
 int rkl_images_refresh(rkl_images *im, rkl_error *reterr)
 {
+        int r;
         if (!im->rkt)
-                return no_rkt(reterr);
-        RKL_GUARD(&im->op_lock);
-        int r = refresh_locked(im, reterr);
-        if (r < 0)
-                return rkl_error_prefix(reterr, "cannot read rkt's image store");
-        return 0;
+                r = no_rkt(reterr);
+        else {
+                RKL_GUARD(&im->op_lock);
+                r = refresh_locked(im, reterr);
+                if (r < 0)
+                        rkl_error_prefix(reterr, "cannot read rkt's image store");
+        }
+        rkl_latch_open(&im->listed);
+        return r;
+}
+
+bool rkl_images_wait_listed(rkl_images *im, uint64_t timeout_usec)
+{
+        return rkl_latch_wait(&im->listed, timeout_usec);
 }
 
 /* ---- Reads ---- */

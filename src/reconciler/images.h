@@ -70,6 +70,9 @@ typedef struct rkl_image_auth {
 
 /* Rebuilds the cache from rkt's store. */
 int rkl_images_refresh(rkl_images *im, rkl_error *reterr);
+/* Waits at most timeout_usec for the first refresh to have run (whatever its outcome);
+ * returns whether it has. Reads of the cache before then would miss every image. */
+bool rkl_images_wait_listed(rkl_images *im, uint64_t timeout_usec);
 
 /* Pulls ref (normalised; through the registry's mirrors first, then the registry itself)
  * and returns the image ID. Credentials go to rkt in a private auth.d (mode 0600) that is

@@ -92,9 +92,10 @@ struct rkl_reconciler {
 
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        bool first_probe_done;
+        bool started;
         int thread_error;
-        action *done; /* finished actions, under lock */
+        bool images_unlisted; /* the last image list failed: try again at the next probe */
+        action *done;         /* finished actions, under lock */
 
         rkl_workpool *pool;
 
@@ -1170,10 +1171,26 @@ static void rearm(sd_event_source *s, uint64_t interval_usec)
         (void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
+/* The image cache from rkt's store: at the start, and again with every probe until it
+ * worked once (pulls and removals keep it current after that). */
+static void list_images(rkl_reconciler *r)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        if (!r->cfg.images)
+                return;
+        if (rkl_images_refresh(r->cfg.images, &err) < 0) {
+                rkl_log_warning("%s, continuing with the images known so far", err.msg);
+                r->images_unlisted = true;
+        } else
+                r->images_unlisted = false;
+}
+
 static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         probe(r);
+        if (r->images_unlisted)
+                list_images(r);
         rearm(s, r->cfg.probe_interval_usec);
         schedule_pass(r);
         return 0;
@@ -1235,10 +1252,10 @@ static int on_quit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-static void first_probe_signal(rkl_reconciler *r, int error)
+static void started_signal(rkl_reconciler *r, int error)
 {
         RKL_GUARD(&r->lock);
-        r->first_probe_done = true;
+        r->started = true;
         r->thread_error = error;
         pthread_cond_broadcast(&r->cond);
 }
@@ -1284,11 +1301,15 @@ static void *reconciler_main(void *userdata)
         if (k >= 0)
                 k = sd_event_add_defer(r->event, &r->pass_source, on_pass, r);
         if (k < 0) {
-                first_probe_signal(r, k);
+                started_signal(r, k);
                 return NULL;
         }
+        /* The daemon serves from here on: List calls answer from the cache loaded from the
+         * store, and calls that need the first look at the machine wait for it
+         * (rkl_cache_wait_health(), rkl_images_wait_listed()). */
+        started_signal(r, 0);
         probe(r);
-        first_probe_signal(r, 0);
+        list_images(r);
 
         /* Watch before the first scan, so that nothing falls between the two. */
         if (r->store && r->rkt)
@@ -1373,7 +1394,7 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
         r->running = true;
 
         RKL_GUARD(&r->lock);
-        while (!r->first_probe_done)
+        while (!r->started)
                 pthread_cond_wait(&r->cond, &r->lock);
         if (r->thread_error < 0)
                 return rkl_error_set(reterr, r->thread_error, "reconciler: %s",

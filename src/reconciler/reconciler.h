@@ -34,8 +34,9 @@ typedef struct rkl_reconciler_config {
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,
                        rkl_error *reterr);
-/* Starts the thread; returns once the first probe is in the cache, so that the first
- * Status answer is already true. */
+/* Starts the thread; returns once it runs. Its first acts are the first probe of rkt and
+ * systemd (rkl_cache_wait_health() waits for it) and the first image list
+ * (rkl_images_wait_listed()), then the first pass. */
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr);
 /* Wakes the thread; callable from any thread. */
 void rkl_reconciler_kick(rkl_reconciler *r);

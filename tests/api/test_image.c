@@ -32,6 +32,10 @@ static int setup(void **state)
         _cleanup_free_ char *data = rkl_xasprintf("%s/rkt", f->dir);
         rkl_images_config ic = {.rkt_data_dir = data, .state_dir = f->dir};
         assert_int_equal(rkl_images_new(&ic, &f->images, NULL), 0);
+        /* The reconciler's first list, which image reads wait for (here: no rkt at all). */
+        rkl_error e = RKL_ERROR_INIT;
+        assert_true(rkl_images_refresh(f->images, &e) < 0);
+        assert_true(rkl_images_wait_listed(f->images, 0));
         f->cache = rkl_cache_new();
         f->arena = rkl_arena_new();
         f->cfg = (rkl_api_config){.images = f->images};

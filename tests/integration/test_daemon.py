@@ -318,6 +318,28 @@ class DaemonTest(unittest.TestCase):
         with open(db, "rb") as f:
             self.assertEqual(f.read(), garbage)
 
+    def test_damaged_store_stops_before_writing(self):
+        """A file that opens but fails quick_check: the check runs while the daemon starts
+        serving reads; writes wait for it, so the daemon stops without writing."""
+        d = self.daemon().start()
+        self.assertEqual(d.stop(), 0)
+        db = os.path.join(d.state_dir, "rktlet.db")
+        out = subprocess.run(["sqlite3", "-readonly", db, "PRAGMA page_size; SELECT rootpage "
+                              "FROM sqlite_schema WHERE name = 'sqlite_autoindex_container_1'"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        page_size, root = int(out[0]), int(out[1])
+        # An index that loading the cache never reads: only the check finds it.
+        with open(db, "r+b") as f:
+            f.seek((root - 1) * page_size)
+            f.write(b"\xa5" * page_size)
+        with open(db, "rb") as f:
+            before = f.read()
+        p = self.run_daemon_expect_failure(["--listen", d.socket, "--state-dir", d.state_dir,
+                                            "--rkt-path", self.rkt])
+        self.assertIn("damaged", p.stderr)
+        with open(db, "rb") as f:
+            self.assertEqual(f.read(), before)
+
     def test_newer_store_refused(self):
         d = self.daemon().start()
         self.assertEqual(d.stop(), 0)

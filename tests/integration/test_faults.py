@@ -366,6 +366,48 @@ class SharedImageTest(FaultsBase):
             old = new
 
 
+class FirstLookTest(unittest.TestCase):
+    """Right after a start the daemon answers from its store before it has looked at the
+    machine: what needs that first look (Status: the rkt and systemd probe; image reads:
+    rkt's image list) waits for it, the rest does not."""
+
+    def test_answers_while_rkt_hangs(self):
+        env = harness.SimEnv(self, extra=["--rkt-timeout", "3", "--probe-interval", "1"])
+        env.fetch("docker://" + IMAGE)
+        env.set_faults("version hang\nimage list hang\n")
+        env.start()
+        ch = env.daemon.channel()
+        self.addCleanup(ch.close)
+        rs, img = pbg.RuntimeServiceStub(ch), pbg.ImageServiceStub(ch)
+
+        v = rs.Version(pb.VersionRequest(), timeout=5)
+        self.assertEqual(v.runtime_api_version, "v1")
+        self.assertNotIn("+rkt", v.runtime_version)  # not probed yet
+        self.assertEqual(len(rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=5).items), 0)
+        self.assertEqual(len(rs.ListContainers(pb.ListContainersRequest(), timeout=5).containers),
+                         0)
+        for call, req in ((rs.Status, pb.StatusRequest()),
+                          (img.ListImages, pb.ListImagesRequest())):
+            with self.assertRaises(grpc.RpcError) as e:
+                call(req, timeout=0.5)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED, call)
+
+        # The hung `rkt version` is killed at --rkt-timeout: the first probe is a failure,
+        # and Status says so (a second Status waits for nothing).
+        st = rs.Status(pb.StatusRequest(), timeout=30).status
+        ready = {c.type: c for c in st.conditions}["RuntimeReady"]
+        self.assertFalse(ready.status)
+        self.assertEqual(ready.reason, "RktUnavailable")
+        # Without the fault, the next probes find rkt, and the image list is tried again
+        # until it worked once.
+        env.set_faults("")
+        harness.wait_for("rkt probed again", lambda: "+rkt" in rs.Version(
+            pb.VersionRequest(), timeout=5).runtime_version)
+        harness.wait_for("busybox listed", lambda: [
+            i for i in img.ListImages(pb.ListImagesRequest(), timeout=5).images
+            if any(t.endswith("busybox:latest") for t in i.repo_tags)])
+
+
 class FlagsTest(unittest.TestCase):
     def test_every_documented_flag_is_accepted(self):
         """Regression: --sync-full, --net, --stage1-name and --max-actions were in --help and
