@@ -16,11 +16,24 @@ typedef struct entry {
         uint64_t version;
         void *view;         /* rkl_pod_view or rkl_ctr_view; NULL for a tombstone */
         int64_t deleted_ns; /* tombstones: when */
+        /* Containers: the sandbox whose by_pod list holds this entry ("" until a view of
+         * it was put: a tombstone of an unknown ID is in no list). */
+        char sandbox_id[RKL_ID_LEN + 1];
 } entry;
+
+/* The container entries of one sandbox: "containers of this pod" is what the reconciler's
+ * pass asks for every pod, and kubelet's GetPodStatus for one. */
+typedef struct pod_ctrs {
+        char id[RKL_ID_LEN + 1]; /* the by_pod key */
+        entry **items;
+        size_t n, cap;
+} pod_ctrs;
 
 struct rkl_cache {
         pthread_rwlock_t lock;
         rkl_hashmap *pods, *ctrs; /* id -> entry */
+        rkl_hashmap *by_pod;      /* sandbox id -> pod_ctrs, over ctrs' entries */
+        int64_t swept_ns;         /* the last sweep of expired tombstones */
         pthread_mutex_t health_lock;
         rkl_health health;
         rkl_latch probed; /* opened by the first rkl_cache_set_health() */
@@ -157,6 +170,7 @@ rkl_cache *rkl_cache_new(void)
         rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
         c->ctrs = rkl_hashmap_new();
+        c->by_pod = rkl_hashmap_new();
         return c;
 }
 
@@ -181,6 +195,13 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
                 return NULL;
         entries_free(c->pods, true);
         entries_free(c->ctrs, false);
+        size_t i = 0;
+        void *pc;
+        while (rkl_hashmap_iterate(c->by_pod, &i, NULL, &pc)) {
+                free(((pod_ctrs *)pc)->items);
+                free(pc);
+        }
+        rkl_hashmap_free(c->by_pod);
         rkl_health_done(&c->health);
         pthread_rwlock_destroy(&c->lock);
         pthread_mutex_destroy(&c->health_lock);
@@ -219,9 +240,44 @@ void rkl_cache_get_health(rkl_cache *c, rkl_health *ret)
         rkl_health_copy(ret, &c->health);
 }
 
+/* Lock held for writing. */
+static void by_pod_add(rkl_cache *c, entry *e, const char *sandbox_id)
+{
+        pod_ctrs *pc = rkl_hashmap_get(c->by_pod, sandbox_id);
+        if (!pc) {
+                pc = rkl_xnew0(pod_ctrs, 1);
+                memcpy(pc->id, sandbox_id, sizeof(pc->id));
+                rkl_hashmap_put(c->by_pod, pc->id, pc);
+        }
+        if (pc->n == pc->cap) {
+                pc->cap = pc->cap ? pc->cap * 2 : 4;
+                pc->items = rkl_xrealloc(pc->items, pc->cap * sizeof(*pc->items));
+        }
+        pc->items[pc->n++] = e;
+        memcpy(e->sandbox_id, sandbox_id, sizeof(e->sandbox_id));
+}
+
+/* Lock held for writing; e is about to be freed. */
+static void by_pod_del(rkl_cache *c, entry *e)
+{
+        pod_ctrs *pc = *e->sandbox_id ? rkl_hashmap_get(c->by_pod, e->sandbox_id) : NULL;
+        for (size_t i = 0; pc && i < pc->n; i++)
+                if (pc->items[i] == e) {
+                        pc->items[i] = pc->items[--pc->n];
+                        break;
+                }
+        if (pc && pc->n == 0) {
+                rkl_hashmap_remove(c->by_pod, pc->id);
+                free(pc->items);
+                free(pc);
+        }
+}
+
 /* Swaps view in under the write lock; returns the view displaced (to unref outside the
- * lock), or view itself when it lost to a newer version. */
-static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version, void *view)
+ * lock), or view itself when it lost to a newer version. sandbox_id: a container's, which
+ * files its entry under its sandbox; NULL for a sandbox. */
+static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version, void *view,
+                 const char *sandbox_id)
 {
         void *displaced;
         pthread_rwlock_wrlock(&c->lock);
@@ -238,6 +294,8 @@ static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version,
                 e->view = view;
                 e->version = version;
                 e->deleted_ns = 0;
+                if (sandbox_id && !*e->sandbox_id)
+                        by_pod_add(c, e, sandbox_id);
         }
         pthread_rwlock_unlock(&c->lock);
         return displaced;
@@ -245,16 +303,32 @@ static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version,
 
 bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v)
 {
-        void *d = put(c, c->pods, v->rec->id, v->rec->book.version, v);
+        void *d = put(c, c->pods, v->rec->id, v->rec->book.version, v, NULL);
         rkl_pod_view_unref(d);
         return d != v;
 }
 
 bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v)
 {
-        void *d = put(c, c->ctrs, v->rec->id, v->rec->book.version, v);
+        void *d = put(c, c->ctrs, v->rec->id, v->rec->book.version, v, v->rec->sandbox_id);
         rkl_ctr_view_unref(d);
         return d != v;
+}
+
+/* Lock held for writing. */
+static void sweep(rkl_cache *c, rkl_hashmap *m, int64_t now)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
+                entry *t = v;
+                if (!t->view && t->deleted_ns + TOMBSTONE_TTL_NS < now) {
+                        rkl_hashmap_remove(m, t->id);
+                        by_pod_del(c, t);
+                        free(t);
+                        i = 0; /* removal shifts entries: start over */
+                }
+        }
 }
 
 /* Leaves a tombstone and drops tombstones older than their TTL; returns views to unref. */
@@ -275,15 +349,12 @@ static void *tombstone(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t ve
                 e->version = version;
                 e->deleted_ns = now;
         }
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
-                entry *t = v;
-                if (!t->view && t->deleted_ns + TOMBSTONE_TTL_NS < now) {
-                        rkl_hashmap_remove(m, t->id);
-                        free(t);
-                        i = 0; /* removal shifts entries: start over */
-                }
+        /* Expired tombstones go in a sweep of both maps at most every half TTL: a sweep
+         * per removal would make a teardown of n objects cost n². */
+        if (c->swept_ns + TOMBSTONE_TTL_NS / 2 < now) {
+                c->swept_ns = now;
+                sweep(c, c->pods, now);
+                sweep(c, c->ctrs, now);
         }
         pthread_rwlock_unlock(&c->lock);
         return displaced;
@@ -469,6 +540,12 @@ int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***r
         }
         if (no_match) {
                 out = rkl_xnew0(rkl_ctr_view *, 1);
+        } else if (*sandbox && isempty(f->id)) {
+                pod_ctrs *pc = rkl_hashmap_get(c->by_pod, sandbox);
+                out = rkl_xnew0(rkl_ctr_view *, (pc ? pc->n : 0) + 1);
+                for (size_t i = 0; pc && i < pc->n; i++)
+                        if (pc->items[i]->view)
+                                out[n++] = rkl_ctr_view_ref(pc->items[i]->view);
         } else if (!isempty(f->id)) {
                 void *v;
                 out = rkl_xnew0(rkl_ctr_view *, 1);

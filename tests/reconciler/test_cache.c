@@ -148,6 +148,32 @@ static void test_containers(void **state)
         assert_int_equal(n, 1);
         assert_string_equal(l[0]->rec->spec.name, "ctr-3");
         rkl_ctr_views_unref(l, n);
+
+        /* By sandbox (the full ID of one the cache does not hold): newer versions replace,
+         * never duplicate; a removed container leaves, and a late put keeps it out. */
+        _cleanup_free_ char *pod2 = hex_id(2), *ctr5 = rkl_xasprintf("%08x%056x", 5, 1u);
+        f = (rkl_view_filter){.sandbox_id = pod2};
+        rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(6, 2, 60, RKL_CTR_PHASE_RUNNING), NULL));
+        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0]->rec->spec.name, "ctr-5");
+        assert_int_equal(l[1]->rec->book.version, 60);
+        rkl_ctr_views_unref(l, n);
+        rkl_cache_ctr_remove(c, ctr5, 61);
+        assert_false(
+            rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(5, 2, 5, RKL_CTR_PHASE_RUNNING), NULL)));
+        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0]->rec->spec.name, "ctr-6");
+        rkl_ctr_views_unref(l, n);
+        /* A tombstone for an ID never seen, then the object after all (a newer version). */
+        _cleanup_free_ char *ctr9 = rkl_xasprintf("%08x%056x", 9, 1u);
+        rkl_cache_ctr_remove(c, ctr9, 70);
+        assert_true(
+            rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(9, 2, 71, RKL_CTR_PHASE_RUNNING), NULL)));
+        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        assert_int_equal(n, 2);
+        rkl_ctr_views_unref(l, n);
 }
 
 typedef struct race {
