@@ -26,6 +26,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         _cleanup_(rkl_container_spec_done) rkl_container_spec spec = {0};
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = NULL;
         _cleanup_free_ char *app = NULL;
+        rkl_container_record *rec = NULL;
         char id[RKL_ID_LEN + 1];
         int r;
 
@@ -45,7 +46,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
 
         rkl_id_new(id);
         app = rkl_app_name_from_id(id);
-        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, &spec, reterr);
+        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, &spec, &rec, reterr);
         if (r == -EEXIST)
                 return rkl_error_set(reterr, -EEXIST,
                                      "config.metadata: a container named '%s' with attempt %u "
@@ -55,7 +56,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 return rkl_error_set(reterr, -ENOENT, "sandbox %s not found", pod->rec->id);
         if (r < 0)
                 return r;
-        rkl_api_publish_ctr(ctx, id);
+        rkl_api_publish_ctr_record(ctx, rec);
         rkl_api_kick(ctx);
         rkl_log_debug("container %s (%s) accepted in sandbox %s", id, spec.name, pod->rec->id);
         resp->container_id = rkl_arena_strdup(ctx->arena, id);
@@ -65,32 +66,24 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
 int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerRequest *req,
                             Runtime__V1__StartContainerResponse *resp, rkl_error *reterr)
 {
-        _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
+        rkl_container_record *rec = NULL;
         char id[RKL_ID_LEN + 1];
 
         int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
         if (r < 0)
                 return r;
-        /* The store, not the cache, decides: the check is about what was committed. */
-        r = rkl_store_container_get(ctx->store, id, &rec, reterr);
+        /* The store, not the cache, decides, in the transaction that writes: the checks
+         * are about what was committed. */
+        r = rkl_store_container_start(ctx->store, id, &rec, reterr);
         if (r == -ENOENT)
                 return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
         if (r < 0)
                 return r;
-        if (rec->desired == RKL_CTR_DESIRED_STOPPED)
-                return rkl_error_set(reterr, -EBADFD, "container %s is stopped", id);
-        if (rec->observed.phase == RKL_CTR_PHASE_EXITED)
-                return rkl_error_set(reterr, -EBADFD, "container %s has already run and exited",
-                                     id);
-        if (rec->desired == RKL_CTR_DESIRED_RUNNING)
-                return 0; /* a repeated start: already asked for */
-
-        r = rkl_store_container_set_desired(ctx->store, id, RKL_CTR_DESIRED_RUNNING, reterr);
-        if (r == -ENOENT)
-                return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
-        if (r < 0)
-                return r;
-        rkl_api_publish_ctr(ctx, id);
+        if (r == 0) {
+                rkl_container_record_free(rec); /* a repeated start: already asked for */
+                return 0;
+        }
+        rkl_api_publish_ctr_record(ctx, rec);
         rkl_api_kick(ctx);
         return 0;
 }
@@ -114,7 +107,8 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
                 timeout = MAX_STOP_TIMEOUT_S;
         int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
 
-        r = rkl_store_container_stop(ctx->store, id, deadline, reterr);
+        rkl_container_record *rec = NULL;
+        r = rkl_store_container_stop(ctx->store, id, deadline, &rec, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 rkl_api_forget_ctr(ctx, id);
@@ -122,7 +116,7 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
         }
         if (r < 0)
                 return r;
-        rkl_api_publish_ctr(ctx, id);
+        rkl_api_publish_ctr_record(ctx, rec);
         rkl_api_kick(ctx);
         return 0;
 }

@@ -124,20 +124,43 @@ static int publish_ctr(rkl_api_ctx *ctx, const char *ctr_id)
         return r;
 }
 
+/* After a container's put: if its sandbox is being removed, RemovePodSandbox may have
+ * listed the sandbox's containers before the put, and could not tombstone this one. Then
+ * ask the store again. */
+static void recheck_sandbox(rkl_api_ctx *ctx, const char *ctr_id, const char *sandbox_id)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
+            rkl_cache_pod_get(ctx->cache, sandbox_id);
+        if (!pod)
+                (void)publish_ctr(ctx, ctr_id);
+}
+
 void rkl_api_publish_ctr(rkl_api_ctx *ctx, const char *ctr_id)
 {
         if (publish_ctr(ctx, ctr_id) < 0)
                 return;
         _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(ctx->cache, ctr_id);
-        if (!v)
-                return;
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
-            rkl_cache_pod_get(ctx->cache, v->rec->sandbox_id);
-        if (pod)
-                return;
-        /* Its sandbox is being removed: if RemovePodSandbox listed the sandbox's containers
-         * before the put above, it could not tombstone this one. Ask the store again. */
-        (void)publish_ctr(ctx, ctr_id);
+        if (v)
+                recheck_sandbox(ctx, ctr_id, v->rec->sandbox_id);
+}
+
+void rkl_api_publish_ctr_record(rkl_api_ctx *ctx, rkl_container_record *rec)
+{
+        char id[RKL_ID_LEN + 1], sandbox_id[RKL_ID_LEN + 1];
+        memcpy(id, rec->id, sizeof(id));
+        memcpy(sandbox_id, rec->sandbox_id, sizeof(sandbox_id));
+        {
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
+                    rkl_cache_pod_get(ctx->cache, sandbox_id);
+                rkl_cache_ctr_put(ctx->cache,
+                                  rkl_ctr_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
+        }
+        recheck_sandbox(ctx, id, sandbox_id);
+}
+
+void rkl_api_publish_pod_record(rkl_api_ctx *ctx, rkl_pod_record *rec)
+{
+        rkl_cache_pod_put(ctx->cache, rkl_pod_view_new(rec));
 }
 
 void rkl_api_forget_pod(rkl_api_ctx *ctx, const char *pod_id)

@@ -8,6 +8,8 @@
 
 typedef struct rkl_pod_view rkl_pod_view;
 typedef struct rkl_ctr_view rkl_ctr_view;
+typedef struct rkl_pod_record rkl_pod_record;
+typedef struct rkl_container_record rkl_container_record;
 
 /* The cached view of the object named by full ID or unique prefix (given, from the request
  * field named field): -EINVAL when empty, -ENOENT when nothing matches, -ENOTUNIQ when the
@@ -31,6 +33,10 @@ void rkl_api_publish_pod(rkl_api_ctx *ctx, const char *pod_id);
 /* All the sandbox's containers (after StopPodSandbox). */
 void rkl_api_publish_pod_ctrs(rkl_api_ctx *ctx, const char *pod_id);
 void rkl_api_publish_ctr(rkl_api_ctx *ctx, const char *ctr_id);
+/* The same with the record the write handed back (rkl_store_*(..., &rec, ...)): taken over,
+ * nothing is read again. */
+void rkl_api_publish_pod_record(rkl_api_ctx *ctx, rkl_pod_record *rec);
+void rkl_api_publish_ctr_record(rkl_api_ctx *ctx, rkl_container_record *rec);
 
 /* After a delete: tombstones at the store's generation, so that a put racing from another
  * thread with an older record cannot bring the object back. A sandbox takes its

@@ -54,13 +54,14 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
         if (r < 0)
                 return r;
 
+        rkl_pod_record *rec = NULL;
         rkl_id_new(id);
-        r = rkl_store_pod_create(ctx->store, id, &spec, reterr);
+        r = rkl_store_pod_create(ctx->store, id, &spec, &rec, reterr);
         if (r == -EEXIST)
                 return already_exists(ctx, &spec, reterr);
         if (r < 0)
                 return r;
-        rkl_api_publish_pod(ctx, id);
+        rkl_api_publish_pod_record(ctx, rec);
         rkl_api_kick(ctx);
         rkl_log_debug("sandbox %s accepted for %s/%s (attempt %u)", id, spec.namespace, spec.name,
                       spec.attempt);

@@ -1197,13 +1197,46 @@ static int check_selector(const rkl_kvs *sel, rkl_error *reterr)
                          reterr);
 }
 
+/* The row in the transaction under way: what a write hands back (ret != NULL) is exactly
+ * what it committed, with no second transaction to read it. */
+static int ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret, rkl_error *reterr)
+{
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = use(s, STMT_CTR_SELECT, &st, reterr);
+        if (r < 0)
+                return r;
+        bind_text(st, 1, ctr_id);
+        r = step_row(s, st, "select container", reterr);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return rkl_error_set(reterr, -ENOENT, "container '%s' not found", ctr_id);
+        return read_ctr_row(st, ret, reterr);
+}
+
+static int pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
+{
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = use(s, STMT_POD_SELECT, &st, reterr);
+        if (r < 0)
+                return r;
+        bind_text(st, 1, pod_id);
+        r = step_row(s, st, "select sandbox", reterr);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return rkl_error_set(reterr, -ENOENT, "sandbox '%s' not found", pod_id);
+        return read_pod_row(st, ret, reterr);
+}
+
 /* Sandboxes. */
 
 int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *spec,
-                         rkl_error *reterr)
+                         rkl_pod_record **ret, rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_(rkl_pod_record_freep) rkl_pod_record *rec = NULL;
         int r;
 
         if ((r = check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
@@ -1228,22 +1261,11 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *s
         bind_text(st, 10, annotations);
         if ((r = step_done(s, st, "insert sandbox", reterr)) < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", pod_id);
-        return tx_commit(&tx, reterr);
-}
-
-static int pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
-{
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = use(s, STMT_POD_SELECT, &st, reterr);
-        if (r < 0)
+        if ((ret && (r = pod_get(s, pod_id, &rec, reterr)) < 0) || (r = tx_commit(&tx, reterr)) < 0)
                 return r;
-        bind_text(st, 1, pod_id);
-        r = step_row(s, st, "select sandbox", reterr);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return rkl_error_set(reterr, -ENOENT, "sandbox '%s' not found", pod_id);
-        return read_pod_row(st, ret, reterr);
+        if (ret)
+                *ret = TAKE_PTR(rec);
+        return 0;
 }
 
 int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
@@ -1340,10 +1362,12 @@ int rkl_store_pod_foreach(rkl_store *s, const rkl_pod_filter *filter, rkl_store_
 typedef int (*bind_fn)(sqlite3_stmt *st, const void *arg);
 
 static int update_one(rkl_store *s, stmt_id id, const char *kind, const char *obj_id, bind_fn bind,
-                      const void *arg, int64_t *ret_value, rkl_error *reterr)
+                      const void *arg, int64_t *ret_value, rkl_container_record **ret_ctr,
+                      rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
         int r;
 
         if ((r = tx_begin_write(s, &tx, reterr)) < 0 || (r = use(s, id, &st, reterr)) < 0)
@@ -1368,7 +1392,12 @@ static int update_one(rkl_store *s, stmt_id id, const char *kind, const char *ob
         }
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "%s '%s' not found", kind, obj_id);
-        return tx_commit(&tx, reterr);
+        if ((ret_ctr && (r = ctr_get(s, obj_id, &rec, reterr)) < 0) ||
+            (r = tx_commit(&tx, reterr)) < 0)
+                return r;
+        if (ret_ctr)
+                *ret_ctr = TAKE_PTR(rec);
+        return 0;
 }
 
 static int bind_nothing(sqlite3_stmt *st, const void *arg)
@@ -1404,7 +1433,7 @@ int rkl_store_pod_set_desired(rkl_store *s, const char *pod_id, rkl_pod_desired 
                 return r;
         if (!d)
                 return rkl_error_set(reterr, -EINVAL, "desired: unknown state %d", (int)desired);
-        return update_one(s, STMT_POD_SET_DESIRED, "sandbox", pod_id, bind_one_text, d, NULL,
+        return update_one(s, STMT_POD_SET_DESIRED, "sandbox", pod_id, bind_one_text, d, NULL, NULL,
                           reterr);
 }
 
@@ -1472,7 +1501,7 @@ int rkl_store_pod_set_observed(rkl_store *s, const char *pod_id, const rkl_pod_o
         _cleanup_free_ char *message = sanitize_text(o->message);
         pod_observed_args a = {o, reason, message};
         return update_one(s, STMT_POD_SET_OBSERVED, "sandbox", pod_id, bind_pod_observed, &a, NULL,
-                          reterr);
+                          NULL, reterr);
 }
 
 int rkl_store_pod_set_rkt_uuid(rkl_store *s, const char *pod_id, const char *uuid,
@@ -1483,7 +1512,7 @@ int rkl_store_pod_set_rkt_uuid(rkl_store *s, const char *pod_id, const char *uui
             (uuid && (r = check_rkt_uuid(uuid, reterr)) < 0))
                 return r;
         return update_one(s, STMT_POD_SET_RKT_UUID, "sandbox", pod_id, bind_one_text, uuid, NULL,
-                          reterr);
+                          NULL, reterr);
 }
 
 int rkl_store_pod_set_unit_name(rkl_store *s, const char *pod_id, const char *unit,
@@ -1494,7 +1523,7 @@ int rkl_store_pod_set_unit_name(rkl_store *s, const char *pod_id, const char *un
             (unit && (r = check_unit_name(unit, reterr)) < 0))
                 return r;
         return update_one(s, STMT_POD_SET_UNIT_NAME, "sandbox", pod_id, bind_one_text, unit, NULL,
-                          reterr);
+                          NULL, reterr);
 }
 
 static int record_error(rkl_store *s, stmt_id id, const char *kind, const char *obj_id,
@@ -1506,7 +1535,7 @@ static int record_error(rkl_store *s, stmt_id id, const char *kind, const char *
                 return r;
         _cleanup_free_ char *e = sanitize_text(error ? error : "unknown error");
         error_args a = {e, next_retry_ns};
-        r = update_one(s, id, kind, obj_id, bind_error, &a, &attempts, reterr);
+        r = update_one(s, id, kind, obj_id, bind_error, &a, &attempts, NULL, reterr);
         if (r < 0)
                 return r;
         return attempts > INT32_MAX ? INT32_MAX : (int)attempts;
@@ -1528,7 +1557,7 @@ int rkl_store_pod_clear_error(rkl_store *s, const char *pod_id, rkl_error *reter
         if (r < 0)
                 return r;
         return update_one(s, STMT_POD_CLEAR_ERROR, "sandbox", pod_id, bind_nothing, NULL, NULL,
-                          reterr);
+                          NULL, reterr);
 }
 
 static int delete_one(rkl_store *s, stmt_id id, const char *kind, const char *obj_id,
@@ -1595,10 +1624,11 @@ int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static R
 
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
                                const char *app_name, const rkl_container_spec *spec,
-                               rkl_error *reterr)
+                               rkl_container_record **ret, rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
         int r;
 
         if ((r = check_id("container_id", ctr_id, reterr)) < 0 ||
@@ -1636,29 +1666,22 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         bind_text(st, 11, annotations);
         if ((r = step_done(s, st, "insert container", reterr)) < 0)
                 return rkl_error_prefix(reterr, "container '%s'", ctr_id);
-        return tx_commit(&tx, reterr);
+        if ((ret && (r = ctr_get(s, ctr_id, &rec, reterr)) < 0) || (r = tx_commit(&tx, reterr)) < 0)
+                return r;
+        if (ret)
+                *ret = TAKE_PTR(rec);
+        return 0;
 }
 
 int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
                             rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
         _cleanup_(rkl_container_record_freep) rkl_container_record *c = NULL;
         int r;
         if ((r = check_id("container_id", ctr_id, reterr)) < 0 ||
-            (r = tx_begin_read(s, &tx, reterr)) < 0 ||
-            (r = use(s, STMT_CTR_SELECT, &st, reterr)) < 0)
-                return r;
-        bind_text(st, 1, ctr_id);
-        if ((r = step_row(s, st, "select container", reterr)) < 0)
-                return r;
-        if (r == 0)
-                return rkl_error_set(reterr, -ENOENT, "container '%s' not found", ctr_id);
-        if ((r = read_ctr_row(st, &c, reterr)) < 0)
-                return r;
-        (void)sqlite3_reset(st);
-        if ((r = tx_commit(&tx, reterr)) < 0)
+            (r = tx_begin_read(s, &tx, reterr)) < 0 || (r = ctr_get(s, ctr_id, &c, reterr)) < 0 ||
+            (r = tx_commit(&tx, reterr)) < 0)
                 return r;
         *ret = TAKE_PTR(c);
         return 0;
@@ -1733,19 +1756,6 @@ int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter
         return r;
 }
 
-int rkl_store_container_set_desired(rkl_store *s, const char *ctr_id, rkl_ctr_desired desired,
-                                    rkl_error *reterr)
-{
-        const char *d = rkl_ctr_desired_to_string(desired);
-        int r = check_id("container_id", ctr_id, reterr);
-        if (r < 0)
-                return r;
-        if (!d)
-                return rkl_error_set(reterr, -EINVAL, "desired: unknown state %d", (int)desired);
-        return update_one(s, STMT_CTR_SET_DESIRED, "container", ctr_id, bind_one_text, d, NULL,
-                          reterr);
-}
-
 static int bind_one_int(sqlite3_stmt *st, const void *arg)
 {
         bind_int(st, 2, *(const int64_t *)arg);
@@ -1753,7 +1763,7 @@ static int bind_one_int(sqlite3_stmt *st, const void *arg)
 }
 
 int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
-                             rkl_error *reterr)
+                             rkl_container_record **ret, rkl_error *reterr)
 {
         int r = check_id("container_id", ctr_id, reterr);
         if (r < 0)
@@ -1761,7 +1771,46 @@ int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_
         if (deadline_ns <= 0)
                 return rkl_error_set(reterr, -EINVAL, "stop deadline: must be positive");
         return update_one(s, STMT_CTR_STOP, "container", ctr_id, bind_one_int, &deadline_ns, NULL,
-                          reterr);
+                          ret, reterr);
+}
+
+int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+                              rkl_error *reterr)
+{
+        _cleanup_tx_ rkl_store *tx = NULL;
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_(rkl_container_record_freep) rkl_container_record *c = NULL;
+        int r;
+
+        /* Look and change in one write transaction: a stop or remove in between cannot
+         * slip past the checks. */
+        if ((r = check_id("container_id", ctr_id, reterr)) < 0 ||
+            (r = tx_begin_write(s, &tx, reterr)) < 0 || (r = ctr_get(s, ctr_id, &c, reterr)) < 0)
+                return r;
+        if (c->desired == RKL_CTR_DESIRED_STOPPED)
+                return rkl_error_set(reterr, -EBADFD, "container %s is stopped", ctr_id);
+        if (c->observed.phase == RKL_CTR_PHASE_EXITED)
+                return rkl_error_set(reterr, -EBADFD, "container %s has already run and exited",
+                                     ctr_id);
+        if (c->desired == RKL_CTR_DESIRED_RUNNING) {
+                /* Asked for already: nothing to write (tx rolls back the generation bump). */
+                if (ret)
+                        *ret = TAKE_PTR(c);
+                return 0;
+        }
+        if ((r = use(s, STMT_CTR_SET_DESIRED, &st, reterr)) < 0)
+                return r;
+        bind_text(st, 1, ctr_id);
+        bind_text(st, 2, rkl_ctr_desired_to_string(RKL_CTR_DESIRED_RUNNING));
+        bind_int(st, 3, (int64_t)s->tx_generation);
+        c->desired = RKL_CTR_DESIRED_RUNNING;
+        c->book.version = s->tx_generation;
+        if ((r = step_done(s, st, "start container", reterr)) < 0 ||
+            (r = tx_commit(&tx, reterr)) < 0)
+                return r;
+        if (ret)
+                *ret = TAKE_PTR(c);
+        return 1;
 }
 
 typedef struct ctr_observed_args {
@@ -1806,7 +1855,7 @@ int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
         _cleanup_free_ char *message = sanitize_text(o->message);
         ctr_observed_args a = {o, reason, message};
         return update_one(s, STMT_CTR_SET_OBSERVED, "container", ctr_id, bind_ctr_observed, &a,
-                          NULL, reterr);
+                          NULL, NULL, reterr);
 }
 
 int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,
@@ -1825,7 +1874,7 @@ int rkl_store_container_clear_error(rkl_store *s, const char *ctr_id, rkl_error 
         if (r < 0)
                 return r;
         return update_one(s, STMT_CTR_CLEAR_ERROR, "container", ctr_id, bind_nothing, NULL, NULL,
-                          reterr);
+                          NULL, reterr);
 }
 
 int rkl_store_container_delete(rkl_store *s, const char *ctr_id, rkl_error *reterr)

@@ -129,9 +129,12 @@ typedef struct rkl_pod_filter {
         const rkl_kvs *label_selector; /* every pair must be among the labels */
 } rkl_pod_filter;
 
+/* Writes that change one object can hand back its record as they committed it (ret, when
+ * not NULL; the caller frees it): what the cache publishes, without reading it again. */
+
 /* Records a new sandbox with the caller's fresh ID: desired ready, phase pending. */
 int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *spec,
-                         rkl_error *reterr);
+                         rkl_pod_record **ret, rkl_error *reterr);
 int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
 int rkl_store_pod_list(rkl_store *s, const rkl_pod_filter *filter, rkl_pod_record ***ret,
@@ -211,7 +214,7 @@ typedef struct rkl_container_filter {
  * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*). */
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
                                const char *app_name, const rkl_container_spec *spec,
-                               rkl_error *reterr);
+                               rkl_container_record **ret, rkl_error *reterr);
 int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
                             rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
@@ -220,12 +223,14 @@ int rkl_store_container_list(rkl_store *s, const rkl_container_filter *filter,
 typedef int (*rkl_store_container_cb)(const rkl_container_record *ctr, void *userdata);
 int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter,
                                 rkl_store_container_cb cb, void *userdata, rkl_error *reterr);
-int rkl_store_container_set_desired(rkl_store *s, const char *ctr_id, rkl_ctr_desired desired,
-                                    rkl_error *reterr);
 /* StopContainer: desired stopped, and SIGKILL at deadline_ns (realtime) for an app still
  * running then. A repeated stop keeps the earliest deadline. */
 int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
-                             rkl_error *reterr);
+                             rkl_container_record **ret, rkl_error *reterr);
+/* StartContainer: desired running, unless the container is stopped or has run and exited
+ * (-EBADFD). Returns 1 when it changed, 0 when it was wanted running already. */
+int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+                              rkl_error *reterr);
 int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
                                      const rkl_container_observed *o, rkl_error *reterr);
 int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,

@@ -1097,7 +1097,7 @@ static void test_cache_follows_store(void **state)
         spec.uid = rkl_xstrdup("u");
         spec.namespace = rkl_xstrdup("ns");
         rkl_id_new(id);
-        expect_ok(rkl_store_pod_create(f->store, id, &spec, &err));
+        expect_ok(rkl_store_pod_create(f->store, id, &spec, NULL, &err));
         expect_error(pod_status(f, id, false, &ps, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, id);
         expect_ok(stop_pod(f, id, &err));
         expect_ok(pod_status(f, id, false, &ps, &err));

@@ -49,7 +49,7 @@ static int run(const char *dir, bool full, unsigned n)
                 rkl_pod_spec p;
                 (void)snprintf(id, sizeof(id), "%064x", i + 1);
                 spec(&p, i);
-                r = rkl_store_pod_create(s, id, &p, &e);
+                r = rkl_store_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (r < 0)
                         goto fail;

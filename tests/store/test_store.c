@@ -324,7 +324,7 @@ static void create_pod(rkl_store *s, const char *id, const char *name, uint32_t 
 {
         rkl_pod_spec p;
         minimal_pod_spec(&p, name, attempt);
-        OK(rkl_store_pod_create(s, id, &p, &e_));
+        OK(rkl_store_pod_create(s, id, &p, NULL, &e_));
         rkl_pod_spec_done(&p);
 }
 
@@ -333,7 +333,7 @@ static void create_ctr(rkl_store *s, const char *id, const char *pod_id, const c
 {
         rkl_container_spec c;
         minimal_ctr_spec(&c, name, attempt);
-        OK(rkl_store_container_create(s, id, pod_id, app, &c, &e_));
+        OK(rkl_store_container_create(s, id, pod_id, app, &c, NULL, &e_));
         rkl_container_spec_done(&c);
 }
 
@@ -492,7 +492,7 @@ static void test_garbage_refused_untouched(void **state)
                 make_id(id, "", i + 1);
                 rkl_pod_spec p;
                 fill_pod_spec(&p, "pod", i);
-                OK(rkl_store_pod_create(f->s, id, &p, &e_));
+                OK(rkl_store_pod_create(f->s, id, &p, NULL, &e_));
                 rkl_pod_spec_done(&p);
         }
         f->s = rkl_store_close(f->s); /* checkpoints the WAL into the file */
@@ -570,7 +570,7 @@ static void test_migration_atomic(void **state)
         FAILS(-ENOENT, rkl_store_container_create(
                            f->s, "1111111111111111111111111111111111111111111111111111111111111111",
                            "2222222222222222222222222222222222222222222222222222222222222222",
-                           "app", &(rkl_container_spec){.name = name, .image = image}, &e_));
+                           "app", &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
         /* And this binary now refuses the database it migrated past its knowledge. */
         FAILS(-EPROTONOSUPPORT,
               rkl_store__migrate(f->s, rkl_store__migrations, rkl_store__n_migrations, &e_));
@@ -677,7 +677,7 @@ static void test_pod_roundtrip(void **state)
 
         fill_pod_spec(&spec, "web-0", UINT32_MAX);
         int64_t before = rkl_realtime_nsec();
-        OK(rkl_store_pod_create(f->s, id, &spec, &e_));
+        OK(rkl_store_pod_create(f->s, id, &spec, NULL, &e_));
         int64_t after = rkl_realtime_nsec();
         OK(rkl_store_pod_get(f->s, id, &p, &e_));
         assert_string_equal(p->id, id);
@@ -699,7 +699,7 @@ static void test_pod_roundtrip(void **state)
         /* A minimal spec: what was NULL comes back NULL. */
         const char *id2 = "1123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         minimal_pod_spec(&spec, "min", 0);
-        OK(rkl_store_pod_create(f->s, id2, &spec, &e_));
+        OK(rkl_store_pod_create(f->s, id2, &spec, NULL, &e_));
         OK(rkl_store_pod_get(f->s, id2, &p, &e_));
         assert_pod_spec_eq(&p->spec, &spec);
         assert_null(p->spec.dns_servers);
@@ -803,7 +803,7 @@ static void test_container_roundtrip(void **state)
 
         create_pod(f->s, pod, "p", 0);
         fill_ctr_spec(&spec, "busybox", 3);
-        OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", &spec, &e_));
+        OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
         assert_string_equal(c->id, id);
         assert_string_equal(c->sandbox_id, pod);
@@ -818,7 +818,7 @@ static void test_container_roundtrip(void **state)
         char reason[] = "OOMKilled", message[] = "killed: memory", ref[] = "sha512-abc";
         rkl_container_observed o = {
             RKL_CTR_PHASE_EXITED, 77, true, 137, 10, 20, 30, reason, message, ref};
-        OK(rkl_store_container_set_desired(f->s, id, RKL_CTR_DESIRED_RUNNING, &e_));
+        OK(rkl_store_container_start(f->s, id, NULL, &e_));
         OK(rkl_store_container_set_observed(f->s, id, &o, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
         assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
@@ -852,7 +852,7 @@ static void test_container_roundtrip(void **state)
         /* A minimal spec. */
         const char *id2 = "c000000000000000000000000000000000000000000000000000000000000002";
         minimal_ctr_spec(&spec, "min", 0);
-        OK(rkl_store_container_create(f->s, id2, pod, "c2", &spec, &e_));
+        OK(rkl_store_container_create(f->s, id2, pod, "c2", &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id2, &c, &e_));
         assert_ctr_spec_eq(&c->spec, &spec);
         assert_false(c->spec.has_run_as_user);
@@ -876,27 +876,27 @@ static void test_constraints(void **state)
 
         create_pod(f->s, p1, "web", 0);
         minimal_pod_spec(&ps, "web", 0);
-        FAILS(-EEXIST, rkl_store_pod_create(f->s, p1, &ps, &e_)); /* same ID */
-        FAILS(-EEXIST, rkl_store_pod_create(f->s, p2, &ps, &e_)); /* same name and attempt */
+        FAILS(-EEXIST, rkl_store_pod_create(f->s, p1, &ps, NULL, &e_)); /* same ID */
+        FAILS(-EEXIST, rkl_store_pod_create(f->s, p2, &ps, NULL, &e_)); /* same name and attempt */
         ps.attempt = 1;
-        OK(rkl_store_pod_create(f->s, p2, &ps, &e_)); /* next attempt */
+        OK(rkl_store_pod_create(f->s, p2, &ps, NULL, &e_)); /* next attempt */
         rkl_pod_spec_done(&ps);
 
         create_ctr(f->s, c1, p1, "app1", "nginx", 0);
         minimal_ctr_spec(&cs, "nginx", 0);
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c1, p1, "app9", &cs, &e_)); /* ID */
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app2", &cs, &e_)); /* name */
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c1, p1, "app9", &cs, NULL, &e_)); /* ID */
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app2", &cs, NULL, &e_)); /* name */
         cs.attempt = 1;
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app1", &cs, &e_)); /* app */
-        OK(rkl_store_container_create(f->s, c2, p1, "app2", &cs, &e_));
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app1", &cs, NULL, &e_)); /* app */
+        OK(rkl_store_container_create(f->s, c2, p1, "app2", &cs, NULL, &e_));
         cs.attempt = 0;
         /* Same name and app name in another sandbox is fine. */
-        OK(rkl_store_container_create(f->s, c3, p2, "app1", &cs, &e_));
+        OK(rkl_store_container_create(f->s, c3, p2, "app1", &cs, NULL, &e_));
         /* A container needs its sandbox. */
         FAILS(-ENOENT, rkl_store_container_create(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000c4",
                            "00000000000000000000000000000000000000000000000000000000000000a9", "x",
-                           &cs, &e_));
+                           &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
 }
 
@@ -1035,11 +1035,11 @@ static void test_invalid_input(void **state)
             "00000000000000000000000000000000000000000000000000000000000000a1a"};
         for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
                 e = (rkl_error)RKL_ERROR_INIT;
-                assert_int_equal(rkl_store_pod_create(f->s, bad_ids[i], &p, &e), -EINVAL);
+                assert_int_equal(rkl_store_pod_create(f->s, bad_ids[i], &p, NULL, &e), -EINVAL);
                 assert_non_null(strstr(e.msg, "pod_sandbox_id"));
         }
-        assert_int_equal(rkl_store_pod_create(f->s, NULL, &p, NULL), -EINVAL);
-        assert_int_equal(rkl_store_pod_create(f->s, pod, NULL, NULL), -EINVAL);
+        assert_int_equal(rkl_store_pod_create(f->s, NULL, &p, NULL, NULL), -EINVAL);
+        assert_int_equal(rkl_store_pod_create(f->s, pod, NULL, NULL, NULL), -EINVAL);
         rkl_pod_spec_done(&p);
 
         /* Pod fields: each case names its field. */
@@ -1047,7 +1047,7 @@ static void test_invalid_input(void **state)
                 fill_pod_spec(&p, "web", 0);
                 mutate_pod(&p, i);
                 e = (rkl_error)RKL_ERROR_INIT;
-                int r = rkl_store_pod_create(f->s, pod, &p, &e);
+                int r = rkl_store_pod_create(f->s, pod, &p, NULL, &e);
                 if (r != -EINVAL || !strstr(e.msg, pod_case_field[i]))
                         fail_msg("case %d: want -EINVAL naming '%s', got %d '%s'", i,
                                  pod_case_field[i], r, e.msg);
@@ -1064,29 +1064,30 @@ static void test_invalid_input(void **state)
         const char *bad_apps[] = {"", "App", "-a", "a-", "a--b", "a_b", "a/b", NULL};
         for (size_t i = 0; i < ELEMENTSOF(bad_apps); i++) {
                 minimal_ctr_spec(&c, "c", 0);
-                FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, bad_apps[i], &c, &e_));
+                FAILS(-EINVAL,
+                      rkl_store_container_create(f->s, ctr, pod, bad_apps[i], &c, NULL, &e_));
                 rkl_container_spec_done(&c);
         }
         minimal_ctr_spec(&c, "c", 0);
         free(c.image);
         c.image = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "image"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);
         free(c.mounts[1].container_path);
         c.mounts[1].container_path = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "mounts[1].container_path"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);
         c.seccomp = 9;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, &e_));
+        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e_));
         c.seccomp = RKL_SECCOMP_UNCONFINED;
         c.mounts[0].propagation = 5;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, &e_));
+        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e_));
         rkl_container_spec_done(&c);
         FAILS(-ENOENT, rkl_store_container_get(f->s, ctr, &(rkl_container_record *){NULL}, &e_));
 
@@ -1095,7 +1096,6 @@ static void test_invalid_input(void **state)
         uint64_t g2 = generation(f->s);
         FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, 7, &e_));
         FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, _RKL_POD_DESIRED_INVALID, &e_));
-        FAILS(-EINVAL, rkl_store_container_set_desired(f->s, ctr, 3, &e_));
         FAILS(-EINVAL, rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.phase = 4}, &e_));
         FAILS(-EINVAL, rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.pid = -1}, &e_));
         FAILS(-EINVAL,
@@ -1139,7 +1139,7 @@ static void test_all_or_nothing(void **state)
         fill_pod_spec(&p, "web", 0);
         rkl_kvs_add(&p.annotations, "boom", "");
         rkl_error e = RKL_ERROR_INIT;
-        assert_true(rkl_store_pod_create(f->s, pod, &p, &e) < 0);
+        assert_true(rkl_store_pod_create(f->s, pod, &p, NULL, &e) < 0);
         assert_non_null(strstr(e.msg, "injected"));
         rkl_pod_spec_done(&p);
         assert_int_equal(generation(f->s), g);
@@ -1149,7 +1149,7 @@ static void test_all_or_nothing(void **state)
         g = generation(f->s);
         fill_ctr_spec(&c, "c", 0);
         rkl_kvs_add(&c.annotations, "boom", "");
-        assert_true(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL) < 0);
+        assert_true(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, NULL) < 0);
         rkl_container_spec_done(&c);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 0);
@@ -1250,13 +1250,13 @@ static void test_cascade_and_stop(void **state)
         create_pod(f->s, p1, "a", 0);
         create_pod(f->s, p2, "b", 0);
         fill_ctr_spec(&cs, "one", 0);
-        OK(rkl_store_container_create(f->s, c1, p1, "one", &cs, &e_));
+        OK(rkl_store_container_create(f->s, c1, p1, "one", &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         fill_ctr_spec(&cs, "two", 0);
-        OK(rkl_store_container_create(f->s, c2, p1, "two", &cs, &e_));
+        OK(rkl_store_container_create(f->s, c2, p1, "two", &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         create_ctr(f->s, c3, p2, "one", "one", 0);
-        OK(rkl_store_container_set_desired(f->s, c2, RKL_CTR_DESIRED_RUNNING, &e_));
+        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
 
         /* StopPodSandbox: the sandbox and its containers, not the neighbour's. */
         OK(rkl_store_pod_stop(f->s, p1, &e_));
@@ -1300,22 +1300,95 @@ static void test_container_stop_deadline(void **state)
         c = rkl_container_record_free(c);
 
         /* A later, longer stop never pushes a deadline back; a shorter one brings it in. */
-        OK(rkl_store_container_stop(f->s, c1, 2000, &e_));
-        OK(rkl_store_container_stop(f->s, c1, 5000, &e_));
+        OK(rkl_store_container_stop(f->s, c1, 2000, NULL, &e_));
+        OK(rkl_store_container_stop(f->s, c1, 5000, NULL, &e_));
         OK(rkl_store_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
         assert_int_equal(c->stop_deadline_ns, 2000);
         assert_true(c->book.version > v0);
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_stop(f->s, c1, 1000, &e_));
+        OK(rkl_store_container_stop(f->s, c1, 1000, NULL, &e_));
         OK(rkl_store_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->stop_deadline_ns, 1000);
         c = rkl_container_record_free(c);
 
-        FAILS(-EINVAL, rkl_store_container_stop(f->s, c1, 0, &e_));
+        FAILS(-EINVAL, rkl_store_container_stop(f->s, c1, 0, NULL, &e_));
         FAILS(-ENOENT, rkl_store_container_stop(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000d9",
-                           1000, &e_));
+                           1000, NULL, &e_));
+}
+
+/* What a write hands back is what it committed: the record a get reads afterwards. */
+static void assert_same_ctr(rkl_store *s, const rkl_container_record *got)
+{
+        rkl_container_record *c = NULL;
+        OK(rkl_store_container_get(s, got->id, &c, &e_));
+        assert_int_equal(got->desired, c->desired);
+        assert_int_equal(got->observed.phase, c->observed.phase);
+        assert_int_equal(got->book.version, c->book.version);
+        assert_int_equal(got->book.accepted_ns, c->book.accepted_ns);
+        assert_int_equal(got->stop_deadline_ns, c->stop_deadline_ns);
+        assert_string_equal(got->app_name, c->app_name);
+        assert_int_equal(got->spec.labels.n, c->spec.labels.n);
+        rkl_container_record_free(c);
+}
+
+static void test_writes_hand_back_records(void **state)
+{
+        fixture *f = *state;
+        const char *p1 = "00000000000000000000000000000000000000000000000000000000000000b2";
+        const char *c1 = "00000000000000000000000000000000000000000000000000000000000000d2";
+        const char *c2 = "00000000000000000000000000000000000000000000000000000000000000d3";
+        rkl_pod_record *p = NULL;
+        rkl_container_record *c = NULL;
+        rkl_pod_spec ps;
+        rkl_container_spec cs;
+
+        fill_pod_spec(&ps, "web", 0);
+        OK(rkl_store_pod_create(f->s, p1, &ps, &p, &e_));
+        assert_string_equal(p->spec.name, "web");
+        assert_int_equal(p->spec.labels.n, ps.labels.n);
+        assert_int_equal(p->book.version, generation(f->s));
+        p = rkl_pod_record_free(p);
+        rkl_pod_spec_done(&ps);
+
+        fill_ctr_spec(&cs, "one", 0);
+        OK(rkl_store_container_create(f->s, c1, p1, "one", &cs, &c, &e_));
+        assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
+        assert_same_ctr(f->s, c);
+        c = rkl_container_record_free(c);
+        rkl_container_spec_done(&cs);
+
+        /* Start: changed once, then asked for already (nothing written). */
+        uint64_t g = generation(f->s);
+        assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 1);
+        assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
+        assert_int_equal(c->book.version, g + 1);
+        assert_same_ctr(f->s, c);
+        c = rkl_container_record_free(c);
+        assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 0);
+        assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
+        assert_int_equal(generation(f->s), g + 1);
+        c = rkl_container_record_free(c);
+
+        /* Not after it ran and exited, nor once stopped. */
+        OK(rkl_store_container_set_observed(
+            f->s, c1, &(rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED}, &e_));
+        rkl_error e = RKL_ERROR_INIT;
+        assert_int_equal(rkl_store_container_start(f->s, c1, NULL, &e), -EBADFD);
+        assert_non_null(strstr(e.msg, "exited"));
+        create_ctr(f->s, c2, p1, "two", "two", 0);
+        OK(rkl_store_container_stop(f->s, c2, 1000, &c, &e_));
+        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->stop_deadline_ns, 1000);
+        assert_same_ctr(f->s, c);
+        c = rkl_container_record_free(c);
+        e = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(rkl_store_container_start(f->s, c2, NULL, &e), -EBADFD);
+        assert_non_null(strstr(e.msg, "stopped"));
+        FAILS(-ENOENT, rkl_store_container_start(
+                           f->s, "00000000000000000000000000000000000000000000000000000000000000d9",
+                           NULL, &e_));
 }
 
 /* Another process must see this one as a user of the database while its connections are
@@ -1385,7 +1458,7 @@ static void test_list_filters(void **state)
                 minimal_pod_spec(&p, "p", i);
                 rkl_kvs_add(&p.labels, "app", i % 2 ? "odd" : "even");
                 rkl_kvs_add(&p.labels, "tier", i < 3 ? "front" : "back");
-                OK(rkl_store_pod_create(f->s, ids[i], &p, &e_));
+                OK(rkl_store_pod_create(f->s, ids[i], &p, NULL, &e_));
                 rkl_pod_spec_done(&p);
         }
         OK(rkl_store_pod_set_desired(f->s, ids[4], RKL_POD_DESIRED_STOPPED, &e_));
@@ -1438,7 +1511,7 @@ static void test_list_filters(void **state)
         create_ctr(f->s, c1, ids[0], "a1", "one", 0);
         create_ctr(f->s, c2, ids[0], "a2", "two", 0);
         create_ctr(f->s, c3, ids[1], "a1", "one", 0);
-        OK(rkl_store_container_set_desired(f->s, c2, RKL_CTR_DESIRED_RUNNING, &e_));
+        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
         OK(rkl_store_container_list(f->s, &(rkl_container_filter){.sandbox_id = ids[0]}, &ca, &n,
                                     &e_));
         assert_int_equal(n, 2);
@@ -1484,7 +1557,7 @@ static void test_views(void **state)
             &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING,
                                 .started_ns = INT64_C(1700000000500000000)},
             &e_));
-        OK(rkl_store_container_set_desired(f->s, c2, RKL_CTR_DESIRED_RUNNING, &e_));
+        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
         OK(rkl_store_container_set_observed(
             f->s, c2, &(rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED}, &e_));
         OK(rkl_store_pod_record_error(f->s, p2, "boom", 5, &e_));
@@ -1526,7 +1599,7 @@ static void *writer_main(void *arg)
                 make_id(id, "", w->base + i);
                 (void)snprintf(name, sizeof(name), "pod-%u", w->base + i);
                 fill_pod_spec(&p, name, 0);
-                w->r = rkl_store_pod_create(s, id, &p, &e);
+                w->r = rkl_store_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (w->r >= 0)
                         w->r = rkl_store_pod_set_observed(
@@ -1585,6 +1658,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_generation, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_cascade_and_stop, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_list_filters, setup_memory, teardown_memory),
+            cmocka_unit_test_setup_teardown(test_writes_hand_back_records, setup_file,
+                                            teardown_dir),
             cmocka_unit_test_setup_teardown(test_container_stop_deadline, setup_memory,
                                             teardown_memory),
             cmocka_unit_test_setup_teardown(test_other_process_sees_us, setup_file, teardown_dir),

@@ -92,7 +92,7 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                 rkl_pod_spec p;
                 pod_id(id, i);
                 full_pod_spec(&p, i);
-                r = rkl_store_pod_create(s, id, &p, &e);
+                r = rkl_store_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (r < 0)
                         break;
@@ -102,7 +102,7 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                         (void)snprintf(app, sizeof(app), "app-%u", i);
                         rkl_container_spec c = {.name = name, .image = image};
                         ctr_id(cid, i);
-                        if ((r = rkl_store_container_create(s, cid, id, app, &c, &e)) < 0)
+                        if ((r = rkl_store_container_create(s, cid, id, app, &c, NULL, &e)) < 0)
                                 break;
                         send_ack(OP_CTR, i);
                 }
