@@ -43,8 +43,10 @@ typedef struct rkl_api_ctx {
         rkl_images *images;         /* cfg->images */
         rkl_arena *arena;
         /* A handler may answer with bytes it encoded itself (list replies assembled from
-         * cached item encodings): the server then sends them instead of packing resp. */
-        const unsigned char *raw;
+         * cached item encodings): the server then sends them instead of packing resp, and
+         * frees them (malloc'd: a megabyte at a thousand containers is sent without a
+         * copy). */
+        unsigned char *raw;
         size_t raw_len;
         /* Run again by rkl_api_defer_until() on a worker: answer with what there is, and
          * without ctx->store (NULL: the connection belongs to another thread). */

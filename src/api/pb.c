@@ -62,13 +62,14 @@ void rkl_api_pb_raw_repeated(rkl_api_ctx *ctx, uint32_t field, const rkl_blob *c
         size_t total = 0;
         for (size_t i = 0; i < n; i++)
                 total += varint(key, NULL) + varint(items[i]->len, NULL) + items[i]->len;
-        unsigned char *buf = rkl_arena_alloc(ctx->arena, total), *p = buf;
+        unsigned char *buf = rkl_xmalloc(total ? total : 1), *p = buf;
         for (size_t i = 0; i < n; i++) {
                 p += varint(key, p);
                 p += varint(items[i]->len, p);
                 memcpy(p, items[i]->data, items[i]->len);
                 p += items[i]->len;
         }
+        free(ctx->raw);
         ctx->raw = buf;
         ctx->raw_len = total;
 }

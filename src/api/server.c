@@ -10,6 +10,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +26,8 @@
 
 #define MAX_MESSAGE      (16 * 1024 * 1024) /* kubelet's limit */
 #define REQUESTS_ARMED   2                  /* pending requests per method per queue */
+#define BIG_REPLY        (256 * 1024)       /* bytes: a List of a few hundred objects */
+#define BIG_REPLY_BURST  4                  /* big replies at once that trim the heap after */
 #define DEFERRED_THREADS 4                  /* slow calls (pulls, exec) at once */
 
 typedef struct method {
@@ -54,6 +57,9 @@ struct rkl_api_server {
         size_t n_workers;
         atomic_bool shutting_down;
         rkl_workpool *pool; /* deferred calls */
+        /* Replies of BIG_REPLY bytes or more being sent, and the most at once since none
+         * was: see reply_done(). */
+        atomic_uint big_in_flight, big_peak;
         bool listening, started, shut_down;
 };
 
@@ -87,15 +93,36 @@ struct rkl_api_call {
         atomic_bool cancel_seen;     /* set once that op completed with cancelled=1 */
         const ProtobufCMessage *req; /* in the arena */
         ProtobufCMessage *resp;      /* deferred calls: what the handler fills */
-        const unsigned char *raw;    /* an answer the handler encoded itself, in the arena */
+        unsigned char *raw;          /* an answer the handler encoded itself (malloc'd, ours) */
         size_t raw_len;
+        bool big; /* counted in big_in_flight until freed */
         rkl_arena *arena;
 };
+
+/* glibc keeps blocks freed in the heap once it has seen a big one freed (its mmap
+ * threshold rises), and a burst of megabyte List replies leaves tens of megabytes behind.
+ * When a burst of several ends, give the free memory back; a relist a second, one reply at
+ * a time, never pays for that. */
+static void reply_done(rkl_api_server *srv)
+{
+        if (atomic_fetch_sub(&srv->big_in_flight, 1) == 1 &&
+            atomic_exchange(&srv->big_peak, 0) >= BIG_REPLY_BURST)
+                (void)malloc_trim(0);
+}
+
+static void reply_started(rkl_api_server *srv)
+{
+        unsigned n = atomic_fetch_add(&srv->big_in_flight, 1) + 1;
+        unsigned peak = atomic_load(&srv->big_peak);
+        while (n > peak && !atomic_compare_exchange_weak(&srv->big_peak, &peak, n))
+                ;
+}
 
 static void call_free(rkl_api_call *c)
 {
         if (!c)
                 return;
+        free(c->raw);
         if (c->call)
                 grpc_call_unref(c->call);
         if (c->payload)
@@ -108,6 +135,8 @@ static void call_free(rkl_api_call *c)
         if (!c->m)
                 grpc_call_details_destroy(&c->details);
         rkl_arena_free(c->arena);
+        if (c->big)
+                reply_done(c->w->srv);
         free(c);
 }
 
@@ -307,8 +336,11 @@ static void call_answer(rkl_api_call *c, int r, const rkl_error *err)
         }
         grpc_slice s;
         if (c->raw) {
-                s = grpc_slice_malloc(c->raw_len);
-                memcpy(GRPC_SLICE_START_PTR(s), c->raw, c->raw_len);
+                s = grpc_slice_new(TAKE_PTR(c->raw), c->raw_len, free);
+                if (c->raw_len >= BIG_REPLY) {
+                        c->big = true;
+                        reply_started(c->w->srv);
+                }
         } else {
                 size_t n = protobuf_c_message_get_packed_size(c->resp);
                 s = grpc_slice_malloc(n);
