@@ -56,9 +56,9 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 return rkl_error_set(reterr, -ENOENT, "sandbox %s not found", pod->rec->id);
         if (r < 0)
                 return r;
-        rkl_api_publish_ctr_record(ctx, rec);
+        rkl_log_debug("container %s (%s) accepted in sandbox %s", id, rec->spec.name, pod->rec->id);
+        rkl_api_publish_ctr_record(ctx, rec); /* spec moved into rec: gone from here */
         rkl_api_kick(ctx);
-        rkl_log_debug("container %s (%s) accepted in sandbox %s", id, spec.name, pod->rec->id);
         resp->container_id = rkl_arena_strdup(ctx->arena, id);
         return 0;
 }

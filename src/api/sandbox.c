@@ -61,10 +61,10 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
                 return already_exists(ctx, &spec, reterr);
         if (r < 0)
                 return r;
-        rkl_api_publish_pod_record(ctx, rec);
+        rkl_log_debug("sandbox %s accepted for %s/%s (attempt %u)", id, rec->spec.namespace,
+                      rec->spec.name, rec->spec.attempt);
+        rkl_api_publish_pod_record(ctx, rec); /* spec moved into rec: gone from here */
         rkl_api_kick(ctx);
-        rkl_log_debug("sandbox %s accepted for %s/%s (attempt %u)", id, spec.namespace, spec.name,
-                      spec.attempt);
         resp->pod_sandbox_id = rkl_arena_strdup(ctx->arena, id);
         return 0;
 }

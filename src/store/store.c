@@ -434,6 +434,13 @@ static bool utf8_is_valid(const char *s)
         return true;
 }
 
+static bool str_ok(const char *v, size_t max, bool required)
+{
+        if (!v)
+                return !required;
+        return (!required || *v) && strnlen(v, max + 1) <= max && utf8_is_valid(v);
+}
+
 static int check_str(const char *field, const char *v, size_t max, bool required, rkl_error *reterr)
 {
         if (!v) {
@@ -467,10 +474,10 @@ static int check_strv(const char *field, char *const *l, size_t max_n, size_t ma
                 return rkl_error_set(reterr, -EINVAL, "%s: more than %zu entries", field, max_n);
         for (size_t i = 0; i < n; i++) {
                 char name[64];
+                if (str_ok(l[i], max_len, false))
+                        continue; /* names are made for messages only: lists are long */
                 (void)snprintf(name, sizeof(name), "%s[%zu]", field, i);
-                int r = check_str(name, l[i], max_len, false, reterr);
-                if (r < 0)
-                        return r;
+                return check_str(name, l[i], max_len, false, reterr);
         }
         return 0;
 }
@@ -484,17 +491,17 @@ static int check_kvs(const char *field, const rkl_kvs *l, size_t max_n, size_t m
                 return rkl_error_set(reterr, -EINVAL, "%s: entries missing", field);
         for (size_t i = 0; i < l->n; i++) {
                 char name[64];
-                int r;
-                (void)snprintf(name, sizeof(name), "%s[%zu].key", field, i);
-                r = check_str(name, l->items[i].key, max_key, true, reterr);
-                if (r < 0)
-                        return r;
-                (void)snprintf(name, sizeof(name), "%s['%.20s'].value", field, l->items[i].key);
-                if (!l->items[i].value)
-                        return rkl_error_set(reterr, -EINVAL, "%s: missing", name);
-                r = check_str(name, l->items[i].value, max_value, false, reterr);
-                if (r < 0)
-                        return r;
+                if (!str_ok(l->items[i].key, max_key, true)) {
+                        (void)snprintf(name, sizeof(name), "%s[%zu].key", field, i);
+                        return check_str(name, l->items[i].key, max_key, true, reterr);
+                }
+                if (!l->items[i].value || !str_ok(l->items[i].value, max_value, false)) {
+                        (void)snprintf(name, sizeof(name), "%s['%.20s'].value", field,
+                                       l->items[i].key);
+                        if (!l->items[i].value)
+                                return rkl_error_set(reterr, -EINVAL, "%s: missing", name);
+                        return check_str(name, l->items[i].value, max_value, false, reterr);
+                }
                 for (size_t j = 0; unique && j < i; j++)
                         if (streq(l->items[j].key, l->items[i].key))
                                 return rkl_error_set(reterr, -EINVAL, "%s: duplicate key '%s'",
@@ -1231,12 +1238,12 @@ static int pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_e
 
 /* Sandboxes. */
 
-int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *spec,
-                         rkl_pod_record **ret, rkl_error *reterr)
+int rkl_store_pod_create(rkl_store *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod_record **ret,
+                         rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        _cleanup_(rkl_pod_record_freep) rkl_pod_record *rec = NULL;
+        int64_t accepted = rkl_realtime_nsec();
         int r;
 
         if ((r = check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
@@ -1256,15 +1263,26 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *s
         bind_int(st, 5, spec->attempt);
         bind_text(st, 6, config);
         bind_int(st, 7, (int64_t)s->tx_generation);
-        bind_int(st, 8, rkl_realtime_nsec());
+        bind_int(st, 8, accepted);
         bind_text(st, 9, labels);
         bind_text(st, 10, annotations);
         if ((r = step_done(s, st, "insert sandbox", reterr)) < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", pod_id);
-        if ((ret && (r = pod_get(s, pod_id, &rec, reterr)) < 0) || (r = tx_commit(&tx, reterr)) < 0)
+        uint64_t version = s->tx_generation;
+        if ((r = tx_commit(&tx, reterr)) < 0)
                 return r;
-        if (ret)
-                *ret = TAKE_PTR(rec);
+        if (ret) {
+                /* The row as inserted, without reading it: the spec round-trips exactly. */
+                rkl_pod_record *p = rkl_xnew0(rkl_pod_record, 1);
+                memcpy(p->id, pod_id, sizeof(p->id));
+                p->spec = *spec;
+                *spec = (rkl_pod_spec){0};
+                p->desired = RKL_POD_DESIRED_READY;
+                p->observed.phase = RKL_POD_PHASE_PENDING;
+                p->book.version = version;
+                p->book.accepted_ns = accepted;
+                *ret = p;
+        }
         return 0;
 }
 
@@ -1623,12 +1641,12 @@ int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static R
 /* Containers. */
 
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
-                               const char *app_name, const rkl_container_spec *spec,
+                               const char *app_name, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
+        int64_t accepted = rkl_realtime_nsec();
         int r;
 
         if ((r = check_id("container_id", ctr_id, reterr)) < 0 ||
@@ -1661,15 +1679,27 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         bind_text(st, 6, config);
         bind_text(st, 7, app_name);
         bind_int(st, 8, (int64_t)s->tx_generation);
-        bind_int(st, 9, rkl_realtime_nsec());
+        bind_int(st, 9, accepted);
         bind_text(st, 10, labels);
         bind_text(st, 11, annotations);
         if ((r = step_done(s, st, "insert container", reterr)) < 0)
                 return rkl_error_prefix(reterr, "container '%s'", ctr_id);
-        if ((ret && (r = ctr_get(s, ctr_id, &rec, reterr)) < 0) || (r = tx_commit(&tx, reterr)) < 0)
+        uint64_t version = s->tx_generation;
+        if ((r = tx_commit(&tx, reterr)) < 0)
                 return r;
-        if (ret)
-                *ret = TAKE_PTR(rec);
+        if (ret) {
+                rkl_container_record *c = rkl_xnew0(rkl_container_record, 1);
+                memcpy(c->id, ctr_id, sizeof(c->id));
+                memcpy(c->sandbox_id, pod_id, sizeof(c->sandbox_id));
+                c->spec = *spec;
+                *spec = (rkl_container_spec){0};
+                c->app_name = rkl_xstrdup(app_name);
+                c->desired = RKL_CTR_DESIRED_CREATED;
+                c->observed.phase = RKL_CTR_PHASE_CREATED;
+                c->book.version = version;
+                c->book.accepted_ns = accepted;
+                *ret = c;
+        }
         return 0;
 }
 

@@ -130,11 +130,12 @@ typedef struct rkl_pod_filter {
 } rkl_pod_filter;
 
 /* Writes that change one object can hand back its record as they committed it (ret, when
- * not NULL; the caller frees it): what the cache publishes, without reading it again. */
+ * not NULL; the caller frees it): what the cache publishes, without reading it again. The
+ * creates then move *spec into the record (leaving it zeroed) instead of copying it. */
 
 /* Records a new sandbox with the caller's fresh ID: desired ready, phase pending. */
-int rkl_store_pod_create(rkl_store *s, const char *pod_id, const rkl_pod_spec *spec,
-                         rkl_pod_record **ret, rkl_error *reterr);
+int rkl_store_pod_create(rkl_store *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod_record **ret,
+                         rkl_error *reterr);
 int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
 int rkl_store_pod_list(rkl_store *s, const rkl_pod_filter *filter, rkl_pod_record ***ret,
@@ -213,7 +214,7 @@ typedef struct rkl_container_filter {
 /* Records a new container in an existing sandbox (-ENOENT if it is not there): desired
  * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*). */
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
-                               const char *app_name, const rkl_container_spec *spec,
+                               const char *app_name, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr);
 int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
                             rkl_error *reterr);
