@@ -18,6 +18,7 @@
 
 #include "api.pb-c.h"
 #include "status.h"
+#include "reconciler/reconciler.h"
 #include "store/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
@@ -568,9 +569,14 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
 
 int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
 {
+        rkl_store_options o = s->cfg->store_opts ? *s->cfg->store_opts : (rkl_store_options){0};
+        if (s->reconciler) {
+                /* A checkpoint's copying and fsync would land on one unlucky call. */
+                o.checkpoint_wanted = rkl_reconciler_checkpoint_wanted;
+                o.checkpoint_userdata = s->reconciler;
+        }
         for (size_t i = 0; s->cfg->db_path && i < s->n_workers; i++) {
-                int r = rkl_store_open(s->cfg->db_path, s->cfg->store_opts, &s->workers[i].store,
-                                       reterr);
+                int r = rkl_store_open(s->cfg->db_path, &o, &s->workers[i].store, reterr);
                 if (r < 0)
                         return r;
         }

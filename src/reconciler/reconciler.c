@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
@@ -94,8 +95,9 @@ struct rkl_reconciler {
         pthread_cond_t cond;
         bool started;
         int thread_error;
-        bool images_unlisted; /* the last image list failed: try again at the next probe */
-        action *done;         /* finished actions, under lock */
+        bool images_unlisted;         /* the last image list failed: try again at the next probe */
+        atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
+        action *done;                 /* finished actions, under lock */
 
         rkl_workpool *pool;
 
@@ -1094,6 +1096,11 @@ static void pass(rkl_reconciler *r)
         r->wake_at_ns = 0;
         if (!r->store)
                 return;
+        if (atomic_exchange(&r->checkpoint_asked, false)) {
+                rkl_error err = RKL_ERROR_INIT;
+                if (rkl_store_checkpoint(r->store, &err) < 0)
+                        rkl_log_warning("store checkpoint: %s", err.msg);
+        }
         if (r->rescan) {
                 r->recheck = rkl_strv_free(r->recheck);
                 rescan(r);
@@ -1400,6 +1407,13 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
                 return rkl_error_set(reterr, r->thread_error, "reconciler: %s",
                                      strerror(-r->thread_error));
         return 0;
+}
+
+void rkl_reconciler_checkpoint_wanted(void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        atomic_store(&r->checkpoint_asked, true);
+        rkl_reconciler_kick(r);
 }
 
 void rkl_reconciler_kick(rkl_reconciler *r)

@@ -40,6 +40,9 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr);
 /* Wakes the thread; callable from any thread. */
 void rkl_reconciler_kick(rkl_reconciler *r);
+/* For the API threads' connections (rkl_store_options.checkpoint_wanted): their WAL has
+ * grown; the reconciler's next pass checkpoints it, off the threads that answer calls. */
+void rkl_reconciler_checkpoint_wanted(void *reconciler);
 /* Stops and joins the thread; actions under way finish first. */
 void rkl_reconciler_stop(rkl_reconciler *r);
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r);

@@ -146,7 +146,17 @@ struct rkl_store {
          * get it as their version. */
         uint64_t tx_generation;
         rkl_store_gate *gate; /* borrowed; NULL once passed */
+        void (*checkpoint_wanted)(void *userdata);
+        void *checkpoint_userdata;
 };
+
+static int wal_grown(void *userdata, sqlite3 *db, const char *name, int frames)
+{
+        rkl_store *s = userdata;
+        if (frames >= RKL_STORE_CHECKPOINT_FRAMES)
+                s->checkpoint_wanted(s->checkpoint_userdata);
+        return SQLITE_OK;
+}
 
 struct rkl_store_gate {
         rkl_latch open;
@@ -892,6 +902,13 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
         }
         (void)sqlite3_extended_result_codes(s->db, 1);
         s->gate = o.write_gate;
+        if (o.checkpoint_wanted) {
+                /* Replaces SQLite's autocheckpoint hook on this connection. */
+                s->checkpoint_wanted = o.checkpoint_wanted;
+                s->checkpoint_userdata = o.checkpoint_userdata;
+                (void)sqlite3_wal_hook(s->db, wal_grown, s);
+        } else
+                (void)sqlite3_wal_autocheckpoint(s->db, RKL_STORE_CHECKPOINT_FRAMES);
         (void)sqlite3_busy_timeout(s->db, o.busy_timeout_ms ? (int)o.busy_timeout_ms
                                                             : DEFAULT_BUSY_TIMEOUT_MS);
         /* Hardening: no writable_schema tricks, no double-quoted string literals. The
@@ -996,6 +1013,15 @@ int rkl_store_generation(rkl_store *s, uint64_t *ret, rkl_error *reterr)
 int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr)
 {
         return read_u64(s, STMT_DATA_VERSION, ret, reterr);
+}
+
+int rkl_store_checkpoint(rkl_store *s, rkl_error *reterr)
+{
+        int rc = sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        /* BUSY: another checkpoint is running; it does the work. */
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+                return sql_error(s, rc, "checkpoint", reterr);
+        return 0;
 }
 
 int rkl_store_quick_check(rkl_store *s, rkl_error *reterr)

@@ -50,7 +50,16 @@ typedef struct rkl_store_options {
         /* Every write transaction of the connection waits until the gate is open, and then
          * fails with the gate's error if it has one. NULL: no gate. */
         rkl_store_gate *write_gate;
+        /* Checkpoints (copying the WAL into the database, with an fsync) are left to
+         * another connection: once the WAL holds RKL_STORE_CHECKPOINT_FRAMES frames, a
+         * commit here calls checkpoint_wanted(checkpoint_userdata), whose owner then calls
+         * rkl_store_checkpoint() on its own connection. For threads that answer calls.
+         * NULL: this connection checkpoints at that size itself, in its commits. */
+        void (*checkpoint_wanted)(void *userdata);
+        void *checkpoint_userdata;
 } rkl_store_options;
+
+#define RKL_STORE_CHECKPOINT_FRAMES 1000 /* SQLite's default autocheckpoint */
 
 /* What holds writes back until a deferred check is done (see defer_check). */
 rkl_store_gate *rkl_store_gate_new(void);
@@ -77,6 +86,9 @@ int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr);
 /* The schema version of the open database, and the newest this binary knows. */
 int rkl_store_schema_version(rkl_store *s, unsigned *ret, rkl_error *reterr);
 unsigned rkl_store_schema_version_latest(void);
+/* A PASSIVE checkpoint: copies what the WAL holds into the database as far as no reader
+ * needs it, without waiting for anyone. */
+int rkl_store_checkpoint(rkl_store *s, rkl_error *reterr);
 /* PRAGMA quick_check, as rkl_store_open() runs it: 0, or -EUCLEAN with the first problem. */
 int rkl_store_quick_check(rkl_store *s, rkl_error *reterr);
 /* PRAGMA integrity_check (full; slow on big files): 0, or -EUCLEAN with the first problem. */

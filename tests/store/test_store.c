@@ -1318,6 +1318,48 @@ static void test_container_stop_deadline(void **state)
                            1000, NULL, &e_));
 }
 
+static void count_call(void *userdata)
+{
+        (*(unsigned *)userdata)++;
+}
+
+/* A connection that leaves checkpoints to another asks for one once the WAL is big, never
+ * copies it itself, and the other's checkpoint does the copying. */
+static void test_checkpoint_elsewhere(void **state)
+{
+        fixture *f = *state;
+        unsigned asked = 0, n = 0;
+        rkl_store *api = NULL;
+        char wal[700];
+        struct stat st;
+
+        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
+        OK(rkl_store_open(f->path,
+                          &(rkl_store_options){.skip_check = true,
+                                               .checkpoint_wanted = count_call,
+                                               .checkpoint_userdata = &asked},
+                          &api, &e_));
+        /* Past the threshold, and half as far again. */
+        for (unsigned extra = 0; extra < 100 && n < 5000; n++) {
+                char id[RKL_ID_LEN + 1];
+                make_id(id, "c", n + 1);
+                create_pod(api, id, "p", n);
+                extra += asked > 0;
+        }
+        assert_true(asked > 0);
+        /* Its commits never copied the WAL back (which restarts it from the top). */
+        (void)snprintf(wal, sizeof(wal), "%s-wal", f->path);
+        assert_int_equal(stat(wal, &st), 0);
+        assert_true(st.st_size > (off_t)(RKL_STORE_CHECKPOINT_FRAMES * 4120 * 6 / 5));
+        assert_int_equal(stat(f->path, &st), 0);
+        off_t before = st.st_size;
+        /* The other connection's checkpoint does. */
+        OK(rkl_store_checkpoint(f->s, &e_));
+        assert_int_equal(stat(f->path, &st), 0);
+        assert_true(st.st_size > before);
+        api = rkl_store_close(api);
+}
+
 /* What a write hands back is what it committed: the record a get reads afterwards. */
 static void assert_same_ctr(rkl_store *s, const rkl_container_record *got)
 {
@@ -1667,6 +1709,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_generation, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_cascade_and_stop, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_list_filters, setup_memory, teardown_memory),
+            cmocka_unit_test_setup_teardown(test_checkpoint_elsewhere, setup_dir, teardown_dir),
             cmocka_unit_test_setup_teardown(test_writes_hand_back_records, setup_file,
                                             teardown_dir),
             cmocka_unit_test_setup_teardown(test_container_stop_deadline, setup_memory,
