@@ -267,6 +267,7 @@ static void *decode_raw(fixture *f, const ProtobufCMessageDescriptor *d)
         assert_non_null(f->ctx.raw);
         void *m = protobuf_c_message_unpack(d, &alloc, f->ctx.raw_len, f->ctx.raw);
         assert_non_null(m);
+        free(f->ctx.raw); /* the server's to free once sent; unpack copied what it needs */
         f->ctx.raw = NULL;
         f->ctx.raw_len = 0;
         return m;
