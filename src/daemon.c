@@ -226,10 +226,11 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
 {
         if (!d)
                 return NULL;
-        /* The server first: its handlers read the cache the reconciler writes. */
+        /* The server first: its handlers read the cache the reconciler writes; then the
+         * reconciler, whose thread lists images. */
         d->server = rkl_api_server_free(d->server);
-        d->images = rkl_images_free(d->images);
         d->reconciler = rkl_reconciler_free(d->reconciler);
+        d->images = rkl_images_free(d->images);
         d->cache = rkl_cache_free(d->cache);
         if (d->checking)
                 (void)pthread_join(d->check_thread, NULL);

@@ -263,12 +263,13 @@ static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
                            .late = late};
 
         int r = c->m->handler(&ctx, c->req, c->resp, &err);
-        c->raw = ctx.raw;
-        c->raw_len = ctx.raw_len;
         if (r == RKL_API_DEFERRED) {
+                /* The work may be answering on another thread already: hands off. */
                 assert(c->deferred);
                 return; /* finished by rkl_api_call_finish() */
         }
+        c->raw = ctx.raw;
+        c->raw_len = ctx.raw_len;
         call_answer(c, r, &err);
 }
 

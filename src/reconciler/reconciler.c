@@ -96,6 +96,7 @@ struct rkl_reconciler {
         bool started;
         int thread_error;
         bool images_unlisted;         /* the last image list failed: try again at the next probe */
+        bool store_refused;           /* the store failed its check at start: act on nothing */
         atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
         action *done;                 /* finished actions, under lock */
 
@@ -1094,7 +1095,7 @@ static void pass(rkl_reconciler *r)
         size_t n_pods;
 
         r->wake_at_ns = 0;
-        if (!r->store)
+        if (!r->store || r->store_refused)
                 return;
         if (atomic_exchange(&r->checkpoint_asked, false)) {
                 rkl_error err = RKL_ERROR_INIT;
@@ -1187,7 +1188,7 @@ static void list_images(rkl_reconciler *r)
                 return;
         if (rkl_images_refresh(r->cfg.images, &err) < 0) {
                 rkl_log_warning("%s, continuing with the images known so far", err.msg);
-                r->images_unlisted = true;
+                r->images_unlisted = r->rkt != NULL; /* without rkt: nothing to retry */
         } else
                 r->images_unlisted = false;
 }
@@ -1317,6 +1318,15 @@ static void *reconciler_main(void *userdata)
         started_signal(r, 0);
         probe(r);
         list_images(r);
+        /* Nothing is acted on before the store has passed its check: the cache was loaded
+         * from it, and reaping what no record wants must not follow a damaged file. */
+        if (r->store) {
+                rkl_error err = RKL_ERROR_INIT;
+                if (rkl_store_wait_writable(r->store, &err) < 0) {
+                        rkl_log_error("reconciler: not starting: %s", err.msg);
+                        r->store_refused = true;
+                }
+        }
 
         /* Watch before the first scan, so that nothing falls between the two. */
         if (r->store && r->rkt)

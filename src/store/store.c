@@ -153,7 +153,11 @@ struct rkl_store {
 static int wal_grown(void *userdata, sqlite3 *db, const char *name, int frames)
 {
         rkl_store *s = userdata;
-        if (frames >= RKL_STORE_CHECKPOINT_FRAMES)
+        /* Ten times past the asking point the owner is not keeping up (blocked, or always
+         * behind a reader): copy here rather than let the WAL grow without bound. */
+        if (frames >= 10 * RKL_STORE_CHECKPOINT_FRAMES)
+                (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        else if (frames >= RKL_STORE_CHECKPOINT_FRAMES)
                 s->checkpoint_wanted(s->checkpoint_userdata);
         return SQLITE_OK;
 }
@@ -200,6 +204,11 @@ static int gate_pass(rkl_store *s, rkl_error *reterr)
                 return rkl_error_set(reterr, s->gate->r, "%s", s->gate->error.msg);
         s->gate = NULL;
         return 0;
+}
+
+int rkl_store_wait_writable(rkl_store *s, rkl_error *reterr)
+{
+        return gate_pass(s, reterr);
 }
 
 /* SQLite → -errno, here and nowhere else (STYLE rule 8). */
@@ -1269,7 +1278,7 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, rkl_pod_spec *spec, r
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int64_t accepted = rkl_realtime_nsec();
+        int64_t accepted;
         int r;
 
         if ((r = check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
@@ -1282,6 +1291,7 @@ int rkl_store_pod_create(rkl_store *s, const char *pod_id, rkl_pod_spec *spec, r
         if ((r = tx_begin_write(s, &tx, reterr)) < 0 ||
             (r = use(s, STMT_POD_INSERT, &st, reterr)) < 0)
                 return r;
+        accepted = rkl_realtime_nsec(); /* in commit order: List sorts by it */
         bind_text(st, 1, pod_id);
         bind_text(st, 2, spec->name);
         bind_text(st, 3, spec->namespace);
@@ -1672,7 +1682,7 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int64_t accepted = rkl_realtime_nsec();
+        int64_t accepted;
         int r;
 
         if ((r = check_id("container_id", ctr_id, reterr)) < 0 ||
@@ -1697,6 +1707,7 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
 
         if ((r = use(s, STMT_CTR_INSERT, &st, reterr)) < 0)
                 return r;
+        accepted = rkl_realtime_nsec(); /* in commit order: List sorts by it */
         bind_text(st, 1, ctr_id);
         bind_text(st, 2, pod_id);
         bind_text(st, 3, spec->name);

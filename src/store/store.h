@@ -62,6 +62,9 @@ typedef struct rkl_store_options {
 #define RKL_STORE_CHECKPOINT_FRAMES 1000 /* SQLite's default autocheckpoint */
 
 /* What holds writes back until a deferred check is done (see defer_check). */
+/* Waits at the connection's write gate (if any): 0 once writes may go on, else the check's
+ * error. For a thread that acts on what it read before writing anything. */
+int rkl_store_wait_writable(rkl_store *s, rkl_error *reterr);
 rkl_store_gate *rkl_store_gate_new(void);
 /* Lets the writes through (r == 0) or makes them fail with r and reterr's message. */
 void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err);

@@ -337,6 +337,8 @@ class DaemonTest(unittest.TestCase):
         p = self.run_daemon_expect_failure(["--listen", d.socket, "--state-dir", d.state_dir,
                                             "--rkt-path", self.rkt])
         self.assertIn("damaged", p.stderr)
+        # The reconciler waited for the check, and acted on nothing loaded from the file.
+        self.assertIn("reconciler: not starting", p.stderr)
         with open(db, "rb") as f:
             self.assertEqual(f.read(), before)
 
