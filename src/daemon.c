@@ -137,6 +137,8 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .rkt_data_dir = cfg->rkt_data_dir,
             .state_dir = cfg->state_dir,
             .mirrors = cfg->registry_mirrors,
+            /* image list, cat-manifest and rm are rkt commands too (pulls have their own) */
+            .command_timeout_usec = cfg->rkt_timeout_usec,
         };
         r = rkl_images_new(&ic, &d->images, reterr);
         if (r < 0)

@@ -95,7 +95,8 @@ struct rkl_reconciler {
         pthread_cond_t cond;
         bool started;
         int thread_error;
-        bool images_unlisted;         /* the last image list failed: try again at the next probe */
+        atomic_bool images_unlisted;  /* the last image list failed: again at the next probe */
+        atomic_bool images_listing;   /* one is on the pool now */
         bool store_refused;           /* the store failed its check at start: act on nothing */
         atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
         action *done;                 /* finished actions, under lock */
@@ -1180,24 +1181,33 @@ static void rearm(sd_event_source *s, uint64_t interval_usec)
 }
 
 /* The image cache from rkt's store: at the start, and again with every probe until it
- * worked once (pulls and removals keep it current after that). */
-static void list_images(rkl_reconciler *r)
+ * worked once (pulls and removals keep it current after that). On an action slot: a slow
+ * `rkt image list` holds back neither probes nor passes. */
+static void list_images_run(void *userdata)
 {
+        rkl_reconciler *r = userdata;
         rkl_error err = RKL_ERROR_INIT;
-        if (!r->cfg.images)
-                return;
         if (rkl_images_refresh(r->cfg.images, &err) < 0) {
                 rkl_log_warning("%s, continuing with the images known so far", err.msg);
-                r->images_unlisted = r->rkt != NULL; /* without rkt: nothing to retry */
-        } else
-                r->images_unlisted = false;
+                /* without rkt there is nothing to try again */
+                atomic_store(&r->images_unlisted, r->rkt != NULL);
+        }
+        atomic_store(&r->images_listing, false);
+}
+
+static void list_images(rkl_reconciler *r)
+{
+        if (!r->cfg.images || atomic_exchange(&r->images_listing, true))
+                return;
+        atomic_store(&r->images_unlisted, false);
+        rkl_workpool_submit(r->pool, list_images_run, r);
 }
 
 static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         probe(r);
-        if (r->images_unlisted)
+        if (atomic_load(&r->images_unlisted))
                 list_images(r);
         rearm(s, r->cfg.probe_interval_usec);
         schedule_pass(r);
