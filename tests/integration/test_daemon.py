@@ -60,6 +60,10 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(v.runtime_name, "rktlet")
         self.assertEqual(v.runtime_api_version, "v1")
         self.assertTrue(v.version)
+        # rkt's version rides along once rkt has been probed: Status waits for that probe
+        # (Version does not, and leaves it out until then).
+        rs.Status(pb.StatusRequest(), timeout=30)
+        v = rs.Version(pb.VersionRequest(version="v1"), timeout=5)
         self.assertTrue(v.runtime_version.endswith("+rkt.1.30.0"), v.runtime_version)
 
     def conditions(self, rs, verbose=False):
