@@ -2,7 +2,7 @@
  * can add or remove rules while pods run. One rule per line:
  *
  *   <command words> fail <code> <message...>   the command prints message, exits code
- *   <command words> hang                       the command sleeps until killed
+ *   <command words> hang                       the command sleeps until killed (or orphaned)
  *   <command words> crash-after <step>         SIGKILL at that step, after partial changes
  *   sandbox never-ready                        supervisor-status never appears
  *   app <name> die <code> [after <ms>]         the app exits with code (instead of running)
@@ -11,6 +11,7 @@
  * Command words are those of the invocation: "app add", "status", "image fetch", "sandbox"
  * (for `app sandbox`), ... Blank lines and lines starting with '#' are ignored. */
 #include <signal.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -199,8 +200,11 @@ void sim_fault_check_command(const sim_ctx *c)
 {
         sim_fault f = {0};
         if (sim_fault_find(c->command, SIM_FAULT_HANG, &f)) {
-                for (;;)
-                        pause();
+                /* Until killed, or until the process that ran us is gone: a test that
+                 * SIGKILLs its daemon must not leave hung commands behind. */
+                while (getppid() == c->parent)
+                        (void)usleep(200 * 1000);
+                _exit(137);
         }
         if (sim_fault_find(c->command, SIM_FAULT_FAIL, &f)) {
                 if (!isempty(f.message))

@@ -82,6 +82,7 @@ int main(int argc, char **argv)
         _cleanup_(ctx_done) sim_ctx c = {
             .dir = rkl_xstrdup(SIM_DEFAULT_DIR),
             .start_usec = rkl_now_usec(CLOCK_MONOTONIC),
+            .parent = getppid(),
         };
         const char *profile = getenv("RKT_SIM_PROFILE");
         c.profile_real = profile && streq(profile, "real");

@@ -31,6 +31,7 @@ typedef struct sim_ctx {
         const char *command; /* "app add", "status", ...: what fault rules match */
         bool profile_real;   /* RKT_SIM_PROFILE=real */
         uint64_t start_usec; /* CLOCK_MONOTONIC at start, for latency padding */
+        pid_t parent;        /* who ran us, as soon as we ran: a hang ends when it is gone */
 } sim_ctx;
 
 /* ---- flags.c: Go pflag/cobra style parsing ---- */

@@ -489,6 +489,16 @@ class RktSim(unittest.TestCase):
         self.faults_set("app list hang\n")
         with self.assertRaises(subprocess.TimeoutExpired):
             self.app("list", uuid, timeout=0.5)
+        # A hung command whose caller died (a SIGKILLed daemon) does not stay behind.
+        out = subprocess.run(["/bin/sh", "-c", '"$0" "$@" >/dev/null 2>&1 & echo $!; sleep 0.5',
+                              SIM, "app"]
+                             + self.g + ["list", uuid], env=self.env, capture_output=True,
+                             text=True, check=True).stdout
+        orphan = int(out.strip())
+        deadline = time.monotonic() + 10
+        while os.path.exists("/proc/%d" % orphan) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists("/proc/%d" % orphan))
         self.faults_set("")
         self.ok(self.systemctl("stop", unit))
 
