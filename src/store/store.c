@@ -1239,36 +1239,36 @@ static int check_selector(const rkl_kvs *sel, rkl_error *reterr)
                          reterr);
 }
 
-/* The row in the transaction under way: what a write hands back (ret != NULL) is exactly
- * what it committed, with no second transaction to read it. */
-static int ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret, rkl_error *reterr)
+/* Steps stmt (selecting one object by ID) onto its row, in the transaction under way:
+ * what a write hands back (ret != NULL) is exactly what it committed, with no second
+ * transaction to read it. -ENOENT when there is none. */
+static int select_one(rkl_store *s, stmt_id stmt, const char *kind, const char *id,
+                      sqlite3_stmt **ret, rkl_error *reterr)
 {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = use(s, STMT_CTR_SELECT, &st, reterr);
+        int r = use(s, stmt, ret, reterr);
         if (r < 0)
                 return r;
-        bind_text(st, 1, ctr_id);
-        r = step_row(s, st, "select container", reterr);
+        bind_text(*ret, 1, id);
+        r = step_row(s, *ret, stmt_sql[stmt], reterr);
         if (r < 0)
                 return r;
         if (r == 0)
-                return rkl_error_set(reterr, -ENOENT, "container '%s' not found", ctr_id);
-        return read_ctr_row(st, ret, reterr);
+                return rkl_error_set(reterr, -ENOENT, "%s '%s' not found", kind, id);
+        return 0;
+}
+
+static int ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret, rkl_error *reterr)
+{
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = select_one(s, STMT_CTR_SELECT, "container", ctr_id, &st, reterr);
+        return r < 0 ? r : read_ctr_row(st, ret, reterr);
 }
 
 static int pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = use(s, STMT_POD_SELECT, &st, reterr);
-        if (r < 0)
-                return r;
-        bind_text(st, 1, pod_id);
-        r = step_row(s, st, "select sandbox", reterr);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return rkl_error_set(reterr, -ENOENT, "sandbox '%s' not found", pod_id);
-        return read_pod_row(st, ret, reterr);
+        int r = select_one(s, STMT_POD_SELECT, "sandbox", pod_id, &st, reterr);
+        return r < 0 ? r : read_pod_row(st, ret, reterr);
 }
 
 /* Sandboxes. */
