@@ -249,11 +249,22 @@ class RktFaultsTest(FaultsBase):
         self.env.set_faults("")
         self.wait_gone(sid)
         harness.wait_for("the app gone", lambda: not self.procs(arg))
-        # No hung rkt-sim left behind.
-        left = subprocess.run(["pgrep", "-f", "rkt-sim --dir=%s" % self.env.rkt_dir],
-                              capture_output=True, text=True).stdout.split()
-        left = [p for p in left if "sandbox" not in open("/proc/%s/cmdline" % p).read()]
-        self.assertEqual(left, [])
+        # No hung rkt-sim left behind. A killed one takes a moment to go (a sanitizer
+        # build's teardown unmaps a lot): wait for it, but it must go.
+        def hung():
+            left = subprocess.run(["pgrep", "-f", "rkt-sim --dir=%s" % self.env.rkt_dir],
+                                  capture_output=True, text=True).stdout.split()
+            out = []
+            for p in left:
+                try:
+                    with open("/proc/%s/cmdline" % p) as f:
+                        if "sandbox" not in f.read():
+                            out.append(p)
+                except OSError:
+                    pass  # gone meanwhile
+            return out
+        harness.wait_for("no hung rkt-sim left", lambda: not hung(), timeout=15)
+        self.assertEqual(hung(), [])
 
 
 class SandboxFaultsTest(FaultsBase):
