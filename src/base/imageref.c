@@ -41,13 +41,7 @@ bool rkl_image_id_is_valid(const char *s)
                 return false;
         s += strlen(RKL_IMAGE_ID_PREFIX);
         size_t n = strlen(s);
-        return n >= 32 && n <= RKL_IMAGE_ID_HEX && is_lower_hex(s, n);
-}
-
-bool rkl_image_id_is_full(const char *s)
-{
-        return rkl_image_id_is_valid(s) &&
-               strlen(s) == strlen(RKL_IMAGE_ID_PREFIX) + RKL_IMAGE_ID_HEX;
+        return n >= RKL_IMAGE_ID_HEX_MIN && n <= RKL_IMAGE_ID_HEX_MAX && is_lower_hex(s, n);
 }
 
 /* host[:port] where host is a DNS name, an IPv4 address or a bracketed IPv6 address. */

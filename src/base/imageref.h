@@ -7,7 +7,7 @@
  *   host:5000/ns/img@sha256:<hex>    host:5000/ns/img@sha256:<hex>       (no tag)
  *   name:tag@sha256:<hex>            the digest decides; the tag is kept for display
  *   docker://busybox                 rkt's form: the same as busybox
- *   sha512-<hex>                     an rkt image ID (32 to 128 hex digits), not a name
+ *   sha512-<hex>                     an rkt image ID or a prefix of one, not a name
  */
 #pragma once
 
@@ -18,7 +18,10 @@
 #define RKL_IMAGEREF_MAX      1024 /* a whole reference */
 #define RKL_IMAGEREF_NAME_MAX 255  /* registry/repository, as docker's reference package */
 #define RKL_IMAGE_ID_PREFIX   "sha512-"
-#define RKL_IMAGE_ID_HEX      128 /* a full rkt image ID: sha512- + 128 hex */
+/* rkt 1.30 prints full IDs with 64 hex digits (the sha512 cut to 256 bits) and short ones
+ * with 32; the length is rkt's business, so IDs are checked by form, not by length. */
+#define RKL_IMAGE_ID_HEX_MIN  32
+#define RKL_IMAGE_ID_HEX_MAX  128
 
 typedef struct rkl_imageref {
         char *id;         /* set (and nothing else) for an rkt image ID */
@@ -34,10 +37,9 @@ void rkl_imageref_done(rkl_imageref *r);
  * reterr for anything that is not a valid reference or image ID. */
 int rkl_imageref_parse(const char *s, rkl_imageref *ret, rkl_error *reterr);
 
-/* True for sha512- followed by 32 to 128 lowercase hex digits (rkt's short and full IDs). */
+/* True for sha512- followed by 32 to 128 lowercase hex digits: rkt's full IDs and their
+ * prefixes. Which one names an image is decided by looking it up, not by its length. */
 bool rkl_image_id_is_valid(const char *s);
-/* True for a full ID: sha512- and 128 lowercase hex digits. */
-bool rkl_image_id_is_full(const char *s);
 
 /* "registry/repository". r must not be an ID. */
 char *rkl_imageref_name(const rkl_imageref *r);

@@ -392,7 +392,7 @@ static void tags_load(rkl_images *im)
                         continue;
                 const char *rs = json_object_get_string(ref), *is = json_object_get_string(id);
                 rkl_imageref r = {0};
-                if (!rkl_image_id_is_full(is) || rkl_imageref_parse(rs, &r, NULL) < 0 || r.id) {
+                if (!rkl_image_id_is_valid(is) || rkl_imageref_parse(rs, &r, NULL) < 0 || r.id) {
                         rkl_imageref_done(&r);
                         continue;
                 }
@@ -619,11 +619,10 @@ bool rkl_images_wait_listed(rkl_images *im, uint64_t timeout_usec)
 static int lookup_locked(rkl_images *im, const rkl_imageref *r, entry **ret)
 {
         if (r->id) {
-                entry *found = NULL;
+                /* A whole ID first; else a prefix of exactly one. */
+                entry *found = rkl_hashmap_get(im->by_id, r->id);
                 size_t len = strlen(r->id);
-                if (rkl_image_id_is_full(r->id))
-                        found = rkl_hashmap_get(im->by_id, r->id);
-                else
+                if (!found)
                         for (size_t i = 0; i < im->n_entries; i++)
                                 if (strncmp(im->entries[i]->id, r->id, len) == 0) {
                                         if (found)

@@ -60,7 +60,7 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
                         r = rkl_error_set(reterr, -EBADMSG, "not an object");
                         goto fail;
                 }
-                r = rkl_rkt__json_get_string(e, "id", 7 + RKL_IMAGE_ID_HEX, &id, reterr);
+                r = rkl_rkt__json_get_string(e, "id", 7 + RKL_IMAGE_ID_HEX_MAX, &id, reterr);
                 if (r >= 0)
                         r = rkl_rkt__json_get_string(e, "name", NAME_MAX_LEN, &name, reterr);
                 if (r >= 0)
@@ -71,8 +71,8 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
                         r = rkl_rkt__json_get_int(e, "size", &size, reterr);
                 if (r < 0)
                         goto fail;
-                if (!rkl_image_id_is_full(id)) {
-                        r = rkl_error_set(reterr, -EBADMSG, "'id' is not a full image ID");
+                if (!rkl_image_id_is_valid(id)) {
+                        r = rkl_error_set(reterr, -EBADMSG, "'id' is not an image ID");
                         goto fail;
                 }
                 if (size < 0) {
@@ -230,10 +230,8 @@ int rkl_rkt_image_fetch_parse(const char *out, char **ret_id)
         size_t start = end;
         while (start > 0 && out[start - 1] != '\n')
                 start--;
-        if (end - start != strlen(RKL_IMAGE_ID_PREFIX) + RKL_IMAGE_ID_HEX)
-                return -EBADMSG;
         _cleanup_free_ char *id = rkl_xstrndup(out + start, end - start);
-        if (!rkl_image_id_is_full(id))
+        if (!rkl_image_id_is_valid(id))
                 return -EBADMSG;
         *ret_id = TAKE_PTR(id);
         return 0;

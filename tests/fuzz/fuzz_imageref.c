@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         break;
                 }
                 for (size_t i = 0; i < n; i++)
-                        if (!rkl_image_id_is_full(l[i].id) || !l[i].name)
+                        if (!rkl_image_id_is_valid(l[i].id) || !l[i].name)
                                 abort();
                 rkl_rkt_images_free(l, n);
                 break;
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 3: {
                 char *s = rkl_xstrndup(buf, len), *id = NULL;
                 if (rkl_rkt_image_fetch_parse(s, &id) >= 0) {
-                        if (!rkl_image_id_is_full(id))
+                        if (!rkl_image_id_is_valid(id))
                                 abort();
                         free(id);
                 }
