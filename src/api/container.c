@@ -7,6 +7,7 @@
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "reconciler/cache.h"
+#include "reconciler/images.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -44,9 +45,16 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                                      pod->rec->id, rkl_pod_desired_to_string(pod->rec->desired),
                                      rkl_pod_phase_to_string(pod->rec->observed.phase));
 
+        /* The image is pinned at create, as containerd does: image_ref is its ID from now on,
+         * and a tag that moves later does not change what this container runs. */
+        _cleanup_free_ char *image_id = NULL;
+        if (ctx->images && rkl_images_resolve(ctx->images, spec.image, &image_id) < 0)
+                image_id = NULL; /* fetched behind rktlet's back: the reconciler looks it up */
+
         rkl_id_new(id);
         app = rkl_app_name_from_id(id);
-        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, &spec, &rec, reterr);
+        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, image_id, &spec, &rec,
+                                       reterr);
         if (r == -EEXIST)
                 return rkl_error_set(reterr, -EEXIST,
                                      "config.metadata: a container named '%s' with attempt %u "

@@ -1,15 +1,19 @@
-/* The cgroups of a pod's apps, found from the pod's supervisor: rkt puts each app in
- * <unit cgroup>/system.slice/<app>.service (reference/rkt.md, A.2.7). Used to kill an app
- * whose stop deadline passed (rkt's own stop waits up to systemd's 90 s) and to tell an OOM
- * kill from another SIGKILL. */
+/* The cgroups of a pod's apps, found by looking under the pod's unit: rkt's host stage1 on
+ * systemd-nspawn 252 puts an app in <unit>/payload/system.slice/<app>.service, older nspawn
+ * (and the simulator) in <unit>/system.slice/<app>.service, and the supervisor in <unit> or
+ * <unit>/supervisor (reference/rkt.md, B.1). Nothing here assumes either layout. Used to tell
+ * when an app's process runs, to kill an app whose stop deadline passed (rkt's own stop waits
+ * up to systemd's 90 s), and to tell an OOM kill from another SIGKILL. */
 #pragma once
 
 #include <stdbool.h>
 #include <sys/types.h>
 
 /* The app's cgroup directories: in the hierarchy that holds processes (cgroup2, or v1's
- * name=systemd) and in v1's memory hierarchy (NULL on a pure cgroup2 host, where the first
- * has memory.events). -ENOENT when the supervisor is gone. */
+ * name=systemd), and its own memory cgroup (on v1 the same relative path in the memory
+ * hierarchy, which may not exist yet: see rkl_cgroup_memory_adopt; on cgroup2 the first).
+ * -ENOENT when the supervisor is gone, -ENXIO when its unit holds no cgroup for the app
+ * (no process of it ever ran). */
 int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
 /* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
@@ -17,6 +21,13 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret);
 /* Sends sig to every process in dir and its descendants; returns how many were signalled. */
 int rkl_cgroup_kill(const char *dir, int sig);
+/* On cgroup v1, moves the processes of procs_dir into memory_dir, made when missing: rkt 1.30
+ * leaves every app in its pod's memory cgroup, where an OOM kill cannot be told apart. Loops
+ * until a pass moves nothing, so children forked meanwhile follow. A no-op on cgroup2. Returns
+ * how many processes it moved. */
+int rkl_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir);
+/* Removes an app's own memory cgroup made by rkl_cgroup_memory_adopt (ENOENT is fine). */
+int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control
  * "oom_kill" on v1), or -ENOENT / -ENODATA. */
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret);

@@ -76,7 +76,7 @@ typedef struct action {
         char **args;
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
-        pid_t supervisor;    /* ACT_APP_STOP: where the app's cgroup is */
+        pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
         bool force;          /* ACT_POD_STOP: SIGKILL at once */
         int result;
         char error[512];
@@ -282,17 +282,29 @@ static rkl_app_proc app_process(const rkl_container_record *rec, const rkl_poddi
         _cleanup_free_ char *procs = NULL, *memory = NULL;
 
         *ret_pid = 0;
-        if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid ||
-            rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0)
+        if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid)
                 return RKL_APP_PROC_UNKNOWN;
-        int k = rkl_cgroup_first_pid(procs, ret_pid);
+        int k = rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory);
+        if (k >= 0)
+                k = rkl_cgroup_first_pid(procs, ret_pid);
         /* No cgroup under a live supervisor: no process ever joined it (a start that failed
          * after rkt wrote <app>-started, or one still on its way). */
-        if (k == -ENOENT && kill((pid_t)p->ppid, 0) == 0)
+        if ((k == -ENXIO || k == -ENOENT) && kill((pid_t)p->ppid, 0) == 0)
                 return RKL_APP_PROC_NONE;
         if (k < 0)
                 return RKL_APP_PROC_UNKNOWN;
-        return *ret_pid > 0 ? RKL_APP_PROC_SEEN : RKL_APP_PROC_NONE;
+        if (*ret_pid <= 0)
+                return RKL_APP_PROC_NONE;
+        /* The first sight of its process: give the app a memory cgroup of its own, so that
+         * its OOM kills are its own (idempotent; after a restart it moves nothing). */
+        if (rec->observed.phase != RKL_CTR_PHASE_RUNNING) {
+                k = rkl_cgroup_memory_adopt(procs, memory);
+                if (k < 0)
+                        rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
+                                        "an OOM kill will read as a plain SIGKILL",
+                                        rec->id, strerror(-k));
+        }
+        return RKL_APP_PROC_SEEN;
 }
 
 /* Brings the store and cache in line with pod p (NULL: its directory is gone). */
@@ -562,6 +574,24 @@ static int run_pod_stop(action *a)
         return 0;
 }
 
+static int run_app_rm(action *a)
+{
+        /* Found before the rm, which takes the app's unit and so its cgroup along. */
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        if (a->supervisor)
+                (void)rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory);
+        int k = rkt_run(a, a->args, a->timeout_usec);
+        if (k == -ENOENT)
+                k = 0; /* gone already is what rm wanted */
+        if (k >= 0 && procs) {
+                int q = rkl_cgroup_memory_release(procs, memory);
+                if (q < 0)
+                        rkl_log_warning("app %s: cannot remove its memory cgroup %s: %s", a->app,
+                                        memory, strerror(-q));
+        }
+        return k;
+}
+
 static void run_action(void *userdata)
 {
         action *a = userdata;
@@ -574,10 +604,13 @@ static void run_action(void *userdata)
         case ACT_POD_STOP:
                 k = run_pod_stop(a);
                 break;
+        case ACT_APP_RM:
+                k = run_app_rm(a);
+                break;
         default:
                 k = rkt_run(a, a->args, a->timeout_usec);
                 /* Gone already is what rm wanted. */
-                if ((a->kind == ACT_APP_RM || a->kind == ACT_POD_RM) && k == -ENOENT)
+                if (a->kind == ACT_POD_RM && k == -ENOENT)
                         k = 0;
                 break;
         }
@@ -935,7 +968,10 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                  * reports) is the ID PullImage returned. A reference pulled by hand is
                  * found by one more look at rkt's store. */
                 _cleanup_free_ char *image = NULL;
-                if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) < 0) {
+                if (!isempty(c->observed.image_ref))
+                        image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
+                else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image,
+                                                    &err) < 0) {
                         ctr_failed_attempt(r, c, err.msg);
                         return;
                 }
@@ -1018,6 +1054,8 @@ static void reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t
                          * stopped, until their pod goes. */
                         a = action_new(r, ACT_APP_RM, cid, p->uuid);
                         a->args = app_args("rm", p->uuid, app->name);
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(app->name);
                 } else {
                         continue;
                 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/imageref.h"
 #include "base/latch.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -114,9 +115,9 @@ static const char *const stmt_sql[_STMT_MAX] = {
 
     [STMT_CTR_INSERT] = "INSERT INTO container (id, sandbox_id, name, attempt, image, "
                         "config, app_name, desired, phase, version, accepted_ns, labels, "
-                        "annotations) "
+                        "annotations, image_ref) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'created', 'created', ?8, ?9, ?10, "
-                        "?11)",
+                        "?11, ?12)",
     [STMT_CTR_SELECT] = "SELECT " CTR_COLUMNS " FROM container WHERE id = ?1",
     [STMT_CTR_SELECT_ALL] = "SELECT " CTR_COLUMNS " FROM container" ORDER,
     [STMT_CTR_SELECT_BY_SANDBOX] = "SELECT " CTR_COLUMNS " FROM container "
@@ -1677,7 +1678,7 @@ int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static R
 /* Containers. */
 
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
-                               const char *app_name, rkl_container_spec *spec,
+                               const char *app_name, const char *image_id, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
@@ -1690,6 +1691,8 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
             (r = check_app_name(app_name, reterr)) < 0 ||
             (r = check_container_spec(spec, reterr)) < 0)
                 return r;
+        if (image_id && !rkl_image_id_is_valid(image_id))
+                return rkl_error_set(reterr, -EINVAL, "image_id: not an rkt image ID");
         _cleanup_free_ char *config = rkl_store__container_config_to_json(spec),
                             *labels = rkl_store__kvs_to_json(&spec->labels),
                             *annotations = rkl_store__kvs_to_json(&spec->annotations);
@@ -1719,6 +1722,7 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         bind_int(st, 9, accepted);
         bind_text(st, 10, labels);
         bind_text(st, 11, annotations);
+        bind_text(st, 12, image_id);
         if ((r = step_done(s, st, "insert container", reterr)) < 0)
                 return rkl_error_prefix(reterr, "container '%s'", ctr_id);
         uint64_t version = s->tx_generation;
@@ -1733,6 +1737,7 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
                 c->app_name = rkl_xstrdup(app_name);
                 c->desired = RKL_CTR_DESIRED_CREATED;
                 c->observed.phase = RKL_CTR_PHASE_CREATED;
+                c->observed.image_ref = image_id ? rkl_xstrdup(image_id) : NULL;
                 c->book.version = version;
                 c->book.accepted_ns = accepted;
                 *ret = c;

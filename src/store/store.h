@@ -227,9 +227,11 @@ typedef struct rkl_container_filter {
 } rkl_container_filter;
 
 /* Records a new container in an existing sandbox (-ENOENT if it is not there): desired
- * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*). */
+ * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*).
+ * image_id is the rkt image ID the image resolved to at create (the container runs that image
+ * even if its tag moves), or NULL when it is not known yet (the reconciler resolves it). */
 int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
-                               const char *app_name, rkl_container_spec *spec,
+                               const char *app_name, const char *image_id, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr);
 int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
                             rkl_error *reterr);

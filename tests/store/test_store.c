@@ -333,7 +333,7 @@ static void create_ctr(rkl_store *s, const char *id, const char *pod_id, const c
 {
         rkl_container_spec c;
         minimal_ctr_spec(&c, name, attempt);
-        OK(rkl_store_container_create(s, id, pod_id, app, &c, NULL, &e_));
+        OK(rkl_store_container_create(s, id, pod_id, app, NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
 }
 
@@ -570,7 +570,7 @@ static void test_migration_atomic(void **state)
         FAILS(-ENOENT, rkl_store_container_create(
                            f->s, "1111111111111111111111111111111111111111111111111111111111111111",
                            "2222222222222222222222222222222222222222222222222222222222222222",
-                           "app", &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
+                           "app", NULL, &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
         /* And this binary now refuses the database it migrated past its knowledge. */
         FAILS(-EPROTONOSUPPORT,
               rkl_store__migrate(f->s, rkl_store__migrations, rkl_store__n_migrations, &e_));
@@ -803,7 +803,7 @@ static void test_container_roundtrip(void **state)
 
         create_pod(f->s, pod, "p", 0);
         fill_ctr_spec(&spec, "busybox", 3);
-        OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", &spec, NULL, &e_));
+        OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", NULL, &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
         assert_string_equal(c->id, id);
         assert_string_equal(c->sandbox_id, pod);
@@ -852,7 +852,7 @@ static void test_container_roundtrip(void **state)
         /* A minimal spec. */
         const char *id2 = "c000000000000000000000000000000000000000000000000000000000000002";
         minimal_ctr_spec(&spec, "min", 0);
-        OK(rkl_store_container_create(f->s, id2, pod, "c2", &spec, NULL, &e_));
+        OK(rkl_store_container_create(f->s, id2, pod, "c2", NULL, &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id2, &c, &e_));
         assert_ctr_spec_eq(&c->spec, &spec);
         assert_false(c->spec.has_run_as_user);
@@ -884,18 +884,18 @@ static void test_constraints(void **state)
 
         create_ctr(f->s, c1, p1, "app1", "nginx", 0);
         minimal_ctr_spec(&cs, "nginx", 0);
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c1, p1, "app9", &cs, NULL, &e_)); /* ID */
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app2", &cs, NULL, &e_)); /* name */
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_)); /* name */
         cs.attempt = 1;
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app1", &cs, NULL, &e_)); /* app */
-        OK(rkl_store_container_create(f->s, c2, p1, "app2", &cs, NULL, &e_));
+        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app1", NULL, &cs, NULL, &e_)); /* app */
+        OK(rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_));
         cs.attempt = 0;
         /* Same name and app name in another sandbox is fine. */
-        OK(rkl_store_container_create(f->s, c3, p2, "app1", &cs, NULL, &e_));
+        OK(rkl_store_container_create(f->s, c3, p2, "app1", NULL, &cs, NULL, &e_));
         /* A container needs its sandbox. */
         FAILS(-ENOENT, rkl_store_container_create(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000c4",
-                           "00000000000000000000000000000000000000000000000000000000000000a9", "x",
+                           "00000000000000000000000000000000000000000000000000000000000000a9", "x", NULL,
                            &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
 }
@@ -1065,29 +1065,29 @@ static void test_invalid_input(void **state)
         for (size_t i = 0; i < ELEMENTSOF(bad_apps); i++) {
                 minimal_ctr_spec(&c, "c", 0);
                 FAILS(-EINVAL,
-                      rkl_store_container_create(f->s, ctr, pod, bad_apps[i], &c, NULL, &e_));
+                      rkl_store_container_create(f->s, ctr, pod, bad_apps[i], NULL, &c, NULL, &e_));
                 rkl_container_spec_done(&c);
         }
         minimal_ctr_spec(&c, "c", 0);
         free(c.image);
         c.image = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "image"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);
         free(c.mounts[1].container_path);
         c.mounts[1].container_path = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "mounts[1].container_path"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);
         c.seccomp = 9;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e_));
+        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e_));
         c.seccomp = RKL_SECCOMP_UNCONFINED;
         c.mounts[0].propagation = 5;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, &e_));
+        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
         FAILS(-ENOENT, rkl_store_container_get(f->s, ctr, &(rkl_container_record *){NULL}, &e_));
 
@@ -1149,7 +1149,7 @@ static void test_all_or_nothing(void **state)
         g = generation(f->s);
         fill_ctr_spec(&c, "c", 0);
         rkl_kvs_add(&c.annotations, "boom", "");
-        assert_true(rkl_store_container_create(f->s, ctr, pod, "app", &c, NULL, NULL) < 0);
+        assert_true(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, NULL) < 0);
         rkl_container_spec_done(&c);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 0);
@@ -1250,10 +1250,10 @@ static void test_cascade_and_stop(void **state)
         create_pod(f->s, p1, "a", 0);
         create_pod(f->s, p2, "b", 0);
         fill_ctr_spec(&cs, "one", 0);
-        OK(rkl_store_container_create(f->s, c1, p1, "one", &cs, NULL, &e_));
+        OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         fill_ctr_spec(&cs, "two", 0);
-        OK(rkl_store_container_create(f->s, c2, p1, "two", &cs, NULL, &e_));
+        OK(rkl_store_container_create(f->s, c2, p1, "two", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         create_ctr(f->s, c3, p2, "one", "one", 0);
         OK(rkl_store_container_start(f->s, c2, NULL, &e_));
@@ -1404,7 +1404,7 @@ static void test_writes_hand_back_records(void **state)
         rkl_pod_spec_done(&ps);
 
         fill_ctr_spec(&cs, "one", 0);
-        OK(rkl_store_container_create(f->s, c1, p1, "one", &cs, &c, &e_));
+        OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, &c, &e_));
         assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
         assert_same_ctr(f->s, c);
         c = rkl_container_record_free(c);
