@@ -253,6 +253,12 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         st->image_ref = st->image_id = image_ref(a, c, image);
         st->reason = rkl_api_pb_text(a, o->reason);
         st->message = rkl_api_pb_text(a, o->message);
+        if (o->phase == RKL_CTR_PHASE_CREATED && !o->reason && c->book.last_error) {
+                /* Still created because rkt keeps failing: say why, before it gives up. */
+                st->reason = rkl_api_pb_str(a, RKL_CTR_START_ERROR);
+                st->message = rkl_arena_printf(a, "attempt %u failed, retrying: %s",
+                                               c->book.attempts, c->book.last_error);
+        }
         RKL_API_PB_KVS(a, &c->spec.labels, Runtime__V1__ContainerStatus__LabelsEntry,
                        RUNTIME__V1__CONTAINER_STATUS__LABELS_ENTRY__INIT, st->labels, st->n_labels);
         RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__ContainerStatus__AnnotationsEntry,

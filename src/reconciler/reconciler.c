@@ -38,7 +38,9 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define MAX_ATTEMPTS      5 /* failed sandbox creations before the sandbox fails for good */
+#define MAX_ATTEMPTS      5 /* failed sandbox creations or container adds/starts before the
+                             * object fails for good */
+#define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
 #define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
@@ -234,13 +236,39 @@ static void pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec, con
         publish_pod(r, rec->id);
 }
 
+/* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
+ * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
+ * (its restart policy) instead of waiting on a container that never runs. */
 static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec, const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int64_t next = rkl_realtime_nsec() + backoff_ns(rec->book.attempts);
+        int64_t now = rkl_realtime_nsec();
+        int64_t next = now + backoff_ns(rec->book.attempts);
         int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
-        wake_at(r, next);
-        rkl_log_warning("container %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
+        if (n < 0)
+                rkl_log_error("container %.12s: cannot record its failure: %s", rec->id, err.msg);
+        if (n >= MAX_ATTEMPTS) {
+                rkl_container_observed o;
+                rkl_container_observed_copy(&o, &rec->observed);
+                o.phase = RKL_CTR_PHASE_EXITED;
+                o.pid = 0;
+                o.has_exit_code = true;
+                o.exit_code = START_ERROR_EXIT;
+                o.finished_ns = now;
+                free(o.reason);
+                free(o.message);
+                o.reason = rkl_xstrdup(RKL_CTR_START_ERROR);
+                o.message = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
+                rkl_log_warning("container %.12s: %s", rec->id, o.message);
+                if (rkl_store_container_set_observed(r->store, rec->id, &o, &err) < 0)
+                        rkl_log_error("container %.12s: cannot record observation: %s", rec->id,
+                                      err.msg);
+                rkl_container_observed_done(&o);
+        } else {
+                rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg,
+                                n < 0 ? 0 : n, MAX_ATTEMPTS);
+                wake_at(r, next);
+        }
         publish_ctr(r, rec->id);
 }
 
@@ -952,7 +980,7 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
         action *a = NULL;
 
-        if (rkl_hashmap_get(r->in_flight, c->id))
+        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_ctr_failed_for_good(&c->observed))
                 return;
         if (c->book.next_retry_ns > now) {
                 wake_at(r, c->book.next_retry_ns);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "base/macro.h"
@@ -200,6 +201,14 @@ typedef struct rkl_container_observed {
 } rkl_container_observed;
 
 void rkl_container_observed_done(rkl_container_observed *o);
+
+/* The reason of a container whose add or start failed for good (containerd's word). */
+#define RKL_CTR_START_ERROR "StartError"
+static inline bool rkl_ctr_failed_for_good(const rkl_container_observed *o)
+{
+        return o->phase == RKL_CTR_PHASE_EXITED && o->reason &&
+               !strcmp(o->reason, RKL_CTR_START_ERROR);
+}
 
 typedef struct rkl_container_record {
         char id[RKL_ID_LEN + 1];

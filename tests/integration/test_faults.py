@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 import unittest
 
 import grpc
@@ -298,6 +299,37 @@ class SandboxFaultsTest(FaultsBase):
         with self.assertRaises(grpc.RpcError) as cm:
             self.container(sid, "c")
         self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.stop_remove(sid)
+
+    def test_app_add_failing_fails_for_good(self):
+        """Real rkt on systemd 252 without the stage1 fix fails every app add with "not yet
+        ready" (rc 254): ContainerStatus says so with rkt's own words while it retries, and
+        after five attempts the container is EXITED with StartError and 128, for good."""
+        sid = self.run_pod("addfail")
+        self.wait_running(sid)
+        msg = "supervisor for pod %s is not yet ready" % self.pods(sid)[0][0]
+        self.env.set_faults("app add fail 254 %s\n" % msg)
+        cid, _ = self.container(sid, "c")
+
+        def retrying():
+            st = self.ctr(cid)[0]
+            return (st.state == pb.CONTAINER_CREATED and st.reason == "StartError" and
+                    msg in st.message and "retrying" in st.message)
+        harness.wait_for("the failure shown while retrying", retrying, timeout=30)
+        harness.wait_for("container failed for good",
+                         lambda: self.ctr(cid)[0].state == pb.CONTAINER_EXITED, timeout=60)
+        st, info = self.ctr(cid)
+        self.assertEqual((st.exit_code, st.reason), (128, "StartError"))
+        self.assertIn(msg, st.message)
+        self.assertIn("gave up after 5 attempts", st.message)
+        self.assertEqual(info["attempts"], 5)
+        self.assertIn("not yet ready (attempt 1 of 5)", self.env.daemon.log())
+        # Failed for good means no more tries, even once rkt is healthy again.
+        self.env.set_faults("")
+        time.sleep(2)
+        self.assertEqual(self.ctr(cid)[1]["attempts"], 5)
+        self.assertEqual(self.ctr(cid)[0].state, pb.CONTAINER_EXITED)
+        self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
         self.stop_remove(sid)
 
     def test_unit_failing_to_start(self):
