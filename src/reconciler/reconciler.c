@@ -972,6 +972,15 @@ static bool pod_has_action(rkl_reconciler *r, const char *uuid, act_kind k1, act
         return false;
 }
 
+/* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
+ * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
+ * two containers created together). One at a time per pod; app stop may overlap them. */
+static bool pod_app_busy(rkl_reconciler *r, const char *uuid)
+{
+        return pod_has_action(r, uuid, ACT_APP_ADD, ACT_APP_START) ||
+               pod_has_action(r, uuid, ACT_APP_RM, ACT_APP_RM);
+}
+
 static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
                            const rkl_container_record *c, int64_t now)
 {
@@ -988,8 +997,7 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         }
         if (c->desired != RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
             c->observed.phase == RKL_CTR_PHASE_CREATED) {
-                if (!can_start(r, c->id) ||
-                    pod_has_action(r, pod->rkt_uuid, ACT_APP_RM, ACT_APP_RM))
+                if (!can_start(r, c->id) || pod_app_busy(r, pod->rkt_uuid))
                         return;
                 _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
                 /* rkt gets the image ID, so that what it records (and ContainerStatus
@@ -1017,7 +1025,7 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                 a = action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid);
                 a->args = args;
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
-                if (!can_start(r, c->id))
+                if (!can_start(r, c->id) || pod_app_busy(r, pod->rkt_uuid))
                         return;
                 a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
                 a->args = app_args("start", pod->rkt_uuid, c->app_name);
@@ -1027,7 +1035,8 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                  * out): if no process came of it, start again. rkt's app start clears that
                  * state first, as it does to restart an exited app. */
                 pid_t pid;
-                if (app_process(c, p, &pid) != RKL_APP_PROC_NONE || !can_start(r, c->id))
+                if (app_process(c, p, &pid) != RKL_APP_PROC_NONE || !can_start(r, c->id) ||
+                    pod_app_busy(r, pod->rkt_uuid))
                         return;
                 a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
                 a->args = app_args("start", pod->rkt_uuid, c->app_name);
@@ -1075,8 +1084,7 @@ static void reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t
                         a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
                         a->supervisor = (pid_t)p->ppid;
                         a->app = rkl_xstrdup(app->name);
-                } else if (!image_shared_with_live_app(p, app) &&
-                           !pod_has_action(r, p->uuid, ACT_APP_ADD, ACT_APP_START)) {
+                } else if (!image_shared_with_live_app(p, app) && !pod_app_busy(r, p->uuid)) {
                         /* rkt's app rm deletes the image's overlay, which another app of the
                          * same image still uses (reference/rkt.md, B.1): such apps stay,
                          * stopped, until their pod goes. */

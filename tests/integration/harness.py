@@ -216,3 +216,121 @@ def wait_for(what, fn, timeout=30, interval=0.05):
             return last
         time.sleep(interval)
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+
+
+# ---- The real rkt 1.30.0 in a private systemd host ----
+
+SHARED_RKT = os.path.join(SOURCE_DIR, "..", "shared", "rkt")
+REGISTRY = os.path.join(SOURCE_DIR, "tests", "lib", "registry")
+PUSH_IMAGE = os.path.join(SOURCE_DIR, "tests", "lib", "push-image")
+_real_rkt = None
+
+
+def _first_existing(*paths):
+    for p in paths:
+        if os.path.exists(p):
+            return p
+    return paths[-1]
+
+
+def real_rkt():
+    """(path, None) of the real rkt, built once by scripts/build-rkt (cached outside the
+    tree), or (None, why) when it cannot be had here. $RKL_RKT names a built one."""
+    global _real_rkt
+    if _real_rkt is None:
+        if os.environ.get("RKL_RKT"):
+            _real_rkt = (os.environ["RKL_RKT"], None)
+        else:
+            own = os.path.join(SOURCE_DIR, "scripts", "build-rkt")
+            build = _first_existing(own, os.path.join(SHARED_RKT, "build-rkt"))
+            tarball = os.path.join(SHARED_RKT, "rkt-1.30.0.tar.gz")
+            args = [build] + (["--source", tarball] if build == own and
+                              os.path.exists(tarball) else [])
+            r = subprocess.run(args, capture_output=True, text=True)
+            path = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if r.returncode == 0 and os.access(path, os.X_OK):
+                _real_rkt = (path, None)
+            else:
+                _real_rkt = (None, "%s failed (%d): %s" % (build, r.returncode,
+                                                           r.stderr.strip()[-2000:]))
+    return _real_rkt
+
+
+def rkt_host_tool():
+    """scripts/rkt-host, or the shared env-start/env-stop pair it was copied from."""
+    own = os.path.join(SOURCE_DIR, "scripts", "rkt-host")
+    if os.path.exists(own):
+        return [own, "start"], [own, "stop"]
+    return [os.path.join(SHARED_RKT, "env-start")], [os.path.join(SHARED_RKT, "env-stop")]
+
+
+class RktDaemon(Daemon):
+    """The daemon inside the host's namespaces (rkt's pod PIDs and cgroups are the host's).
+    nsenter forks into the PID namespace and does not pass signals on: they go to its
+    child, the daemon itself."""
+
+    def daemon_pid(self):
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+        return int(out[0]) if out else None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc is None or self.proc.poll() is not None:
+            return super().stop(sig, timeout)
+        self.expected_exit = True
+        pid = self.daemon_pid()
+        if pid:
+            os.kill(pid, sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+
+class RktEnv:
+    """A daemon driving the real rkt 1.30.0 (stage1 host) in a private systemd host (its own
+    mount, PID, network, UTS, IPC and cgroup namespaces), with a docker-registry inside it on
+    127.0.0.1:5000 holding busybox images, reached through --registry-mirror. Pod IPs live
+    only in the host's network namespace: talk to them with self.run()."""
+
+    def __init__(self, test, extra=()):
+        rkt, why = real_rkt()
+        if not rkt:
+            test.skipTest("the real rkt cannot be built here: " + why)
+        self.rkt_path = rkt
+        self.dir = workdir(test)
+        start, self._stop = rkt_host_tool()
+        host = os.path.join(self.dir, "host")
+        out = subprocess.run(start + [host], check=True, capture_output=True, text=True,
+                             timeout=120).stdout
+        self.pid1 = int(out.strip().splitlines()[-1])
+        test.addCleanup(subprocess.run, self._stop + [host], capture_output=True)
+        self.enter = ["nsenter", "-t", str(self.pid1), "-m", "-u", "-i", "-n", "-p", "-C"]
+        subprocess.run([REGISTRY, "start", self.dir, str(self.pid1)], check=True,
+                       capture_output=True, timeout=60, cwd="/")
+        test.addCleanup(subprocess.run, [REGISTRY, "stop", self.dir], capture_output=True)
+        pushed = self.run(PYTHON, PUSH_IMAGE, "http://127.0.0.1:5000").stdout
+        self.digests = dict(line.split() for line in pushed.splitlines())
+        self.rkt_dir = os.path.join(self.dir, "rkt")
+        self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
+            "--registry-mirror", "docker.io=http://127.0.0.1:5000"] + list(extra))
+        test.addCleanup(self.cleanup)
+
+    def start(self):
+        self.daemon.start(wrapper=self.enter)
+        return self
+
+    def cleanup(self):
+        self.daemon.stop(signal.SIGKILL)
+        # The host's PID 1 goes next, and every pod with it.
+
+    def run(self, *cmd, check=True, timeout=60):
+        """Runs cmd inside the host's namespaces (from /, which exists in both)."""
+        return subprocess.run(self.enter + list(cmd), capture_output=True, text=True,
+                              check=check, timeout=timeout, cwd="/")
+
+    def rkt(self, *args, check=True):
+        return self.run("env", "RKT_EXPERIMENT_APP=true", self.rkt_path,
+                        "--dir=" + self.rkt_dir, *args, check=check)

@@ -1,0 +1,199 @@
+"""End to end on the real rkt 1.30.0 (stage1 host) in a private systemd host: what a CRI
+client sees, and what is left on the machine after. Skipped, saying why, when rkt cannot be
+built here. Times are printed for the record (docs/performance.md), never asserted."""
+import glob
+import ipaddress
+import json
+import os
+import signal
+import time
+import unittest
+
+import grpc
+
+import harness
+
+pb, pbg = harness.stubs()
+
+BUSYBOX = "docker.io/library/busybox:latest"
+
+
+class RealRktBase(unittest.TestCase):
+    extra = ()
+
+    def setUp(self):
+        self.env = harness.RktEnv(self, extra=self.extra).start()
+        keep = os.environ.get("RKL_TEST_KEEP_LOGS")
+        if keep:  # a directory to copy the daemon's log to, for debugging
+            self.addCleanup(lambda: open(os.path.join(keep, self.id() + ".log"), "w").write(
+                self.env.daemon.log()))
+        self.connect()
+
+    def connect(self):
+        ch = self.env.daemon.channel()
+        self.addCleanup(ch.close)
+        self.rs = pbg.RuntimeServiceStub(ch)
+        self.im = pbg.ImageServiceStub(ch)
+
+    def pull(self, ref=BUSYBOX):
+        return self.im.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image=ref)),
+                                 timeout=120).image_ref
+
+    def run_pod(self, name):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="e2e"),
+            hostname=name, log_directory=os.path.join(self.env.dir, "logs", name))
+        t0 = time.monotonic()
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=10).pod_sandbox_id
+        st = harness.wait_for("sandbox %s with an IP" % name, lambda: (
+            lambda s: s.network.ip and s)(self.pod(sid)), timeout=120)
+        print("\n[figure] RunPodSandbox to READY with an IP: %.0f ms" %
+              ((time.monotonic() - t0) * 1000))
+        self.assertEqual(st.state, pb.SANDBOX_READY)
+        return sid, cfg, st.network.ip
+
+    def pod(self, sid):
+        return self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid),
+                                        timeout=10).status
+
+    def ctr(self, cid):
+        return self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid),
+                                       timeout=10).status
+
+    def create(self, sid, cfg, name, command, image=BUSYBOX):
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
+                                image=pb.ImageSpec(image=image), command=command,
+                                log_path=name + ".log")
+        return self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+
+    def start(self, cid):
+        t0 = time.monotonic()
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        return t0
+
+    def wait_state(self, cid, state, timeout=60):
+        return harness.wait_for("container %s in state %d" % (cid[:12], state),
+                                lambda: (lambda s: s.state == state and s)(self.ctr(cid)),
+                                timeout=timeout, interval=0.01)
+
+    def stop_remove(self, sid):
+        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+
+    # ---- The machine, as seen inside the host ----
+
+    def rkt_pods(self):
+        out = self.env.rkt("list", "--format=json").stdout.strip()
+        return json.loads(out) or []
+
+    def units(self):
+        out = self.env.run("systemctl", "list-units", "--all", "--plain", "--no-legend",
+                           "rktlet-*").stdout
+        return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+    def cgroups(self):
+        out = self.env.run("sh", "-c", "ls -d /sys/fs/cgroup/*/system.slice/rktlet-* "
+                           "/sys/fs/cgroup/system.slice/rktlet-* 2>/dev/null",
+                           check=False).stdout
+        return out.split()
+
+    def state_dirs(self):
+        return os.listdir(os.path.join(self.env.daemon.state_dir, "pods")) \
+            if os.path.isdir(os.path.join(self.env.daemon.state_dir, "pods")) else []
+
+    def assert_nothing_left(self):
+        harness.wait_for("no rkt pod, unit, cgroup or state directory left", lambda: (
+            not self.rkt_pods() and not self.units() and not self.cgroups() and
+            not self.state_dirs()), timeout=60, interval=0.5)
+
+
+class LifecycleTest(RealRktBase):
+    def test_two_pods_two_containers(self):
+        image_id = self.pull()
+        self.assertRegex(image_id, r"^sha512-[0-9a-f]{64}$")
+        st = self.im.ImageStatus(pb.ImageStatusRequest(image=pb.ImageSpec(image="busybox")),
+                                 timeout=10)
+        self.assertEqual(st.image.id, image_id)
+        self.assertIn(BUSYBOX, st.image.repo_tags)
+
+        pods = [self.run_pod("one"), self.run_pod("two")]
+        net = ipaddress.ip_network("172.16.28.0/24")  # rkt's default network in the host
+        for _, _, ip in pods:
+            self.assertIn(ipaddress.ip_address(ip), net)
+        self.assertNotEqual(pods[0][2], pods[1][2])
+        # The IP is on no interface of this machine's own network namespace.
+        self.assertNotIn(pods[0][2], os.popen("ip -o addr").read())
+
+        (s1, c1, ip1), (s2, c2, _) = pods
+        web = self.create(s1, c1, "web", ["httpd", "-f", "-p", "8080", "-h", "/etc"])
+        fail = self.create(s1, c1, "fail", ["sh", "-c", "sleep 1; exit 1"])
+        stubborn = self.create(s2, c2, "stubborn", ["sh", "-c", "trap '' TERM; sleep 3600"])
+        ok = self.create(s2, c2, "ok", ["sh", "-c", "sleep 1; exit 0"])
+        for cid in (web, fail, stubborn, ok):
+            st = self.ctr(cid)
+            self.assertEqual(st.state, pb.CONTAINER_CREATED)
+            self.assertEqual(st.image_ref, image_id)  # from create on, not the name
+        for cid in (web, fail, stubborn, ok):
+            t0 = self.start(cid)
+            st = self.wait_state(cid, pb.CONTAINER_RUNNING)
+            print("[figure] StartContainer to RUNNING: %.0f ms" %
+                  ((time.monotonic() - t0) * 1000))
+            self.assertGreater(st.started_at, 0)
+        self.assertEqual(len(self.rs.ListContainers(pb.ListContainersRequest()).containers), 4)
+
+        # The pod's IP answers, from inside the host's network namespace only.
+        body = harness.wait_for("httpd answering on the pod IP", lambda: self.env.run(
+            "busybox", "wget", "-qO-", "http://%s:8080/passwd" % ip1, check=False).stdout,
+            timeout=30, interval=0.2)
+        self.assertIn("root:x:0:0", body)
+
+        self.assertEqual(self.wait_state(fail, pb.CONTAINER_EXITED).exit_code, 1)
+        self.assertEqual(self.wait_state(ok, pb.CONTAINER_EXITED).exit_code, 0)
+        for cid, timeout, code in ((web, 10, 143), (stubborn, 2, 137)):
+            t0 = time.monotonic()
+            self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=timeout),
+                                  timeout=30)
+            st = self.wait_state(cid, pb.CONTAINER_EXITED, timeout=60)
+            print("[figure] StopContainer(timeout=%d) to EXITED: %.0f ms" % (
+                timeout, (time.monotonic() - t0) * 1000))
+            self.assertEqual(st.exit_code, code)
+            self.assertGreaterEqual(st.finished_at, st.started_at)
+
+        self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=fail), timeout=10)
+        for sid, _, _ in pods:
+            self.stop_remove(sid)
+        self.assertEqual(self.rs.ListPodSandbox(pb.ListPodSandboxRequest()).items, [])
+        self.assert_nothing_left()
+
+
+class RestartTest(RealRktBase):
+    def test_restart_adopts_running_pods(self):
+        self.pull()
+        sid, cfg, ip = self.run_pod("adopt")
+        cid = self.create(sid, cfg, "sleeper", ["sleep", "3600"])
+        self.start(cid)
+        before = self.wait_state(cid, pb.CONTAINER_RUNNING)
+        pid = self.env.daemon.daemon_pid()
+        self.env.daemon.stop(signal.SIGKILL)
+        self.env.daemon.expected_exit = False
+        self.env.daemon.start(wrapper=self.env.enter)
+        self.assertNotEqual(self.env.daemon.daemon_pid(), pid)
+        self.connect()
+        harness.wait_for("the restarted daemon answering", lambda: self.rs.Version(
+            pb.VersionRequest(), timeout=5, wait_for_ready=True), timeout=30)
+        # The same pod and container, still running, not made again.
+        st = self.pod(sid)
+        self.assertEqual((st.state, st.network.ip), (pb.SANDBOX_READY, ip))
+        after = self.ctr(cid)
+        self.assertEqual(after.state, pb.CONTAINER_RUNNING)
+        self.assertEqual(after.started_at, before.started_at)
+        self.assertEqual(len(self.rkt_pods()), 1)
+        self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=10), timeout=30)
+        self.assertEqual(self.wait_state(cid, pb.CONTAINER_EXITED).exit_code, 143)
+        self.stop_remove(sid)
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main()
