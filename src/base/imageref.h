@@ -20,8 +20,8 @@
 #define RKL_IMAGE_ID_PREFIX   "sha512-"
 /* rkt 1.30 prints full IDs with 64 hex digits (the sha512 cut to 256 bits) and short ones
  * with 32; the length is rkt's business, so IDs are checked by form, not by length. */
-#define RKL_IMAGE_ID_HEX_MIN  32
-#define RKL_IMAGE_ID_HEX_MAX  128
+#define RKL_IMAGE_ID_HEX_MIN 32
+#define RKL_IMAGE_ID_HEX_MAX 128
 
 typedef struct rkl_imageref {
         char *id;         /* set (and nothing else) for an rkt image ID */

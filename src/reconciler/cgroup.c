@@ -104,7 +104,8 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         _cleanup_free_ char *own = NULL, *unit = NULL, *base = NULL, *rel = NULL;
         _cleanup_free_ char *name = rkl_xasprintf("%s.service", app);
         const char *root;
-        bool v1 = cgroup_of(supervisor, "name=systemd", &own) == 0 && is_dir(CGROUP_ROOT "/systemd");
+        bool v1 =
+            cgroup_of(supervisor, "name=systemd", &own) == 0 && is_dir(CGROUP_ROOT "/systemd");
         int r;
 
         if (v1)
@@ -241,6 +242,31 @@ int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
         if (!memory_dir || streq(procs_dir, memory_dir))
                 return 0;
         return rmdir(memory_dir) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+static void rmdir_tree(const char *dir)
+{
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+                        _cleanup_free_ char *sub = rkl_xasprintf("%s/%s", dir, de->d_name);
+                        rmdir_tree(sub);
+                }
+        if (d)
+                (void)rmdir(dir); /* busy (processes left) or gone: nothing to do here */
+}
+
+void rkl_cgroup_unit_remove(const char *unit_path)
+{
+        _cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        _cleanup_free_ char *p =
+                            rkl_xasprintf(CGROUP_ROOT "/%s/%s", de->d_name, unit_path);
+                        rmdir_tree(p);
+                }
 }
 
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret)

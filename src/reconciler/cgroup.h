@@ -28,6 +28,10 @@ int rkl_cgroup_kill(const char *dir, int sig);
 int rkl_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir);
 /* Removes an app's own memory cgroup made by rkl_cgroup_memory_adopt (ENOENT is fine). */
 int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
+/* Removes what is left of a unit's cgroup (slice/unit, e.g. "system.slice/rktlet-X.service")
+ * in every v1 hierarchy once its processes are gone: systemd 252 cleans only the controllers
+ * it manages, and rkt's stage1 leaves the pod's cpuset cgroup behind. Busy ones stay. */
+void rkl_cgroup_unit_remove(const char *unit_path);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control
  * "oom_kill" on v1), or -ENOENT / -ENODATA. */
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret);

@@ -10,6 +10,7 @@
  * "already gone" answers count as success. */
 #include "reconciler.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,8 +39,9 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define MAX_ATTEMPTS      5 /* failed sandbox creations or container adds/starts before the
-                             * object fails for good */
+#define MAX_ATTEMPTS                                                                               \
+        5                     /* failed sandbox creations or container adds/starts before the      \
+                               * object fails for good */
 #define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
@@ -75,6 +77,7 @@ typedef struct action {
         bool orphan; /* no record: nothing to write back */
         char uuid[RKL_POD_UUID_LEN + 1];
         char *app;
+        char *unit_name; /* ACT_POD_RM: "system.slice/<unit>", whose leftover cgroups go */
         char **args;
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
@@ -234,6 +237,16 @@ static void pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec, con
         if (n < 0)
                 rkl_log_error("sandbox %.12s: cannot record error: %s", rec->id, err.msg);
         publish_pod(r, rec->id);
+}
+
+/* Whether a successful action ends the failures counted on a container: the step that
+ * reaches what is wanted, not an undo or a step on the way, or the count would never reach
+ * MAX_ATTEMPTS when the last step keeps failing. */
+static bool reaches_goal(act_kind kind, const rkl_container_record *c)
+{
+        if (kind == ACT_APP_ADD)
+                return c->desired != RKL_CTR_DESIRED_RUNNING;
+        return kind == ACT_APP_START || kind == ACT_APP_STOP;
 }
 
 /* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
@@ -518,11 +531,19 @@ static void rescan(rkl_reconciler *r)
 
 /* ---- Actions on the worker pool ---- */
 
+/* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
+static char *unit_cgroup_path(const char *sandbox_id)
+{
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(sandbox_id);
+        return rkl_xasprintf("system.slice/%s", unit);
+}
+
 static void action_free(action *a)
 {
         if (!a)
                 return;
         free(a->app);
+        free(a->unit_name);
         rkl_strv_free(a->args);
         free(a);
 }
@@ -719,12 +740,15 @@ static void apply_result(rkl_reconciler *r, action *a)
                     rkl_cache_ctr_get(r->cache, a->key);
                 if (v && a->result < 0) {
                         ctr_failed_attempt(r, v->rec, a->error);
-                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error)) {
+                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
+                           reaches_goal(a->kind, v->rec)) {
                         (void)rkl_store_container_clear_error(r->store, a->key, &err);
                         publish_ctr(r, a->key);
                 }
         }
 
+        if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
+                rkl_cgroup_unit_remove(a->unit_name);
         if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
                 /* The pod and its network are gone; its last statuses are in the store. */
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
@@ -950,6 +974,7 @@ static void step_stopping(rkl_reconciler *r, const rkl_pod_record *rec, const rk
         } else {
                 /* Exited (its last statuses were read when it did): free its network. */
                 a = action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid);
+                a->unit_name = unit_cgroup_path(rec->id);
                 a->args = rkl_strv_copy(RKL_STRV("rm", rec->rkt_uuid));
         }
         a->is_pod = true;
@@ -1006,8 +1031,8 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                 _cleanup_free_ char *image = NULL;
                 if (!isempty(c->observed.image_ref))
                         image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
-                else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image,
-                                                    &err) < 0) {
+                else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) <
+                         0) {
                         ctr_failed_attempt(r, c, err.msg);
                         return;
                 }
@@ -1027,8 +1052,17 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!can_start(r, c->id) || pod_app_busy(r, pod->rkt_uuid))
                         return;
-                a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
-                a->args = app_args("start", pod->rkt_uuid, c->app_name);
+                if (c->book.attempts > 0) {
+                        /* After a failed add or start rkt may hold a half-made app that no
+                         * start can run (reference/rkt.md, B.1): undo it; a fresh add follows. */
+                        a = action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid);
+                        a->args = app_args("rm", pod->rkt_uuid, c->app_name);
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(c->app_name);
+                } else {
+                        a = action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
+                        a->args = app_args("start", pod->rkt_uuid, c->app_name);
+                }
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
                    c->observed.phase == RKL_CTR_PHASE_CREATED && c->book.last_error) {
                 /* The last start failed after rkt wrote <app>-started (it was killed, or timed
@@ -1127,6 +1161,7 @@ static void reap_orphan_pods(rkl_reconciler *r)
                         }
                 } else {
                         a = action_new(r, ACT_POD_RM, p->uuid, p->uuid);
+                        a->unit_name = unit_cgroup_path(id);
                         a->args = rkl_strv_copy(RKL_STRV("rm", p->uuid));
                         if (!pv) {
                                 _cleanup_free_ char *dir = pod_state_path(r, id, NULL);
@@ -1136,6 +1171,38 @@ static void reap_orphan_pods(rkl_reconciler *r)
                 a->orphan = true;
                 rkl_log_info("removing leftover pod %s of sandbox %.12s", p->uuid, id);
                 submit(r, a);
+        }
+}
+
+/* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no
+ * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
+ * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */
+static void reap_orphan_state_dirs(rkl_reconciler *r)
+{
+        _cleanup_free_ char *top = pod_state_path(r, "", NULL);
+        _cleanup_closedir_ DIR *d = opendir(top);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (!rkl_id_is_valid(de->d_name))
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv =
+                    rkl_cache_pod_get(r->cache, de->d_name);
+                if (pv)
+                        continue;
+                bool has_pod = false;
+                size_t i = 0;
+                void *v;
+                while (!has_pod && rkl_hashmap_iterate(r->seen, &i, NULL, &v))
+                        has_pod =
+                            streq_ptr(rkl_kvs_get(&((const rkl_poddir_pod *)v)->user_annotations,
+                                                  RKL_MARK_SANDBOX_ID),
+                                      de->d_name);
+                if (has_pod)
+                        continue;
+                _cleanup_free_ char *dir = pod_state_path(r, de->d_name, NULL);
+                int k = rkl_rm_rf_at(AT_FDCWD, dir);
+                if (k < 0)
+                        rkl_log_warning("cannot remove %s: %s", dir, strerror(-k));
         }
 }
 
@@ -1181,6 +1248,7 @@ static void pass(rkl_reconciler *r)
                 r->recheck = rkl_strv_free(r->recheck);
                 rescan(r);
                 reap_orphan_units(r);
+                reap_orphan_state_dirs(r);
         } else if (r->recheck) {
                 _cleanup_strv_free_ char **l = TAKE_PTR(r->recheck);
                 RKL_STRV_FOREACH (u, l)

@@ -94,18 +94,39 @@ rkl_rkt *rkl_rkt_free(rkl_rkt *d)
         return NULL;
 }
 
-/* rkt prints its errors on stderr, one line, often prefixed with the command name. */
-static void last_line(const char *s, char *buf, size_t n)
+/* rkt's own words for a failure: the last lines of its stderr (up to n - 1 bytes, whole
+ * lines where they fit), joined with "; ". The error often sits a line above the summary
+ * ("add: error adding app to pod: exit status 254" says nothing by itself), and its
+ * per-pod warning about a missing "rkt" group says nothing at all. */
+static void error_tail(const char *s, char *buf, size_t n)
 {
-        size_t len = strlen(s);
-        while (len > 0 && isspace((unsigned char)s[len - 1]))
-                len--;
-        size_t start = len;
-        while (start > 0 && s[start - 1] != '\n')
-                start--;
-        size_t k = len - start < n - 1 ? len - start : n - 1;
-        memcpy(buf, s + start, k);
-        buf[k] = 0;
+        size_t len = strlen(s), k = 0;
+        buf[0] = 0;
+        while (len > 0) {
+                while (len > 0 && isspace((unsigned char)s[len - 1]))
+                        len--;
+                size_t start = len;
+                while (start > 0 && s[start - 1] != '\n')
+                        start--;
+                size_t l = len - start;
+                if (l > 0 && !memmem(s + start, l, "group \"rkt\" not found", 21)) {
+                        size_t sep = k ? 2 : 0;
+                        if (k + l + sep >= n) {
+                                if (k == 0) { /* one long line: its end */
+                                        memcpy(buf, s + len - (n - 1), n - 1);
+                                        buf[n - 1] = 0;
+                                }
+                                return;
+                        }
+                        /* Prepend: lines are collected last first. */
+                        memmove(buf + l + sep, buf, k + 1);
+                        memcpy(buf, s + start, l);
+                        if (sep)
+                                memcpy(buf + l, "; ", 2);
+                        k += l + sep;
+                }
+                len = start;
+        }
 }
 
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
@@ -138,8 +159,8 @@ int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *e
         } else if (res.signal) {
                 r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", args[0], res.signal);
         } else if (res.exit_code != 0) {
-                char line[400];
-                last_line(res.err_len ? res.err : res.out, line, sizeof(line));
+                char line[1024];
+                error_tail(res.err_len ? res.err : res.out, line, sizeof(line));
                 r = rkl_error_set(reterr, rkl_rkt_classify_error(res.err),
                                   "rkt %s: exit status %d: %s", args[0], res.exit_code, line);
         }

@@ -23,6 +23,7 @@ class RealRktBase(unittest.TestCase):
 
     def setUp(self):
         self.env = harness.RktEnv(self, extra=self.extra).start()
+        self.sandboxes = []
         keep = os.environ.get("RKL_TEST_KEEP_LOGS")
         if keep:  # a directory to copy the daemon's log to, for debugging
             self.addCleanup(lambda: open(os.path.join(keep, self.id() + ".log"), "w").write(
@@ -45,6 +46,7 @@ class RealRktBase(unittest.TestCase):
             hostname=name, log_directory=os.path.join(self.env.dir, "logs", name))
         t0 = time.monotonic()
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=10).pod_sandbox_id
+        self.sandboxes.append(sid)
         st = harness.wait_for("sandbox %s with an IP" % name, lambda: (
             lambda s: s.network.ip and s)(self.pod(sid)), timeout=120)
         print("\n[figure] RunPodSandbox to READY with an IP: %.0f ms" %
@@ -89,23 +91,26 @@ class RealRktBase(unittest.TestCase):
 
     def units(self):
         out = self.env.run("systemctl", "list-units", "--all", "--plain", "--no-legend",
-                           "rktlet-*").stdout
+                           "rktlet-*.service").stdout
         return [line.split()[0] for line in out.splitlines() if line.strip()]
 
     def cgroups(self):
+        """Cgroups of this test's sandboxes (hierarchies the host cannot confine, such as
+        cpuset, are shared with every other host on the machine)."""
         out = self.env.run("sh", "-c", "ls -d /sys/fs/cgroup/*/system.slice/rktlet-* "
                            "/sys/fs/cgroup/system.slice/rktlet-* 2>/dev/null",
                            check=False).stdout
-        return out.split()
+        return [p for p in out.split() if any(s in p for s in self.sandboxes)]
 
     def state_dirs(self):
         return os.listdir(os.path.join(self.env.daemon.state_dir, "pods")) \
             if os.path.isdir(os.path.join(self.env.daemon.state_dir, "pods")) else []
 
     def assert_nothing_left(self):
-        harness.wait_for("no rkt pod, unit, cgroup or state directory left", lambda: (
-            not self.rkt_pods() and not self.units() and not self.cgroups() and
-            not self.state_dirs()), timeout=60, interval=0.5)
+        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+        harness.wait_for("no rkt pod, unit, cgroup or state directory left",
+                         lambda: not any(left()), timeout=90, interval=1)
+        self.assertFalse(any(left()), left())
 
 
 class LifecycleTest(RealRktBase):
@@ -126,7 +131,7 @@ class LifecycleTest(RealRktBase):
         self.assertNotIn(pods[0][2], os.popen("ip -o addr").read())
 
         (s1, c1, ip1), (s2, c2, _) = pods
-        web = self.create(s1, c1, "web", ["httpd", "-f", "-p", "8080", "-h", "/etc"])
+        web = self.create(s1, c1, "web", ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"])
         fail = self.create(s1, c1, "fail", ["sh", "-c", "sleep 1; exit 1"])
         stubborn = self.create(s2, c2, "stubborn", ["sh", "-c", "trap '' TERM; sleep 3600"])
         ok = self.create(s2, c2, "ok", ["sh", "-c", "sleep 1; exit 0"])
@@ -163,7 +168,7 @@ class LifecycleTest(RealRktBase):
         self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=fail), timeout=10)
         for sid, _, _ in pods:
             self.stop_remove(sid)
-        self.assertEqual(self.rs.ListPodSandbox(pb.ListPodSandboxRequest()).items, [])
+        self.assertEqual(len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest()).items), 0)
         self.assert_nothing_left()
 
 
@@ -180,8 +185,13 @@ class RestartTest(RealRktBase):
         self.env.daemon.start(wrapper=self.env.enter)
         self.assertNotEqual(self.env.daemon.daemon_pid(), pid)
         self.connect()
-        harness.wait_for("the restarted daemon answering", lambda: self.rs.Version(
-            pb.VersionRequest(), timeout=5, wait_for_ready=True), timeout=30)
+
+        def answers():
+            try:  # grpc may first try a connection of the killed daemon's
+                return self.rs.Version(pb.VersionRequest(), timeout=5)
+            except grpc.RpcError:
+                return False
+        harness.wait_for("the restarted daemon answering", answers, timeout=30)
         # The same pod and container, still running, not made again.
         st = self.pod(sid)
         self.assertEqual((st.state, st.network.ip), (pb.SANDBOX_READY, ip))

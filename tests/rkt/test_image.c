@@ -155,7 +155,8 @@ static void test_fetch_output(void **state)
                                                    "233cac8267c11398773b4b182f7c1924\n",
                                                    &id),
                          0);
-        assert_string_equal(id, "sha512-86c14ba8b0bcffe0e2b1b134e1ec2abf233cac8267c11398773b4b182f7c1924");
+        assert_string_equal(
+            id, "sha512-86c14ba8b0bcffe0e2b1b134e1ec2abf233cac8267c11398773b4b182f7c1924");
         free(id);
         id = NULL;
         assert_int_equal(rkl_rkt_image_fetch_parse("Error: no such image\n", &id), -EBADMSG);

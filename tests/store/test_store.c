@@ -567,10 +567,11 @@ static void test_migration_atomic(void **state)
         assert_int_equal(v, next);
         /* Foreign keys are back on after a migration. */
         char name[] = "c", image[] = "i";
-        FAILS(-ENOENT, rkl_store_container_create(
-                           f->s, "1111111111111111111111111111111111111111111111111111111111111111",
-                           "2222222222222222222222222222222222222222222222222222222222222222",
-                           "app", NULL, &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
+        FAILS(-ENOENT,
+              rkl_store_container_create(
+                  f->s, "1111111111111111111111111111111111111111111111111111111111111111",
+                  "2222222222222222222222222222222222222222222222222222222222222222", "app", NULL,
+                  &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
         /* And this binary now refuses the database it migrated past its knowledge. */
         FAILS(-EPROTONOSUPPORT,
               rkl_store__migrate(f->s, rkl_store__migrations, rkl_store__n_migrations, &e_));
@@ -884,10 +885,13 @@ static void test_constraints(void **state)
 
         create_ctr(f->s, c1, p1, "app1", "nginx", 0);
         minimal_ctr_spec(&cs, "nginx", 0);
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_)); /* name */
+        FAILS(-EEXIST,
+              rkl_store_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
+        FAILS(-EEXIST,
+              rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_)); /* name */
         cs.attempt = 1;
-        FAILS(-EEXIST, rkl_store_container_create(f->s, c2, p1, "app1", NULL, &cs, NULL, &e_)); /* app */
+        FAILS(-EEXIST,
+              rkl_store_container_create(f->s, c2, p1, "app1", NULL, &cs, NULL, &e_)); /* app */
         OK(rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_));
         cs.attempt = 0;
         /* Same name and app name in another sandbox is fine. */
@@ -895,8 +899,8 @@ static void test_constraints(void **state)
         /* A container needs its sandbox. */
         FAILS(-ENOENT, rkl_store_container_create(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000c4",
-                           "00000000000000000000000000000000000000000000000000000000000000a9", "x", NULL,
-                           &cs, NULL, &e_));
+                           "00000000000000000000000000000000000000000000000000000000000000a9", "x",
+                           NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
 }
 
@@ -1072,14 +1076,16 @@ static void test_invalid_input(void **state)
         free(c.image);
         c.image = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e),
+                         -EINVAL);
         assert_non_null(strstr(e.msg, "image"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);
         free(c.mounts[1].container_path);
         c.mounts[1].container_path = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e),
+                         -EINVAL);
         assert_non_null(strstr(e.msg, "mounts[1].container_path"));
         rkl_container_spec_done(&c);
         fill_ctr_spec(&c, "c", 0);

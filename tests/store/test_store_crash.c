@@ -102,7 +102,8 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                         (void)snprintf(app, sizeof(app), "app-%u", i);
                         rkl_container_spec c = {.name = name, .image = image};
                         ctr_id(cid, i);
-                        if ((r = rkl_store_container_create(s, cid, id, app, NULL, &c, NULL, &e)) < 0)
+                        if ((r = rkl_store_container_create(s, cid, id, app, NULL, &c, NULL, &e)) <
+                            0)
                                 break;
                         send_ack(OP_CTR, i);
                 }
