@@ -42,6 +42,7 @@
 #define MAX_ATTEMPTS                                                                               \
         5                     /* failed sandbox creations or container adds/starts before the      \
                                * object fails for good */
+#define CTR_MAX_ATTEMPTS  8 /* adds/starts, ~2 min of backoff, before a container fails for good */
 #define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
@@ -260,7 +261,7 @@ static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *re
         int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
         if (n < 0)
                 rkl_log_error("container %.12s: cannot record its failure: %s", rec->id, err.msg);
-        if (n >= MAX_ATTEMPTS) {
+        if (n >= CTR_MAX_ATTEMPTS) {
                 rkl_container_observed o;
                 rkl_container_observed_copy(&o, &rec->observed);
                 o.phase = RKL_CTR_PHASE_EXITED;
@@ -279,7 +280,7 @@ static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *re
                 rkl_container_observed_done(&o);
         } else {
                 rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg,
-                                n < 0 ? 0 : n, MAX_ATTEMPTS);
+                                n < 0 ? 0 : n, CTR_MAX_ATTEMPTS);
                 wake_at(r, next);
         }
         publish_ctr(r, rec->id);

@@ -304,7 +304,7 @@ class SandboxFaultsTest(FaultsBase):
     def test_app_add_failing_fails_for_good(self):
         """Real rkt on systemd 252 without the stage1 fix fails every app add with "not yet
         ready" (rc 254): ContainerStatus says so with rkt's own words while it retries, and
-        after five attempts the container is EXITED with StartError and 128, for good."""
+        after eight attempts the container is EXITED with StartError and 128, for good."""
         sid = self.run_pod("addfail")
         self.wait_running(sid)
         msg = "supervisor for pod %s is not yet ready" % self.pods(sid)[0][0]
@@ -317,17 +317,17 @@ class SandboxFaultsTest(FaultsBase):
                     msg in st.message and "retrying" in st.message)
         harness.wait_for("the failure shown while retrying", retrying, timeout=30)
         harness.wait_for("container failed for good",
-                         lambda: self.ctr(cid)[0].state == pb.CONTAINER_EXITED, timeout=60)
+                         lambda: self.ctr(cid)[0].state == pb.CONTAINER_EXITED, timeout=180)
         st, info = self.ctr(cid)
         self.assertEqual((st.exit_code, st.reason), (128, "StartError"))
         self.assertIn(msg, st.message)
-        self.assertIn("gave up after 5 attempts", st.message)
-        self.assertEqual(info["attempts"], 5)
-        self.assertIn("not yet ready (attempt 1 of 5)", self.env.daemon.log())
+        self.assertIn("gave up after 8 attempts", st.message)
+        self.assertEqual(info["attempts"], 8)
+        self.assertIn("not yet ready (attempt 1 of 8)", self.env.daemon.log())
         # Failed for good means no more tries, even once rkt is healthy again.
         self.env.set_faults("")
         time.sleep(2)
-        self.assertEqual(self.ctr(cid)[1]["attempts"], 5)
+        self.assertEqual(self.ctr(cid)[1]["attempts"], 8)
         self.assertEqual(self.ctr(cid)[0].state, pb.CONTAINER_EXITED)
         self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
         self.stop_remove(sid)
