@@ -40,8 +40,8 @@
 #include "base/banned.h"
 
 #define MAX_ATTEMPTS                                                                               \
-        5                     /* failed sandbox creations or container adds/starts before the      \
-                               * object fails for good */
+        5                   /* failed sandbox creations or container adds/starts before the        \
+                             * object fails for good */
 #define CTR_MAX_ATTEMPTS  8 /* adds/starts, ~2 min of backoff, before a container fails for good */
 #define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
