@@ -115,13 +115,16 @@ class Daemon:
                     self.proc.returncode, self.log()[-20000:]))
             return self.proc.returncode
         self.expected_exit = True
-        self.proc.send_signal(sig)
+        self.send_signal(sig)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
 
     def log(self):
         try:
@@ -274,19 +277,10 @@ class RktDaemon(Daemon):
                              text=True).stdout.split()
         return int(out[0]) if out else None
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc is None or self.proc.poll() is not None:
-            return super().stop(sig, timeout)
-        self.expected_exit = True
+    def send_signal(self, sig):
         pid = self.daemon_pid()
         if pid:
             os.kill(pid, sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
 
 
 class RktEnv:
