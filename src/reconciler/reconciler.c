@@ -119,6 +119,10 @@ struct rkl_reconciler {
         rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */
         rkl_hashmap *in_flight; /* object ID -> action* */
         unsigned n_in_flight;
+        /* Container ID -> its own copy: the last add or start failed and may have left a
+         * half-made app that no start can run, to rm before the next start. Memory only: after
+         * a crash the first start that fails sets it again, one attempt later. */
+        rkl_hashmap *undo;
         int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
         char **recheck;     /* pods to read again at the next pass: what inotify cannot see */
         bool rescan;
@@ -250,6 +254,19 @@ static bool reaches_goal(act_kind kind, const rkl_container_record *c)
         return kind == ACT_APP_START || kind == ACT_APP_STOP;
 }
 
+static void undo_mark(rkl_reconciler *r, const char *id)
+{
+        if (!rkl_hashmap_get(r->undo, id)) {
+                char *key = rkl_xstrdup(id);
+                rkl_hashmap_put(r->undo, key, key);
+        }
+}
+
+static void undo_clear(rkl_reconciler *r, const char *id)
+{
+        free(rkl_hashmap_remove(r->undo, id));
+}
+
 /* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
  * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
  * (its restart policy) instead of waiting on a container that never runs. */
@@ -274,6 +291,7 @@ static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *re
                 o.reason = rkl_xstrdup(RKL_CTR_START_ERROR);
                 o.message = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
                 rkl_log_warning("container %.12s: %s", rec->id, o.message);
+                undo_clear(r, rec->id); /* no start follows; removal takes what is left */
                 if (rkl_store_container_set_observed(r->store, rec->id, &o, &err) < 0)
                         rkl_log_error("container %.12s: cannot record observation: %s", rec->id,
                                       err.msg);
@@ -739,6 +757,10 @@ static void apply_result(rkl_reconciler *r, action *a)
         } else {
                 _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v =
                     rkl_cache_ctr_get(r->cache, a->key);
+                if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
+                        undo_mark(r, a->key);
+                else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
+                        undo_clear(r, a->key);
                 if (v && a->result < 0) {
                         ctr_failed_attempt(r, v->rec, a->error);
                 } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
@@ -1053,9 +1075,10 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!can_start(r, c->id) || pod_app_busy(r, pod->rkt_uuid))
                         return;
-                if (c->book.attempts > 0) {
+                if (rkl_hashmap_get(r->undo, c->id)) {
                         /* After a failed add or start rkt may hold a half-made app that no
-                         * start can run (reference/rkt.md, B.1): undo it; a fresh add follows. */
+                         * start can run (reference/rkt.md, B.1): undo it; a fresh add follows.
+                         * Once per failure: the add that follows starts clean. */
                         a = action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid);
                         a->args = app_args("rm", pod->rkt_uuid, c->app_name);
                         a->supervisor = (pid_t)p->ppid;
@@ -1532,6 +1555,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         pthread_cond_init(&r->cond, NULL);
         r->seen = rkl_hashmap_new();
         r->in_flight = rkl_hashmap_new();
+        r->undo = rkl_hashmap_new();
         r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
 
         if (cfg->db_path) {
@@ -1610,6 +1634,10 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         }
         rkl_hashmap_free(r->seen);
         rkl_hashmap_free(r->in_flight);
+        i = 0;
+        while (rkl_hashmap_iterate(r->undo, &i, NULL, &v))
+                free(v);
+        rkl_hashmap_free(r->undo);
         rkl_strv_free(r->recheck);
         rkl_rkt_free(r->rkt);
         rkl_store_close(r->store);
