@@ -97,7 +97,7 @@ int64_t sim_mtime_nsec(const char *path); /* -errno when missing */
 int64_t sim_ctime_nsec(const char *path);
 bool sim_exists(const char *path);
 char *sim_uuid_new(void);
-char *sim_sha512_file(const char *path);       /* "sha512-<128 hex>" or NULL */
+char *sim_sha512_file(const char *path);       /* "sha512-<64 hex>" or NULL */
 void sim_random_hex(char *buf, size_t nbytes); /* 2*nbytes hex + NUL */
 /* Go's time.Format("2006-01-02 15:04:05.999 -0700 MST") in UTC. */
 char *sim_format_time_ms(int64_t nsec);

@@ -157,8 +157,9 @@ char *sim_sha512_file(const char *path)
         unsigned len = 0;
         EVP_DigestFinal_ex(md, d, &len);
         EVP_MD_CTX_free(md);
-        char hex[129];
-        for (unsigned i = 0; i < len && i < 64; i++)
+        /* rkt's store keys an image by the first 256 bits of its sha512 (reference B.4). */
+        char hex[65];
+        for (unsigned i = 0; i < len && i < 32; i++)
                 snprintf(hex + 2 * i, 3, "%02x", d[i]);
         return rkl_xasprintf("sha512-%s", hex);
 }
