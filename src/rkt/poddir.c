@@ -684,6 +684,11 @@ static void read_app_status(int status_fd, rkl_poddir_app *a)
         int r = read_regular_at(status_fd, a->name, RKL_PODDIR_FILE_MAX, &buf, &n, &st);
         if (r == -ENOENT)
                 return;
+        /* The reaper creates the file, then writes the code: empty, it is being written
+         * (CLOSE_WRITE follows within ms). A pod that dies in between leaves it empty; its
+         * released lock makes the app exited then (rkl_poddir_read). */
+        if (r >= 0 && n == 0 && a->state == RKL_POD_APP_RUNNING)
+                return;
         if (r == -EFBIG || r >= 0) {
                 if (r < 0 && fstatat(status_fd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return;

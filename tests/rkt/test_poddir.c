@@ -194,6 +194,28 @@ static void test_running_pod_unlocked_is_exited(void **state)
         assert_int_equal(w->exit_code, 15);
 }
 
+/* The reaper creates an app's exit file, then writes the code: read in between, the app is
+ * still running (not exited with an unknown code), unless the pod is gone. */
+static void test_exit_file_being_written(void **state)
+{
+        fixture *f = *state;
+        _cleanup_(rkl_poddir_pod_done) rkl_poddir_pod p = {0}, q = {0};
+        _cleanup_free_ char *exit_file =
+            rkl_xasprintf("%s/pods/run/" U_RUNNING "/" UPPER "/status/ticker", f->dir);
+        _cleanup_close_ int fd = open(exit_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+
+        lock_pod(f, "run/" U_RUNNING);
+        assert_int_equal(rkl_poddir_read(f->pods, U_RUNNING, &p, NULL), 0);
+        assert_int_equal(app(&p, "ticker")->state, RKL_POD_APP_RUNNING);
+        assert_false(app(&p, "ticker")->exit_known);
+
+        unlock_pod(f);
+        assert_int_equal(rkl_poddir_read(f->pods, U_RUNNING, &q, NULL), 0);
+        assert_int_equal(app(&q, "ticker")->state, RKL_POD_APP_EXITED);
+        assert_false(app(&q, "ticker")->exit_known);
+}
+
 /* flock locks belong to the open file description: a lock this process holds through one
  * open() blocks LOCK_SH|LOCK_NB through another open() of the same dir, so an in-process
  * lock is a faithful stand-in for stage1's. */
@@ -601,6 +623,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             T(test_running_pod),
             T(test_running_pod_unlocked_is_exited),
+            T(test_exit_file_being_written),
             T(test_prepare_lock_in_process),
             T(test_stopped_pod),
             T(test_exited_garbage),
