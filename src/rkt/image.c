@@ -223,8 +223,10 @@ int rkl_rkt_image_manifest_parse(const char *buf, size_t len, rkl_rkt_image_mani
 
 int rkl_rkt_image_fetch_parse(const char *out, char **ret_id)
 {
+        if (!out)
+                return -EBADMSG;
         /* rkt prints progress before the ID: the ID is the last non-empty line. */
-        size_t end = out ? strlen(out) : 0;
+        size_t end = strlen(out);
         while (end > 0 && is_ws(out[end - 1]))
                 end--;
         size_t start = end;
