@@ -885,13 +885,17 @@ static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
         size_t n;
         if (rkl_read_file_at(AT_FDCWD, path, 1 << 20, &text, &n) < 0 || n == 0)
                 return rkl_xstrdup("no output");
-        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
-                text[--n] = 0;
-        size_t start = n > 300 ? n - 300 : 0;
-        for (char *p = text + start; *p; p++)
-                if (*p == '\n')
-                        *p = ' ';
-        return rkl_xstrdup(text + start);
+        char tail[320];
+        rkl_rkt_output_tail(text, tail, sizeof(tail));
+        /* systemd's words when the pod's own systemd cannot start; on a node the usual cause
+         * is the inotify instance limit, shared by every process of the user (each pod's
+         * systemd and journald hold about three). */
+        if (strstr(tail, "Failed to allocate manager object"))
+                return rkl_xasprintf("%s (the pod's systemd could not start: is "
+                                     "fs.inotify.max_user_instances too low? see "
+                                     "docs/operators.md)",
+                                     tail);
+        return rkl_xstrdup(*tail ? tail : "no output");
 }
 
 /* Undoes a failed creation so that the next attempt starts clean; the last attempt leaves

@@ -94,12 +94,33 @@ rkl_rkt *rkl_rkt_free(rkl_rkt *d)
         return NULL;
 }
 
-/* rkt's own words for a failure: the last lines of its stderr (up to n - 1 bytes, whole
- * lines where they fit), joined with "; ". The error often sits a line above the summary
- * ("add: error adding app to pod: exit status 254" says nothing by itself), and its
- * per-pod warning about a missing "rkt" group says nothing at all. */
-static void error_tail(const char *s, char *buf, size_t n)
+/* Terminal escapes (systemd colours its "!!!!!!" lines even into a file) and other control
+ * characters mean nothing in a status message: drop ESC sequences, blank the rest but '\n'. */
+static char *printable_copy(const char *s)
 {
+        char *out = rkl_xstrdup(s), *w = out;
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (*p == 0x1b) {
+                        if (p[1] == '[') { /* CSI: parameters, then one final byte */
+                                p += 2;
+                                while (*p && (*p < 0x40 || *p > 0x7e))
+                                        p++;
+                        } else if (p[1]) {
+                                p++;
+                        }
+                        if (!*p)
+                                break;
+                        continue;
+                }
+                *w++ = (*p < 0x20 && *p != '\n') || *p == 0x7f ? ' ' : (char)*p;
+        }
+        *w = 0;
+        return out;
+}
+
+void rkl_rkt_output_tail(const char *text, char *buf, size_t n)
+{
+        _cleanup_free_ char *s = printable_copy(text ? text : "");
         size_t len = strlen(s), k = 0;
         buf[0] = 0;
         while (len > 0) {
@@ -160,7 +181,7 @@ int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *e
                 r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", args[0], res.signal);
         } else if (res.exit_code != 0) {
                 char line[1024];
-                error_tail(res.err_len ? res.err : res.out, line, sizeof(line));
+                rkl_rkt_output_tail(res.err_len ? res.err : res.out, line, sizeof(line));
                 r = rkl_error_set(reterr, rkl_rkt_classify_error(res.err),
                                   "rkt %s: exit status %d: %s", args[0], res.exit_code, line);
         }

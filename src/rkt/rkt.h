@@ -25,6 +25,13 @@ rkl_rkt *rkl_rkt_free(rkl_rkt *d);
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr);
 
+/* rkt's own words for a failure, for a person: the last lines of text (its stderr, or a
+ * sandbox's output) that say something, whole lines where they fit in n - 1 bytes, joined
+ * with "; ", terminal escapes and control characters removed. The error often sits a line
+ * above the summary ("add: error adding app to pod: exit status 254" says nothing by
+ * itself), and its per-pod warning about a missing "rkt" group says nothing at all. */
+void rkl_rkt_output_tail(const char *text, char *buf, size_t n);
+
 /* Extra global flags for one command (image commands). */
 typedef struct rkl_rkt_exec_opts {
         const char *user_config;    /* --user-config=DIR: rkt reads DIR/auth.d/ there */
