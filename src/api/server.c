@@ -18,6 +18,7 @@
 
 #include "api.pb-c.h"
 #include "status.h"
+#include "wire.h"
 #include "reconciler/reconciler.h"
 #include "store/store.h"
 #include "base/alloc.h"
@@ -313,6 +314,13 @@ static void call_process(rkl_api_call *c)
                 call_send(c, GRPC_STATUS_INVALID_ARGUMENT,
                           rkl_arena_printf(c->arena, "%s: cannot decode %s", m->path + 1,
                                            m->desc->input->name));
+                return;
+        }
+        char field[128];
+        if (rkl_api_wire_find_nul(m->desc->input, buf, len, field, sizeof(field)) < 0) {
+                call_send(
+                    c, GRPC_STATUS_INVALID_ARGUMENT,
+                    rkl_arena_printf(c->arena, "%s: '%s' holds a NUL byte", m->path + 1, field));
                 return;
         }
 
