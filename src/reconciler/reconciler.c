@@ -801,6 +801,24 @@ static char *pod_state_path(rkl_reconciler *r, const char *id, const char *name)
                              name ? name : "");
 }
 
+/* A failed creation attempt: retried with backoff, and the last of MAX_ATTEMPTS leaves the
+ * sandbox failed for good (NOTREADY, reason CreateFailed), for kubelet to act on. */
+static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
+{
+        if (rec->book.attempts + 1 >= MAX_ATTEMPTS) {
+                rkl_pod_observed o;
+                rkl_pod_observed_copy(&o, &rec->observed);
+                o.phase = RKL_POD_PHASE_FAILED;
+                free(o.reason);
+                free(o.message);
+                o.reason = rkl_xstrdup("CreateFailed");
+                o.message = rkl_xstrdup(msg);
+                pod_set_observed(r, rec, &o);
+                rkl_pod_observed_done(&o);
+        }
+        pod_failed_attempt(r, rec, msg);
+}
+
 static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -820,14 +838,14 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         }
         if (rec->spec.cgroup_parent &&
             rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
-                pod_failed_attempt(r, rec,
-                                   "cgroup_parent is not a systemd slice: run kubelet "
-                                   "with --cgroup-driver=systemd");
+                creation_attempt_failed(r, rec,
+                                        "cgroup_parent is not a systemd slice: run kubelet "
+                                        "with --cgroup-driver=systemd");
                 return;
         }
         if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
                 rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
-                pod_failed_attempt(r, rec, err.msg);
+                creation_attempt_failed(r, rec, err.msg);
                 return;
         }
         (void)unlink(uuid_file);
@@ -842,7 +860,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .node_hostname = hostname,
         };
         if (rkl_rkt_sandbox_args(&rec->spec, &o, &args, &insecure, &err) < 0) {
-                pod_failed_attempt(r, rec, err.msg);
+                creation_attempt_failed(r, rec, err.msg);
                 return;
         }
         argv = rkl_rkt_argv(r->rkt, args, insecure);
@@ -868,7 +886,12 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         rkl_crash_point("unit-named");
         k = rkl_unit_start(r->bus, &spec, 10 * USEC_PER_SEC, &err);
         if (k < 0 && k != -EEXIST) {
-                pod_failed_attempt(r, rec, err.msg);
+                /* No unit came of it: the next attempt starts from the top, and this one
+                 * is not counted again when the unit is found missing. */
+                rkl_error e2 = RKL_ERROR_INIT;
+                if (rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &e2) < 0)
+                        rkl_log_error("sandbox %.12s: %s", rec->id, e2.msg);
+                creation_attempt_failed(r, rec, err.msg);
                 return;
         }
         rkl_crash_point("unit-started");
@@ -898,8 +921,7 @@ static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
         return rkl_xstrdup(*tail ? tail : "no output");
 }
 
-/* Undoes a failed creation so that the next attempt starts clean; the last attempt leaves
- * the sandbox failed for good. */
+/* Undoes a failed creation so that the next attempt starts clean, and counts it. */
 static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *why)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -915,18 +937,7 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
                 /* The dead pod is removed by the orphan pass once it is no longer ours. */
                 (void)rkl_store_pod_set_rkt_uuid(r->store, rec->id, NULL, &err);
         }
-        if (rec->book.attempts + 1 >= MAX_ATTEMPTS) {
-                rkl_pod_observed o;
-                rkl_pod_observed_copy(&o, &rec->observed);
-                o.phase = RKL_POD_PHASE_FAILED;
-                free(o.reason);
-                free(o.message);
-                o.reason = rkl_xstrdup("CreateFailed");
-                o.message = rkl_xstrdup(msg);
-                pod_set_observed(r, rec, &o);
-                rkl_pod_observed_done(&o);
-        }
-        pod_failed_attempt(r, rec, msg);
+        creation_attempt_failed(r, rec, msg);
 }
 
 static void step_pending(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p,

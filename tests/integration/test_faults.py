@@ -294,11 +294,31 @@ class SandboxFaultsTest(FaultsBase):
         self.assertEqual(info["phase"], "failed")
         self.assertEqual(info["reason"], "CreateFailed")
         self.assertIn("did not become ready", info["message"])
-        self.assertGreaterEqual(info["attempts"], 5)
+        self.assertEqual(info["attempts"], 5)  # issue 19, defect 3: it was 6
         self.wait_gone(sid)
         with self.assertRaises(grpc.RpcError) as cm:
             self.container(sid, "c")
         self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.stop_remove(sid)
+
+    def test_start_failing_fails_for_good(self):
+        """A sandbox that cannot even be started (here: a cgroupfs cgroup_parent, which a
+        systemd unit cannot take) fails for good after five attempts too; it used to be
+        retried for ever while reported READY."""
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name="cg", uid="cg-uid", namespace="faults"),
+            hostname="cg", log_directory="/var/log/pods/faults_cg")
+        cfg.linux.cgroup_parent = "/kubepods/besteffort/podcg"
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        harness.wait_for("sandbox failed for good",
+                         lambda: self.pod(sid)[0].state == pb.SANDBOX_NOTREADY, timeout=60)
+        st, info = self.pod(sid)
+        self.assertEqual((info["phase"], info["reason"]), ("failed", "CreateFailed"))
+        self.assertIn("--cgroup-driver=systemd", info["message"])
+        self.assertEqual(info["attempts"], 5)
+        time.sleep(1)
+        self.assertEqual(self.pod(sid)[1]["attempts"], 5)  # no more tries
         self.stop_remove(sid)
 
     def test_app_add_failing_fails_for_good(self):
