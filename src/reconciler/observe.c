@@ -115,9 +115,9 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
 
         rkl_container_observed_copy(&o, &rec->observed);
-        if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_ctr_failed_for_good(&o)) {
-                /* Not added yet, its pod is gone, or it failed for good (whatever rkt left
-                 * of the failed attempts): what we saw last still holds. */
+        if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_ctr_never_ran(&o)) {
+                /* Not added yet, its pod is gone, or it never ran and never will (whatever
+                 * rkt left of it): what we saw last still holds. */
                 *ret = o;
                 return;
         }

@@ -267,6 +267,29 @@ static void undo_clear(rkl_reconciler *r, const char *id)
         free(rkl_hashmap_remove(r->undo, id));
 }
 
+static void ctr_not_started(rkl_reconciler *r, const rkl_container_record *rec)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_container_observed o;
+        rkl_container_observed_copy(&o, &rec->observed);
+        o.phase = RKL_CTR_PHASE_EXITED;
+        o.pid = 0;
+        o.has_exit_code = true;
+        o.exit_code = 0;
+        o.finished_ns = rkl_realtime_nsec();
+        free(o.reason);
+        free(o.message);
+        o.reason = rkl_xstrdup(RKL_CTR_NOT_STARTED);
+        o.message = rkl_xstrdup("stopped before it started");
+        undo_clear(r, rec->id);
+        if (rkl_store_container_set_observed(r->store, rec->id, &o, &err) < 0)
+                rkl_log_error("container %.12s: cannot record observation: %s", rec->id, err.msg);
+        else
+                rkl_log_info("container %.12s: stopped before it started", rec->id);
+        rkl_container_observed_done(&o);
+        publish_ctr(r, rec->id);
+}
+
 /* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
  * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
  * (its restart policy) instead of waiting on a container that never runs. */
@@ -1052,8 +1075,16 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
         rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
         action *a = NULL;
 
-        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_ctr_failed_for_good(&c->observed))
+        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_ctr_never_ran(&c->observed))
                 return;
+        if (c->desired == RKL_CTR_DESIRED_STOPPED && c->observed.phase == RKL_CTR_PHASE_CREATED &&
+            (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
+                /* Stopped before its start was carried out (a stop right after a start, or
+                 * during its app add): no start follows, so it is over (issue 19, defect 4:
+                 * such containers stayed CREATED). RemoveContainer takes the app along. */
+                ctr_not_started(r, c);
+                return;
+        }
         if (c->book.next_retry_ns > now) {
                 wake_at(r, c->book.next_retry_ns);
                 return;

@@ -204,10 +204,14 @@ void rkl_container_observed_done(rkl_container_observed *o);
 
 /* The reason of a container whose add or start failed for good (containerd's word). */
 #define RKL_CTR_START_ERROR "StartError"
-static inline bool rkl_ctr_failed_for_good(const rkl_container_observed *o)
+/* The reason of a container stopped before rkt ever started it. */
+#define RKL_CTR_NOT_STARTED "NotStarted"
+/* EXITED without having run, by rktlet's decision (failed for good, or stopped first): it
+ * never will run, and what rkt shows of its leftover app no longer changes that. */
+static inline bool rkl_ctr_never_ran(const rkl_container_observed *o)
 {
         return o->phase == RKL_CTR_PHASE_EXITED && o->reason &&
-               !strcmp(o->reason, RKL_CTR_START_ERROR);
+               (!strcmp(o->reason, RKL_CTR_START_ERROR) || !strcmp(o->reason, RKL_CTR_NOT_STARTED));
 }
 
 typedef struct rkl_container_record {

@@ -232,6 +232,29 @@ class LifecycleTest(unittest.TestCase):
         self.env.set_faults("")
         self.wait_state(cid, pb.CONTAINER_RUNNING, timeout=90)
 
+    def test_stop_right_after_start(self):
+        """Issue 19, defect 4: a stop that lands before the start was carried out (before or
+        during rkt's app add) left the container CREATED. Now it is EXITED at once: with
+        143 if it got to run, else NotStarted."""
+        sid = self.run_pod("hasty")
+        self.wait_pod_running(sid)
+        outcomes = set()
+        for i in range(8):
+            cid = self.create(sid, "c%d" % i, ["/bin/sleep", "1000"])
+            self.start(cid)
+            time.sleep(0.02 * (i % 4))
+            self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=2),
+                                  timeout=10)
+            s = self.wait_state(cid, pb.CONTAINER_EXITED, timeout=15)
+            self.assertIn((s.exit_code, s.reason), ((143, ""), (0, "NotStarted")))
+            outcomes.add(s.reason)
+            self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
+        self.assertIn("NotStarted", outcomes)  # the interleaving was really hit
+        # Nothing of them is left in rkt once removed.
+        uuid = self.pod_uuid(sid)
+        harness.wait_for("their apps removed", lambda: not [
+            a for p in self.rkt_pods() if p["name"] == uuid for a in p.get("app_names") or []])
+
     def test_pod_dying_on_its_own(self):
         sid = self.run_pod("mortal")
         self.wait_pod_running(sid)
