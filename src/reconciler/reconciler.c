@@ -641,26 +641,29 @@ static int run_app_stop(action *a)
         return 0;
 }
 
+/* What counts is that the pod is down: rkt's stop fails when the pod is already on its way
+ * down ("cannot get child processes ...: process does not have children"), which is no
+ * failure of ours. rkt's error is kept for when the pod really stays up. */
 static int run_pod_stop(action *a)
 {
         int64_t grace = (int64_t)a->r->cfg.stop_grace_usec * (int64_t)NSEC_PER_USEC;
         int k;
 
         if (!a->force) {
-                k = rkt_run(a, RKL_STRV("stop", a->uuid), a->timeout_usec);
-                if (k < 0 && k != -EALREADY && k != -ENOENT)
-                        return k;
+                (void)rkt_run(a, RKL_STRV("stop", a->uuid), a->timeout_usec);
                 if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
-                        return 0;
+                        goto down;
         }
         k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), a->timeout_usec);
-        if (k < 0 && k != -EALREADY && k != -ENOENT)
-                return k;
-        if (!wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC)) {
+        if (wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC))
+                goto down;
+        if (k >= 0 || k == -EALREADY || k == -ENOENT) {
                 (void)snprintf(a->error, sizeof(a->error), "pod %s did not exit after SIGKILL",
                                a->uuid);
                 return -ETIMEDOUT;
         }
+        return k;
+down:
         a->error[0] = 0;
         return 0;
 }
@@ -752,6 +755,18 @@ static void submit(rkl_reconciler *r, action *a)
         rkl_workpool_submit(r->pool, run_action, a);
 }
 
+/* Whether the pod is gone or no longer takes app commands, as its directory says now. */
+static bool pod_going_down(rkl_reconciler *r, const char *uuid)
+{
+        if (r->pods_dirfd < 0)
+                return false;
+        rkl_poddir_pod p = {0};
+        int k = rkl_poddir_read(r->pods_dirfd, uuid, &p, NULL);
+        bool going = k < 0 || p.state != RKL_POD_STATE_RUNNING || !p.supervisor_ready;
+        rkl_poddir_pod_done(&p);
+        return going;
+}
+
 /* The result of a finished action, back on the reconciler thread. */
 static void apply_result(rkl_reconciler *r, action *a)
 {
@@ -763,7 +778,13 @@ static void apply_result(rkl_reconciler *r, action *a)
         r->n_in_flight--;
 
         if (a->orphan) {
-                if (a->result < 0)
+                /* An app's rm or stop fails while its pod goes down ("supervisor is not
+                 * ready", the pod file gone): the pod's own removal takes it along. */
+                if (a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
+                    pod_going_down(r, a->uuid))
+                        rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
+                                      act_names[a->kind], a->error);
+                else if (a->result < 0)
                         rkl_log_warning("leftover pod %s: %s: %s", a->uuid, act_names[a->kind],
                                         a->error);
         } else if (a->is_pod) {

@@ -111,6 +111,11 @@ class RealRktBase(unittest.TestCase):
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertFalse(any(left()), left())
+        # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
+        # normal removal warned of "leftover pod"s and rkt's exit status 254).
+        noisy = [line for line in self.env.daemon.log().splitlines()
+                 if line[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>")]
+        self.assertEqual(noisy, [])
 
 
 class LifecycleTest(RealRktBase):
