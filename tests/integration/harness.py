@@ -167,11 +167,61 @@ def test_images():
     return out
 
 
+POD_BRIDGE = "rklsim0"  # tests/rkt-sim/sim.h: SIM_POD_BRIDGE
+POD_GATEWAY = "172.16.28.1"  # the simulator's subnet, .1
+
+# Runs inside the fresh namespace that `unshare --net` made: lo, and the bridge pods attach
+# to; then holds the namespace until its stdin closes (the test's cleanup, or the test died).
+_NETNS_HOLDER = """
+import subprocess, sys
+for args in (["link", "set", "lo", "up"], ["link", "add", "%(br)s", "type", "bridge"],
+             ["addr", "add", "%(gw)s/24", "dev", "%(br)s"], ["link", "set", "%(br)s", "up"]):
+    subprocess.run(["%(ip)s"] + args, check=True)
+print("ready", flush=True)
+sys.stdin.read()
+""" % {"br": POD_BRIDGE, "gw": POD_GATEWAY, "ip": shutil.which("ip") or "/usr/sbin/ip"}
+
+
+class PodNetwork:
+    """A network namespace of the test's own with a bridge POD_BRIDGE (POD_GATEWAY/24) that
+    the simulator's pods attach to (RKT_SIM_NETNS). It is set up from inside, so nothing is
+    ever made in the machine's namespace, and held by a process ended in cleanup, by PID:
+    the namespace, its bridge and every pod veth still on it go with it."""
+
+    def __init__(self, test):
+        self.proc = subprocess.Popen(["unshare", "--net", "--", PYTHON, "-c", _NETNS_HOLDER],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        test.addCleanup(self.stop)
+        line = self.proc.stdout.readline().strip()
+        self.path = "/proc/%d/ns/net" % self.proc.pid
+        if line != "ready" or (os.stat(self.path).st_ino ==
+                               os.stat("/proc/self/ns/net").st_ino):
+            raise RuntimeError("the test's network namespace could not be set up")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+    def run(self, *cmd, check=True, timeout=60, **kw):
+        """Runs cmd inside the namespace (nsenter --net)."""
+        return subprocess.run(["nsenter", "--net=" + self.path] + list(cmd),
+                              capture_output=True, text=True, check=check, timeout=timeout,
+                              **kw)
+
+
 class SimEnv:
     """A daemon driving the rkt simulator under a private systemd: what a node looks like
-    here. Faults are written to self.faults (re-read by the simulator at every command)."""
+    here. Faults are written to self.faults (re-read by the simulator at every command).
+    With net (the default), pods get network namespaces of their own on a bridge in a
+    namespace of the test's (self.netns, PodNetwork): their IPs answer from there only, so
+    talk to them with self.in_netns()."""
 
-    def __init__(self, test, extra=(), profile=None):
+    def __init__(self, test, extra=(), profile=None, net=True):
+        # First, so that its cleanup runs last, once systemd has taken the pods down.
+        self.netns = PodNetwork(test) if net else None
         self.dir = workdir(test)
         self.systemd = Systemd(os.path.join(self.dir, "systemd"))
         test.addCleanup(self.systemd.stop)
@@ -182,6 +232,8 @@ class SimEnv:
         self.env = dict(os.environ, RKT_SIM_IMAGES=self.images, RKT_SIM_FAULTS=self.faults)
         if profile:
             self.env["RKT_SIM_PROFILE"] = profile
+        if self.netns:
+            self.env["RKT_SIM_NETNS"] = self.netns.path
         self.daemon = Daemon(self.dir, rkt_path=RKT_SIM, bus=self.systemd.address,
                              extra=list(extra), env=self.env)
         test.addCleanup(self.cleanup)
@@ -198,6 +250,10 @@ class SimEnv:
         env = dict(self.env, RKT_EXPERIMENT_APP="true", RKT_EXPERIMENT_ATTACH="true")
         return subprocess.run([RKT_SIM, "--dir=" + self.rkt_dir] + list(args), env=env,
                               capture_output=True, text=True, check=check, timeout=60)
+
+    def in_netns(self, *cmd, check=True, timeout=60, **kw):
+        """Runs cmd in the test's network namespace, where the pods' IPs are reachable."""
+        return self.netns.run(*cmd, check=check, timeout=timeout, **kw)
 
     def fetch(self, ref):
         """Puts an image into the simulator's store, as PullImage would."""

@@ -917,6 +917,13 @@ int sim_cmd_stage2(int argc, char **argv)
                      i++)
                         groups[ngroups++] =
                             (gid_t)json_object_get_int64(json_object_array_get_idx(v, i));
+        /* The pod's network namespace, while its path (in /proc) is still reachable. */
+        const char *netns = sim_json_str(spec, "netns");
+        if (netns && sim_podnet_join(netns) < 0) {
+                sim_err("rkt-sim: app %s: cannot join the pod's network namespace %s: %m", app,
+                        netns);
+                _exit(226); /* EXIT_NAMESPACE */
+        }
         struct json_object *mounts = NULL, *ro = NULL;
         json_object_object_get_ex(spec, "mounts", &mounts);
         json_object_object_get_ex(spec, "readonly", &ro);
@@ -1003,6 +1010,15 @@ int sim_cmd_enter(sim_ctx *c, char **argv)
         struct stat st;
         if (stat(root, &st) < 0) {
                 sim_err("%s: cannot enter app \"%s\": its rootfs is gone: %m", cmd, app);
+                json_object_put(mounts);
+                return SIM_EXIT_ERROR;
+        }
+        /* The pod's network namespace, as nsenter into stage1 gives it. Without $RKT_SIM_NETNS
+         * the netns file names a namespace that does not exist: the command stays here. */
+        _cleanup_free_ char *nsf = rkl_xasprintf("%s/netns", p.path), *ns = NULL;
+        if (sim_read_file(nsf, &ns) == 0 && strncmp(ns, "/proc/", 6) == 0 &&
+            sim_podnet_join(ns) < 0) {
+                sim_err("%s: cannot join the pod's network namespace %s: %m", cmd, ns);
                 json_object_put(mounts);
                 return SIM_EXIT_ERROR;
         }

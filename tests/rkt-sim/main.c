@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 {
         if (argc >= 2 && streq(argv[1], "__stage2"))
                 return sim_cmd_stage2(argc, argv);
+        if (argc >= 2 && streq(argv[1], "__netns-holder"))
+                return sim_cmd_netns_holder(argc, argv);
 
         _cleanup_(ctx_done) sim_ctx c = {
             .dir = rkl_xstrdup(SIM_DEFAULT_DIR),

@@ -79,6 +79,7 @@ typedef struct supervisor {
         uint64_t ready_at; /* 0: ready (or never) */
         bool stopping;
         uint64_t stop_timeout_usec;
+        sim_podnet net; /* the pod's network namespace, with $RKT_SIM_NETNS */
 } supervisor;
 
 /* ---- cgroups ---- */
@@ -410,6 +411,8 @@ static int app_launch(supervisor *s, const char *name, char **ret_err)
         json_object_object_add(spec, "readonly", json_object_new_boolean(ro));
 
         json_object_object_add(spec, "mounts", sim_app_mounts(&s->pod, m, ra));
+        if (s->net.path)
+                json_object_object_add(spec, "netns", json_object_new_string(s->net.path));
 
         /* Output: k8s-plain log file for stream-mode apps in a k8s-plain pod, else a file. */
         struct json_object *pann = NULL, *aann = NULL;
@@ -672,6 +675,7 @@ static void reap(supervisor *s)
                 pid_t pid = waitpid(-1, &status, WNOHANG);
                 if (pid <= 0)
                         break;
+                sim_podnet_holder_gone(&s->net, pid);
                 for (size_t i = 0; i < s->napps; i++)
                         if (s->apps[i].pid == pid)
                                 app_reaped(s, &s->apps[i], status);
@@ -749,6 +753,7 @@ static int supervise(supervisor *s)
 
 static void supervisor_done(supervisor *s)
 {
+        sim_podnet_teardown(&s->net);
         for (size_t i = 0; i < s->napps; i++) {
                 free(s->apps[i].name);
                 app_cgroups_remove(&s->apps[i]);
@@ -1069,11 +1074,22 @@ int sim_cmd_sandbox(sim_ctx *c, char **argv)
                 _cleanup_free_ char *nis = sim_json_go(ni, false);
                 json_object_put(ni);
                 (void)write_in(run, "net-info.json", nis);
-                char h[33];
-                sim_random_hex(h, 16);
-                _cleanup_free_ char *ns =
-                    rkl_xasprintf("/var/run/netns/cni-%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12,
-                                  h + 16, h + 20);
+                const char *outer = getenv("RKT_SIM_NETNS");
+                _cleanup_free_ char *ns = NULL, *err = NULL;
+                if (!isempty(outer)) {
+                        /* A namespace of the pod's own on the test's bridge: the IP is real. */
+                        if (sim_podnet_setup(&s.net, c->exe, outer, uuid, ip, &err) < 0) {
+                                sim_err("networking: %s", err);
+                                return SIM_EXIT_ERROR;
+                        }
+                        ns = rkl_xstrdup(s.net.path);
+                } else {
+                        /* rkt's name for a namespace that does not exist here. */
+                        char h[33];
+                        sim_random_hex(h, 16);
+                        ns = rkl_xasprintf("/var/run/netns/cni-%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
+                                           h + 12, h + 16, h + 20);
+                }
                 (void)write_in(run, "netns", ns);
         }
         if (c->profile_real)

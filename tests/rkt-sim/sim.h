@@ -21,6 +21,9 @@
 #define SIM_APPC_VERSION   "0.8.11"
 #define SIM_DEFAULT_DIR    "/var/lib/rkt"
 #define SIM_DEFAULT_SUBNET "172.16.28"
+/* The bridge that pods attach to in the test's namespace ($RKT_SIM_NETNS), with the subnet's
+ * .1 as its address. */
+#define SIM_POD_BRIDGE "rklsim0"
 
 /* Parsed global flags and process-wide facts of one invocation. */
 typedef struct sim_ctx {
@@ -204,6 +207,27 @@ int sim_cmd_gc(sim_ctx *c, char **argv);
 
 /* ---- sandbox.c ---- */
 int sim_cmd_sandbox(sim_ctx *c, char **argv);
+
+/* ---- podnet.c: the pod's network namespace, with $RKT_SIM_NETNS ---- */
+typedef struct sim_podnet {
+        pid_t holder; /* the process holding the pod's namespace; 0: none */
+        char *path;   /* /proc/<holder>/ns/net */
+        char *outer;  /* the test's namespace the bridge is in ($RKT_SIM_NETNS) */
+        char *veth;   /* the outer end of the pod's veth pair, once created */
+} sim_podnet;
+
+/* Gives the pod a network namespace with eth0 = ip/24 on a veth whose outer end is on the
+ * test's bridge. On failure, what was made is left in n for sim_podnet_teardown(). */
+int sim_podnet_setup(sim_podnet *n, const char *exe, const char *outer, const char *uuid,
+                     const char *ip, char **ret_err);
+/* The supervisor reaped pid: forget the holder if it was it (its PID may be reused). */
+void sim_podnet_holder_gone(sim_podnet *n, pid_t pid);
+/* Deletes the veth pair and ends the holder; the namespace goes with its last process. */
+void sim_podnet_teardown(sim_podnet *n);
+/* setns() into the network namespace at path. */
+int sim_podnet_join(const char *path);
+/* Hidden: the process that holds a pod's network namespace. */
+int sim_cmd_netns_holder(int argc, char **argv);
 
 /* ---- app.c ---- */
 int sim_cmd_app_add(sim_ctx *c, char **argv);
