@@ -47,16 +47,21 @@ class RealRktBase(unittest.TestCase):
         t0 = time.monotonic()
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=10).pod_sandbox_id
         self.sandboxes.append(sid)
-        st = harness.wait_for("sandbox %s with an IP" % name, lambda: (
-            lambda s: s.network.ip and s)(self.pod(sid)), timeout=120)
-        print("\n[figure] RunPodSandbox to READY with an IP: %.0f ms" %
+        # Running in rkt (its stage1 ready for apps), not only READY with an IP: a sandbox
+        # that never gets ready is retried as a new pod, with another IP.
+        harness.wait_for("sandbox %s running in rkt" % name, lambda: json.loads(
+            self.pod(sid, verbose=True)[1]["info"]).get("phase") == "running", timeout=120)
+        print("\n[figure] RunPodSandbox to running in rkt: %.0f ms" %
               ((time.monotonic() - t0) * 1000))
+        st = self.pod(sid)
         self.assertEqual(st.state, pb.SANDBOX_READY)
+        self.assertTrue(st.network.ip)
         return sid, cfg, st.network.ip
 
-    def pod(self, sid):
-        return self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid),
-                                        timeout=10).status
+    def pod(self, sid, verbose=False):
+        r = self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid,
+                                                                verbose=verbose), timeout=10)
+        return (r.status, r.info) if verbose else r.status
 
     def ctr(self, cid):
         return self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid),
