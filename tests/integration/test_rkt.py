@@ -118,8 +118,11 @@ class RealRktBase(unittest.TestCase):
         self.assertFalse(any(left()), left())
         # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
         # normal removal warned of "leftover pod"s and rkt's exit status 254).
+        # rkt's own intermittent never-ready sandbox (reference B.1) is real trouble, of
+        # rkt's: its retry is warned of, rightly.
         noisy = [line for line in self.env.daemon.log().splitlines()
-                 if line[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>")]
+                 if line[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>") and
+                 "did not become ready in time" not in line]
         self.assertEqual(noisy, [])
 
 
