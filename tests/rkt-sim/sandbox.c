@@ -160,7 +160,8 @@ static bool limits_enforced(void)
         return !e || sim_parse_bool(e, &b) < 0 || b;
 }
 
-/* Creates <hierarchy>/<unit cgroup>/system.slice/<app>.service where the hierarchy exists. */
+/* Creates <hierarchy>/<unit cgroup>/payload/system.slice/<app>.service where the hierarchy
+ * exists: systemd-nspawn 252 puts the pod's systemd under "payload" (rkt/README B.1). */
 static void app_cgroups(supervisor *s, sup_app *a, uint64_t mem, uint64_t millicores,
                         uint64_t shares)
 {
@@ -171,8 +172,8 @@ static void app_cgroups(supervisor *s, sup_app *a, uint64_t mem, uint64_t millic
                 struct stat st;
                 if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || !sim_exists(procs))
                         continue;
-                char *dir =
-                    rkl_xasprintf("%s%s/system.slice/%s.service", root, s->unit_cgroup, a->name);
+                char *dir = rkl_xasprintf("%s%s/payload/system.slice/%s.service", root,
+                                          s->unit_cgroup, a->name);
                 if (rkl_mkdir_p(dir, 0755) < 0) {
                         free(dir);
                         continue;
@@ -209,9 +210,11 @@ static void app_cgroups_remove(sup_app *a)
 {
         for (size_t i = 0; i < a->ncgroups; i++) {
                 (void)rmdir(a->cgroups[i]);
-                /* system.slice too, once the last app is gone (EBUSY until then). */
-                char *slash = strrchr(a->cgroups[i], '/');
-                if (slash) {
+                /* system.slice and payload too, once the last app is gone (EBUSY until then). */
+                for (int up = 0; up < 2; up++) {
+                        char *slash = strrchr(a->cgroups[i], '/');
+                        if (!slash)
+                                break;
                         *slash = 0;
                         (void)rmdir(a->cgroups[i]);
                 }

@@ -176,7 +176,7 @@ class RktSim(unittest.TestCase):
     def app_procs(self, uuid, app):
         """The app's cgroup.procs: name=systemd on v1/hybrid, the cgroup2 root otherwise."""
         for h in ("systemd", "unified", ""):
-            p = "/sys/fs/cgroup/%s%s/system.slice/%s.service/cgroup.procs" % (h, self.unit_cgroup(uuid), app)
+            p = "/sys/fs/cgroup/%s%s/payload/system.slice/%s.service/cgroup.procs" % (h, self.unit_cgroup(uuid), app)
             if os.path.exists(p):
                 return p
         self.fail("no cgroup for app " + app)
@@ -439,7 +439,7 @@ class RktSim(unittest.TestCase):
         self.assertEqual(self.app_status(uuid, "boom")["exit_code"], 9)
         self.assertEqual(self.app_status(uuid, "badexec")["exit_code"], 203)
         self.assertEqual(self.app_status(uuid, "hog")["exit_code"], 9)
-        oom = "/sys/fs/cgroup/memory%s/system.slice/hog.service/memory.oom_control" % self.unit_cgroup(uuid)
+        oom = "/sys/fs/cgroup/memory%s/payload/system.slice/hog.service/memory.oom_control" % self.unit_cgroup(uuid)
         if os.path.exists("/sys/fs/cgroup/memory"):
             with open(oom) as f:
                 self.assertIn("oom_kill 1", f.read())
