@@ -78,14 +78,7 @@ static int holder_start(const char *exe, pid_t *ret_pid)
         wr = p[1];
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, wr, 1);
-        sigset_t empty, def;
-        sigemptyset(&empty);
-        sigfillset(&def);
-        sigdelset(&def, SIGKILL);
-        sigdelset(&def, SIGSTOP);
-        posix_spawnattr_setsigmask(&attr, &empty);
-        posix_spawnattr_setsigdefault(&attr, &def);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        sim_spawnattr_clean_signals(&attr, 0);
         char parent[32];
         snprintf(parent, sizeof(parent), "%d", (int)getpid());
         char *argv[] = {(char *)exe, (char *)"__netns-holder", parent, NULL};

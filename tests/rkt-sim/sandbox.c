@@ -485,15 +485,7 @@ static int app_launch(supervisor *s, const char *name, char **ret_err)
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out_w, 1);
         posix_spawn_file_actions_adddup2(&fa, err_w >= 0 ? err_w : out_w, 2);
-        sigset_t empty, def;
-        sigemptyset(&empty);
-        sigfillset(&def);
-        sigdelset(&def, SIGKILL);
-        sigdelset(&def, SIGSTOP);
-        posix_spawnattr_setsigmask(&attr, &empty);
-        posix_spawnattr_setsigdefault(&attr, &def);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETSID);
+        sim_spawnattr_clean_signals(&attr, POSIX_SPAWN_SETSID);
         pid_t pid;
         int k = posix_spawn(&pid, s->c->exe, &fa, &attr, argv, environ);
         if (k != 0) {

@@ -2,6 +2,7 @@
  * simulator's translation units; nothing outside tests/rkt-sim/ includes this. */
 #pragma once
 
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -123,6 +124,9 @@ int sim_json_write_atomic(const char *path, struct json_object *o);
 /* Copies a tree (files, dirs, symlinks, modes, owners) like cp -a; runs /bin/cp. */
 int sim_copy_tree(const char *src, const char *dst);
 int sim_run(char *const argv[]); /* runs argv to completion, stdio inherited; exit status */
+/* A child that starts with no signal blocked and every disposition at its default (the
+ * supervisor blocks the ones it reads from a signalfd), plus the flags in extra. */
+void sim_spawnattr_clean_signals(posix_spawnattr_t *attr, short extra);
 
 /* ---- faults.c ---- */
 typedef enum sim_fault_kind {

@@ -1,5 +1,6 @@
 /* Small helpers of the simulator: files, times in Go's formats, hashes, JSON as Go prints it. */
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/file.h>
@@ -326,4 +327,17 @@ const char *sim_json_kv_get(struct json_object *arr, const char *name)
                         return sim_json_str(e, "value");
         }
         return NULL;
+}
+
+void sim_spawnattr_clean_signals(posix_spawnattr_t *attr, short extra)
+{
+        sigset_t empty, def;
+        sigemptyset(&empty);
+        sigfillset(&def);
+        sigdelset(&def, SIGKILL);
+        sigdelset(&def, SIGSTOP);
+        posix_spawnattr_setsigmask(attr, &empty);
+        posix_spawnattr_setsigdefault(attr, &def);
+        posix_spawnattr_setflags(attr,
+                                 (short)(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | extra));
 }
