@@ -250,10 +250,13 @@ class LifecycleTest(unittest.TestCase):
             outcomes.add(s.reason)
             self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
         self.assertIn("NotStarted", outcomes)  # the interleaving was really hit
-        # Nothing of them is left in rkt once removed.
+        # Their leftover apps share one image, so they stay until their pod goes (rkt's app
+        # rm deletes the image's overlay: reference B.1); the pod's removal takes them.
         uuid = self.pod_uuid(sid)
-        harness.wait_for("their apps removed", lambda: not [
-            a for p in self.rkt_pods() if p["name"] == uuid for a in p.get("app_names") or []])
+        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=10)
+        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=10)
+        harness.wait_for("the rkt pod removed",
+                         lambda: uuid not in [p["name"] for p in self.rkt_pods()])
 
     def test_pod_dying_on_its_own(self):
         sid = self.run_pod("mortal")
