@@ -277,6 +277,20 @@ def wait_for(what, fn, timeout=30, interval=0.05):
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
 
 
+def wait_answering(rs, timeout=30):
+    """Waits until the daemon behind the RuntimeService stub rs answers Version: after a
+    restart, grpc may first try a connection of the killed daemon's."""
+    import grpc
+    pb, _ = stubs()
+
+    def answers():
+        try:
+            return rs.Version(pb.VersionRequest(), timeout=5)
+        except grpc.RpcError:
+            return False
+    return wait_for("the restarted daemon answering", answers, timeout=timeout)
+
+
 # ---- The real rkt 1.30.0 in a private systemd host ----
 
 SHARED_RKT = os.path.join(SOURCE_DIR, "..", "shared", "rkt")

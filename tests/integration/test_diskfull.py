@@ -90,13 +90,7 @@ class DiskFullTest(unittest.TestCase):
         self.env.daemon.expected_exit = False
         self.env.daemon.start()
         self.connect()
-
-        def answers():
-            try:  # grpc may first try a connection of the killed daemon's
-                return self.rs.Version(pb.VersionRequest(), timeout=5)
-            except grpc.RpcError:
-                return False
-        harness.wait_for("the restarted daemon answering", answers, timeout=30)
+        harness.wait_answering(self.rs)
         listed = {p.id for p in self.rs.ListPodSandbox(pb.ListPodSandboxRequest(),
                                                        timeout=10).items}
         self.assertTrue(set(acked) <= listed, set(acked) - listed)

@@ -1,15 +1,12 @@
 """End to end on the real rkt 1.30.0 (stage1 host) in a private systemd host: what a CRI
 client sees, and what is left on the machine after. Skipped, saying why, when rkt cannot be
 built here. Times are printed for the record (docs/performance.md), never asserted."""
-import glob
 import ipaddress
 import json
 import os
 import signal
 import time
 import unittest
-
-import grpc
 
 import harness
 
@@ -198,13 +195,7 @@ class RestartTest(RealRktBase):
         self.env.daemon.start(wrapper=self.env.enter)
         self.assertNotEqual(self.env.daemon.daemon_pid(), pid)
         self.connect()
-
-        def answers():
-            try:  # grpc may first try a connection of the killed daemon's
-                return self.rs.Version(pb.VersionRequest(), timeout=5)
-            except grpc.RpcError:
-                return False
-        harness.wait_for("the restarted daemon answering", answers, timeout=30)
+        harness.wait_answering(self.rs)
         # The same pod and container, still running, not made again.
         st = self.pod(sid)
         self.assertEqual((st.state, st.network.ip), (pb.SANDBOX_READY, ip))
