@@ -205,13 +205,19 @@ static void test_exit_file_being_written(void **state)
         _cleanup_close_ int fd = open(exit_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         assert_true(fd >= 0);
 
-        lock_pod(f, "run/" U_RUNNING);
+        /* Held in process, through its own open file description (as in
+         * test_prepare_lock_in_process): released at once, unlike a killed flock(1)'s. */
+        _cleanup_close_ int lk = openat(f->pods, "run/" U_RUNNING, O_RDONLY | O_DIRECTORY);
+        assert_true(lk >= 0);
+        assert_int_equal(flock(lk, LOCK_EX | LOCK_NB), 0);
         assert_int_equal(rkl_poddir_read(f->pods, U_RUNNING, &p, NULL), 0);
+        assert_true(p.locked);
         assert_int_equal(app(&p, "ticker")->state, RKL_POD_APP_RUNNING);
         assert_false(app(&p, "ticker")->exit_known);
 
-        unlock_pod(f);
+        assert_int_equal(flock(lk, LOCK_UN), 0);
         assert_int_equal(rkl_poddir_read(f->pods, U_RUNNING, &q, NULL), 0);
+        assert_false(q.locked);
         assert_int_equal(app(&q, "ticker")->state, RKL_POD_APP_EXITED);
         assert_false(app(&q, "ticker")->exit_known);
 }
