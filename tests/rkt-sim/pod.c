@@ -831,6 +831,9 @@ int sim_cmd_stop(sim_ctx *c, char **argv)
                         continue;
                 }
                 if (force) {
+                        /* Stopped first, so that it cannot see its apps die and write their
+                         * exit files in between: real rkt's --force leaves none. */
+                        (void)kill(pid, SIGSTOP);
                         kill_descendants(pid);
                         (void)kill(pid, SIGKILL);
                 } else
