@@ -599,7 +599,7 @@ static void test_prefixes(void **state)
                      "not found");
         /* Now the shared digit names one sandbox. */
         pf.id = prefix;
-        bool more = false;
+        bool more = pod[0] == prefix[0]; /* the holder is a sandbox too (1 run in 16) */
         for (size_t k = 0; k < 17; k++)
                 more |= k != i && k != j && ids[k][0] == prefix[0];
         if (!more) {
