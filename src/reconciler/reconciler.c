@@ -267,7 +267,11 @@ static void undo_clear(rkl_reconciler *r, const char *id)
         free(rkl_hashmap_remove(r->undo, id));
 }
 
-static void ctr_not_started(rkl_reconciler *r, const rkl_container_record *rec)
+/* The container will never run (it failed for good, or was stopped before its start was
+ * carried out): EXITED with code, reason and message (taken), recorded and published. What
+ * rkt shows of its app no longer changes that (rkl_ctr_never_ran()). */
+static void ctr_never_runs(rkl_reconciler *r, const rkl_container_record *rec, int exit_code,
+                           const char *reason, char *message)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_container_observed o;
@@ -275,17 +279,15 @@ static void ctr_not_started(rkl_reconciler *r, const rkl_container_record *rec)
         o.phase = RKL_CTR_PHASE_EXITED;
         o.pid = 0;
         o.has_exit_code = true;
-        o.exit_code = 0;
+        o.exit_code = exit_code;
         o.finished_ns = rkl_realtime_nsec();
         free(o.reason);
         free(o.message);
-        o.reason = rkl_xstrdup(RKL_CTR_NOT_STARTED);
-        o.message = rkl_xstrdup("stopped before it started");
-        undo_clear(r, rec->id);
+        o.reason = rkl_xstrdup(reason);
+        o.message = message;
+        undo_clear(r, rec->id); /* no start follows; removal takes what is left */
         if (rkl_store_container_set_observed(r->store, rec->id, &o, &err) < 0)
                 rkl_log_error("container %.12s: cannot record observation: %s", rec->id, err.msg);
-        else
-                rkl_log_info("container %.12s: stopped before it started", rec->id);
         rkl_container_observed_done(&o);
         publish_ctr(r, rec->id);
 }
@@ -302,28 +304,14 @@ static void ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *re
         if (n < 0)
                 rkl_log_error("container %.12s: cannot record its failure: %s", rec->id, err.msg);
         if (n >= CTR_MAX_ATTEMPTS) {
-                rkl_container_observed o;
-                rkl_container_observed_copy(&o, &rec->observed);
-                o.phase = RKL_CTR_PHASE_EXITED;
-                o.pid = 0;
-                o.has_exit_code = true;
-                o.exit_code = START_ERROR_EXIT;
-                o.finished_ns = now;
-                free(o.reason);
-                free(o.message);
-                o.reason = rkl_xstrdup(RKL_CTR_START_ERROR);
-                o.message = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
-                rkl_log_warning("container %.12s: %s", rec->id, o.message);
-                undo_clear(r, rec->id); /* no start follows; removal takes what is left */
-                if (rkl_store_container_set_observed(r->store, rec->id, &o, &err) < 0)
-                        rkl_log_error("container %.12s: cannot record observation: %s", rec->id,
-                                      err.msg);
-                rkl_container_observed_done(&o);
-        } else {
-                rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg,
-                                n < 0 ? 0 : n, CTR_MAX_ATTEMPTS);
-                wake_at(r, next);
+                char *m = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
+                rkl_log_warning("container %.12s: %s", rec->id, m);
+                ctr_never_runs(r, rec, START_ERROR_EXIT, RKL_CTR_START_ERROR, m);
+                return;
         }
+        rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg, n < 0 ? 0 : n,
+                        CTR_MAX_ATTEMPTS);
+        wake_at(r, next);
         publish_ctr(r, rec->id);
 }
 
@@ -1103,7 +1091,9 @@ static void step_container(rkl_reconciler *r, const rkl_pod_record *pod, const r
                 /* Stopped before its start was carried out (a stop right after a start, or
                  * during its app add): no start follows, so it is over (issue 19, defect 4:
                  * such containers stayed CREATED). RemoveContainer takes the app along. */
-                ctr_not_started(r, c);
+                rkl_log_info("container %.12s: stopped before it started", c->id);
+                ctr_never_runs(r, c, 0, RKL_CTR_NOT_STARTED,
+                               rkl_xstrdup("stopped before it started"));
                 return;
         }
         if (c->book.next_retry_ns > now) {
