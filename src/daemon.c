@@ -12,10 +12,10 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/time-util.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 #include "reconciler/images.h"
 #include "reconciler/reconciler.h"
-#include "store/store.h"
+#include "state/store.h"
 #include "base/banned.h"
 
 #define SHUTDOWN_GRACE_MS 5000

@@ -6,9 +6,9 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 #include "reconciler/images.h"
-#include "store/store.h"
+#include "state/store.h"
 #include "base/banned.h"
 
 _Static_assert(

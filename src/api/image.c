@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "base/strv.h"
 #include "base/utf8.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 #include "reconciler/images.h"
 #include "base/banned.h"
 

@@ -3,9 +3,9 @@
 #include "base/crash.h"
 #include "base/log.h"
 #include "base/utf8.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 #include "reconciler/reconciler.h"
-#include "store/store.h"
+#include "state/store.h"
 #include "base/banned.h"
 
 const char *rkl_api_echo(rkl_api_ctx *ctx, const char *given)

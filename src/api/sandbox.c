@@ -5,8 +5,8 @@
 #include "publish.h"
 #include "base/log.h"
 #include "base/time-util.h"
-#include "reconciler/cache.h"
-#include "store/store.h"
+#include "state/cache.h"
+#include "state/store.h"
 #include "base/banned.h"
 
 /* The cache's states are CRI's numbers. */

@@ -20,7 +20,7 @@
 #include "status.h"
 #include "wire.h"
 #include "reconciler/reconciler.h"
-#include "store/store.h"
+#include "state/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/workpool.h"

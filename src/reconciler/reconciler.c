@@ -19,7 +19,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "cache.h"
+#include "state/cache.h"
 #include "cgroup.h"
 #include "images.h"
 #include "observe.h"
@@ -36,7 +36,7 @@
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
-#include "store/store.h"
+#include "state/store.h"
 #include "base/banned.h"
 
 #define MAX_ATTEMPTS                                                                               \

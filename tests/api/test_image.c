@@ -11,9 +11,9 @@
 #include "api/image.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 #include "reconciler/images.h"
-#include "store/store.h"
+#include "state/store.h"
 
 typedef struct fixture {
         char dir[64];

@@ -13,8 +13,8 @@
 #include "base/alloc.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "reconciler/cache.h"
-#include "store/store.h"
+#include "state/cache.h"
+#include "state/store.h"
 
 static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
 

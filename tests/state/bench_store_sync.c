@@ -13,7 +13,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "store/store.h"
+#include "state/store.h"
 
 static void spec(rkl_pod_spec *p, unsigned i)
 {

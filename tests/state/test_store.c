@@ -1,4 +1,4 @@
-/* Unit tests of src/store: migrations, round trips, constraints, validation, prefixes,
+/* Unit tests of src/state: migrations, round trips, constraints, validation, prefixes,
  * generations, cascades and concurrent writers, on in-memory and file databases. Tests
  * look at the tables with their own sqlite3 connection where the API cannot show what
  * must (or must not) be there. */
@@ -18,8 +18,8 @@
 #include "base/fileio.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "store/store.h"
-#include "store/store-internal.h"
+#include "state/store.h"
+#include "state/store-internal.h"
 
 #define S(x) rkl_xstrdup(x)
 

@@ -2,7 +2,7 @@
  * operators can json_extract() it from the sqlite3 shell and because a column per field of two
  * specs would churn the schema with every CRI field we add. The key names are part of the on-disk
  * format: renaming one needs a migration. */
-#include "store/store-internal.h"
+#include "state/store-internal.h"
 
 #include <json-c/json.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* The state store over SQLite (store.h). One rkl_store is one sqlite3 connection, used by
  * one thread. The connection is opened in multi-thread mode (SQLITE_OPEN_NOMUTEX): SQLite
  * takes no mutex per call because the connection is never shared. */
-#include "store/store.h"
+#include "state/store.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 #include "base/latch.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "store/store-internal.h"
+#include "state/store-internal.h"
 #include "base/banned.h"
 
 #define DEFAULT_BUSY_TIMEOUT_MS 5000

@@ -1,7 +1,7 @@
 /* The state store: desired and observed state of sandboxes and containers in SQLite.
  *
  * Every accepted CRI call lands here before it is answered, and a restart recovers from it.
- * Only src/store speaks SQL. One rkl_store is one connection: open one per thread on the
+ * Only src/state speaks SQL. One rkl_store is one connection: open one per thread on the
  * same file (WAL lets readers and one writer run at once; busy_timeout queues writers).
  * Every write is one IMMEDIATE transaction: it commits entirely or not at all, and bumps
  * the store's change generation.

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
-#include "reconciler/cache.h"
+#include "state/cache.h"
 
 static char *hex_id(unsigned n)
 {

@@ -24,8 +24,8 @@ endforeach()
 if(expect EQUAL 1)
   message(FATAL_ERROR "no migrations in ${DIR}")
 endif()
-set(content "/* Generated from migrations/NNNN_name.sql by src/store/embed-migrations.cmake: do not edit. */
-#include \"store/store-internal.h\"
+set(content "/* Generated from migrations/NNNN_name.sql by src/state/embed-migrations.cmake: do not edit. */
+#include \"state/store-internal.h\"
 
 ${body}
 const rkl_store__migration rkl_store__migrations[] = {

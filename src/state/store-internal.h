@@ -1,5 +1,5 @@
-/* Internals of src/store shared between its files: the embedded migrations and the
- * JSON codec of the config, labels and annotations columns. Nothing outside src/store includes
+/* Internals of src/state shared between its files: the embedded migrations and the
+ * JSON codec of the config, labels and annotations columns. Nothing outside src/state includes
  * this. */
 #pragma once
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "base/macro.h"
-#include "store/store.h"
+#include "state/store.h"
 
 /* What the last probe of the machine found. */
 typedef struct rkl_health {

@@ -24,7 +24,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "store/store.h"
+#include "state/store.h"
 
 extern char **environ;
 
