@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "state/cache.h"
+#include "state/state.h"
 #include "reconciler/images.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
@@ -40,38 +41,6 @@ struct rkl_daemon {
 static double ms_between(uint64_t a, uint64_t b)
 {
         return (double)(b - a) / 1000.0;
-}
-
-/* Every record in the store becomes a view in the cache, so List and Status answer right
- * after a restart, before the reconciler has looked at the machine. */
-static int cache_load(rkl_cache *cache, rkl_store *store, rkl_error *reterr)
-{
-        rkl_pod_record **pods = NULL;
-        rkl_container_record **ctrs = NULL;
-        size_t n_pods = 0, n_ctrs = 0;
-        int r;
-
-        r = rkl_store_pod_list(store, NULL, &pods, &n_pods, reterr);
-        if (r < 0)
-                return rkl_error_prefix(reterr, "cannot load sandboxes");
-        r = rkl_store_container_list(store, NULL, &ctrs, &n_ctrs, reterr);
-        if (r < 0) {
-                rkl_pod_record_array_free(pods, n_pods);
-                return rkl_error_prefix(reterr, "cannot load containers");
-        }
-        for (size_t i = 0; i < n_ctrs; i++) {
-                const char *log_dir = NULL;
-                for (size_t j = 0; j < n_pods; j++)
-                        if (streq(pods[j]->id, ctrs[i]->sandbox_id))
-                                log_dir = pods[j]->spec.log_directory;
-                rkl_cache_ctr_put(cache, rkl_ctr_view_new(TAKE_PTR(ctrs[i]), log_dir));
-        }
-        for (size_t i = 0; i < n_pods; i++)
-                rkl_cache_pod_put(cache, rkl_pod_view_new(TAKE_PTR(pods[i])));
-        rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods, n_ctrs);
-        rkl_pod_record_array_free(pods, n_pods);
-        rkl_container_record_array_free(ctrs, n_ctrs);
-        return 0;
 }
 
 /* PRAGMA quick_check reads the whole file: as long as loading the cache. It runs here,
@@ -119,7 +88,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         d->gate = rkl_store_gate_new();
         d->store_opts = (rkl_store_options){
             .sync_full = cfg->sync_full, .defer_check = true, .write_gate = d->gate};
-        _cleanup_(rkl_store_closep) rkl_store *store = NULL;
+        rkl_store *store = NULL;
         r = rkl_store_open(d->db_path, &d->store_opts, &store, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
@@ -127,10 +96,18 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         d->store_opts.skip_check = true;
         d->t_store = rkl_now_usec(CLOCK_MONOTONIC);
 
+        /* Every record becomes a view in the cache, so that List and Status answer right
+         * after a restart, before the reconciler has looked at the machine. */
         d->cache = rkl_cache_new();
-        r = cache_load(d->cache, store, reterr);
-        if (r < 0)
-                return r;
+        {
+                _cleanup_(rkl_state_freep) rkl_state *loader = rkl_state_new(store, d->cache);
+                size_t n_pods, n_containers;
+                r = rkl_state_load(loader, &n_pods, &n_containers, reterr);
+                if (r < 0)
+                        return r;
+                rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods,
+                             n_containers);
+        }
         d->t_cache = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_images_config ic = {
             .rkt_path = cfg->rkt_path,

@@ -13,7 +13,7 @@
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_images rkl_images;
 typedef struct rkl_reconciler rkl_reconciler;
-typedef struct rkl_store rkl_store;
+typedef struct rkl_state rkl_state;
 typedef struct rkl_store_options rkl_store_options;
 
 /* Facts fixed at start, shared read-only by every handler. */
@@ -37,8 +37,8 @@ typedef struct rkl_api_call rkl_api_call;
 typedef struct rkl_api_ctx {
         rkl_api_call *call;
         const rkl_api_config *cfg;
-        rkl_cache *cache;
-        rkl_store *store;           /* this thread's connection */
+        rkl_cache *cache;           /* what reads read */
+        rkl_state *state;           /* what writes go through: this thread's connection */
         rkl_reconciler *reconciler; /* kicked after every committed change; NULL in tests */
         rkl_images *images;         /* cfg->images */
         rkl_arena *arena;
@@ -49,7 +49,7 @@ typedef struct rkl_api_ctx {
         unsigned char *raw;
         size_t raw_len;
         /* Run again by rkl_api_defer_until() on a worker: answer with what there is, and
-         * without ctx->store (NULL: the connection belongs to another thread). */
+         * without ctx->state (NULL: the connection belongs to another thread). */
         bool late;
 } rkl_api_ctx;
 

@@ -2,21 +2,20 @@
 
 #include "convert.h"
 #include "pb.h"
-#include "publish.h"
+#include "lookup.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "state/cache.h"
 #include "reconciler/images.h"
-#include "state/store.h"
+#include "state/state.h"
 #include "base/banned.h"
 
-_Static_assert(
-    (int)RKL_CRI_CONTAINER_CREATED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
-        (int)RKL_CRI_CONTAINER_RUNNING == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
-        (int)RKL_CRI_CONTAINER_EXITED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED &&
-        (int)RKL_CRI_CONTAINER_UNKNOWN == RUNTIME__V1__CONTAINER_STATE__CONTAINER_UNKNOWN,
-    "container states");
+_Static_assert((int)RKL_CONTAINER_CREATED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
+                   (int)RKL_CONTAINER_RUNNING == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
+                   (int)RKL_CONTAINER_EXITED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED &&
+                   (int)RKL_CONTAINER_UNKNOWN == RUNTIME__V1__CONTAINER_STATE__CONTAINER_UNKNOWN,
+               "container states");
 
 /* A StopContainer timeout beyond this is as good as never (and cannot overflow). */
 #define MAX_STOP_TIMEOUT_S (10LL * 365 * 24 * 3600)
@@ -27,7 +26,6 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         _cleanup_(rkl_container_spec_done) rkl_container_spec spec = {0};
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = NULL;
         _cleanup_free_ char *app = NULL;
-        rkl_container_record *rec = NULL;
         char id[RKL_ID_LEN + 1];
         int r;
 
@@ -39,7 +37,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 return r;
         /* Like containerd: a container joins a sandbox that is ready, not one that was
          * stopped or whose pod failed for good (kubelet makes a new sandbox then). */
-        if (pod->state != RKL_CRI_SANDBOX_READY)
+        if (pod->state != RKL_POD_READY)
                 return rkl_error_set(reterr, -EBADFD,
                                      "sandbox %s is not ready (%s, %s): cannot add a container",
                                      pod->rec->id, rkl_pod_desired_to_string(pod->rec->desired),
@@ -53,8 +51,9 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
 
         rkl_id_new(id);
         app = rkl_app_name_from_id(id);
-        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, image_id, &spec, &rec,
-                                       reterr);
+        rkl_log_debug("container %s (%s) for sandbox %s", id, spec.name, pod->rec->id);
+        r = rkl_state_container_create(ctx->state, id, pod->rec->id, app, image_id, &spec,
+                                       reterr); /* spec moved in on success */
         if (r == -EEXIST)
                 return rkl_error_set(reterr, -EEXIST,
                                      "config.metadata: a container named '%s' with attempt %u "
@@ -64,8 +63,6 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 return rkl_error_set(reterr, -ENOENT, "sandbox %s not found", pod->rec->id);
         if (r < 0)
                 return r;
-        rkl_log_debug("container %s (%s) accepted in sandbox %s", id, rec->spec.name, pod->rec->id);
-        rkl_api_publish_ctr_record(ctx, rec); /* spec moved into rec: gone from here */
         rkl_api_kick(ctx);
         resp->container_id = rkl_arena_strdup(ctx->arena, id);
         return 0;
@@ -74,7 +71,6 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
 int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerRequest *req,
                             Runtime__V1__StartContainerResponse *resp, rkl_error *reterr)
 {
-        rkl_container_record *rec = NULL;
         char id[RKL_ID_LEN + 1];
 
         int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
@@ -82,16 +78,11 @@ int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerR
                 return r;
         /* The store, not the cache, decides, in the transaction that writes: the checks
          * are about what was committed. */
-        r = rkl_store_container_start(ctx->store, id, &rec, reterr);
+        r = rkl_state_container_start(ctx->state, id, reterr);
         if (r == -ENOENT)
                 return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
-        if (r < 0)
-                return r;
-        if (r == 0) {
-                rkl_container_record_free(rec); /* a repeated start: already asked for */
-                return 0;
-        }
-        rkl_api_publish_ctr_record(ctx, rec);
+        if (r <= 0)
+                return r; /* 0: a repeated start, already asked for */
         rkl_api_kick(ctx);
         return 0;
 }
@@ -115,16 +106,13 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
                 timeout = MAX_STOP_TIMEOUT_S;
         int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
 
-        rkl_container_record *rec = NULL;
-        r = rkl_store_container_stop(ctx->store, id, deadline, &rec, reterr);
+        r = rkl_state_container_stop(ctx->state, id, deadline, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
-                rkl_api_forget_ctr(ctx, id);
                 return 0;
         }
         if (r < 0)
                 return r;
-        rkl_api_publish_ctr_record(ctx, rec);
         rkl_api_kick(ctx);
         return 0;
 }
@@ -144,11 +132,10 @@ int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContaine
                 return r;
         /* A running app is stopped and removed by the reconciler: the store no longer
          * wants it. */
-        r = rkl_store_container_delete(ctx->store, id, reterr);
+        r = rkl_state_container_delete(ctx->state, id, reterr);
         if (r < 0 && r != -ENOENT)
                 return r;
         rkl_error_clear(reterr);
-        rkl_api_forget_ctr(ctx, id);
         rkl_api_kick(ctx);
         return 0;
 }
@@ -299,7 +286,7 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
  * the view, which the caller holds while this packs them. */
 static const rkl_blob *ctr_wire(rkl_ctr_view *v)
 {
-        const rkl_blob *b = atomic_load(&v->wire);
+        const rkl_blob *b = atomic_load(&v->memo);
         if (b)
                 return b;
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
@@ -324,7 +311,7 @@ static const rkl_blob *ctr_wire(rkl_ctr_view *v)
         RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__Container__AnnotationsEntry,
                        RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, p.annotations,
                        p.n_annotations);
-        return rkl_api_pb_wire(&v->wire, &p.base);
+        return rkl_api_pb_wire(&v->memo, &p.base);
 }
 
 typedef struct ctr_views {

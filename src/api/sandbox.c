@@ -2,17 +2,16 @@
 
 #include "convert.h"
 #include "pb.h"
-#include "publish.h"
+#include "lookup.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "state/cache.h"
-#include "state/store.h"
+#include "state/state.h"
 #include "base/banned.h"
 
 /* The cache's states are CRI's numbers. */
-_Static_assert((int)RKL_CRI_SANDBOX_READY == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY &&
-                   (int)RKL_CRI_SANDBOX_NOTREADY ==
-                       RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY,
+_Static_assert((int)RKL_POD_READY == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY &&
+                   (int)RKL_POD_NOT_READY == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY,
                "sandbox states");
 
 /* Says which sandbox holds the name, for a client that retried a call it thought lost. */
@@ -54,16 +53,14 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
         if (r < 0)
                 return r;
 
-        rkl_pod_record *rec = NULL;
         rkl_id_new(id);
-        r = rkl_store_pod_create(ctx->store, id, &spec, &rec, reterr);
+        rkl_log_debug("sandbox %s for %s/%s (attempt %u)", id, spec.namespace, spec.name,
+                      spec.attempt);
+        r = rkl_state_pod_create(ctx->state, id, &spec, reterr); /* spec moved in on success */
         if (r == -EEXIST)
                 return already_exists(ctx, &spec, reterr);
         if (r < 0)
                 return r;
-        rkl_log_debug("sandbox %s accepted for %s/%s (attempt %u)", id, rec->spec.namespace,
-                      rec->spec.name, rec->spec.attempt);
-        rkl_api_publish_pod_record(ctx, rec); /* spec moved into rec: gone from here */
         rkl_api_kick(ctx);
         resp->pod_sandbox_id = rkl_arena_strdup(ctx->arena, id);
         return 0;
@@ -82,16 +79,13 @@ int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandbox
         }
         if (r < 0)
                 return r;
-        r = rkl_store_pod_stop(ctx->store, id, reterr);
+        r = rkl_state_pod_stop(ctx->state, id, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
-                rkl_api_forget_pod(ctx, id);
                 return 0;
         }
         if (r < 0)
                 return r;
-        rkl_api_publish_pod(ctx, id);
-        rkl_api_publish_pod_ctrs(ctx, id);
         rkl_api_kick(ctx);
         return 0;
 }
@@ -111,11 +105,10 @@ int rkl_api_remove_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RemovePodSan
                 return r;
         /* The reconciler stops and removes what rkt still runs for it: the store no longer
          * wants it. */
-        r = rkl_store_pod_delete(ctx->store, id, reterr);
+        r = rkl_state_pod_delete(ctx->state, id, reterr);
         if (r < 0 && r != -ENOENT)
                 return r;
         rkl_error_clear(reterr);
-        rkl_api_forget_pod(ctx, id);
         rkl_api_kick(ctx);
         return 0;
 }
@@ -229,7 +222,7 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
 /* The sandbox as a ListPodSandbox item, encoded once per view (see ctr_wire()). */
 static const rkl_blob *pod_wire(rkl_pod_view *v)
 {
-        const rkl_blob *b = atomic_load(&v->wire);
+        const rkl_blob *b = atomic_load(&v->memo);
         if (b)
                 return b;
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
@@ -250,7 +243,7 @@ static const rkl_blob *pod_wire(rkl_pod_view *v)
         RKL_API_PB_KVS(a, &rec->spec.annotations, Runtime__V1__PodSandbox__AnnotationsEntry,
                        RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, p.annotations,
                        p.n_annotations);
-        return rkl_api_pb_wire(&v->wire, &p.base);
+        return rkl_api_pb_wire(&v->memo, &p.base);
 }
 
 typedef struct pod_views {

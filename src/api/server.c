@@ -20,7 +20,7 @@
 #include "status.h"
 #include "wire.h"
 #include "reconciler/reconciler.h"
-#include "state/store.h"
+#include "state/state.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/workpool.h"
@@ -42,7 +42,7 @@ typedef struct method {
 typedef struct worker {
         rkl_api_server *srv;
         grpc_completion_queue *cq;
-        rkl_store *store; /* this thread's own connection */
+        rkl_state *state; /* this thread's own connection */
         pthread_t thread;
         bool started;
 } worker;
@@ -251,13 +251,13 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
 static void call_answer(rkl_api_call *c, int r, const rkl_error *err);
 
 /* Runs the call's handler on its decoded request and answers, unless it deferred. */
-static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
+static void call_handle(rkl_api_call *c, rkl_state *state, bool late)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_api_ctx ctx = {.call = c,
                            .cfg = c->w->srv->cfg,
                            .cache = c->w->srv->cache,
-                           .store = store,
+                           .state = state,
                            .reconciler = c->w->srv->reconciler,
                            .images = c->w->srv->cfg->images,
                            .arena = c->arena,
@@ -328,7 +328,7 @@ static void call_process(rkl_api_call *c)
         protobuf_c_message_init(m->desc->output, resp);
         c->req = req;
         c->resp = resp;
-        call_handle(c, c->w->store, false);
+        call_handle(c, c->w->state, false);
 }
 
 /* Packs the response, or maps the error, and sends it: the end of every call. */
@@ -585,9 +585,11 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                 o.checkpoint_userdata = s->reconciler;
         }
         for (size_t i = 0; s->cfg->db_path && i < s->n_workers; i++) {
-                int r = rkl_store_open(s->cfg->db_path, &o, &s->workers[i].store, reterr);
+                rkl_store *store = NULL;
+                int r = rkl_store_open(s->cfg->db_path, &o, &store, reterr);
                 if (r < 0)
                         return r;
+                s->workers[i].state = rkl_state_new(store, s->cache);
         }
         s->pool = rkl_workpool_new(DEFERRED_THREADS, "api");
         grpc_server_start(s->server);
@@ -650,7 +652,7 @@ rkl_api_server *rkl_api_server_free(rkl_api_server *s)
                 grpc_server_destroy(s->server);
         for (size_t i = 0; i < s->n_workers; i++) {
                 grpc_completion_queue_destroy(s->workers[i].cq);
-                rkl_store_close(s->workers[i].store);
+                rkl_state_free(s->workers[i].state);
         }
         if (s->shutdown_cq) {
                 grpc_completion_queue_shutdown(s->shutdown_cq);

@@ -41,3 +41,11 @@ char **rkl_strv_copy(char *const *l)
                 c[i] = rkl_xstrdup(l[i]);
         return c;
 }
+
+bool rkl_strv_contains(char *const *l, const char *s)
+{
+        RKL_STRV_FOREACH (i, l)
+                if (streq(*i, s))
+                        return true;
+        return false;
+}

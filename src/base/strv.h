@@ -1,6 +1,7 @@
 /* NULL-terminated string vectors, owned (char **) or borrowed (char *const *). */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "macro.h"
@@ -12,6 +13,8 @@ void rkl_strv_push(char ***l, const char *s);
 /* Appends s itself (takes ownership). */
 void rkl_strv_consume(char ***l, char *s);
 char **rkl_strv_copy(char *const *l);
+/* Whether s is in l (which may be NULL). */
+bool rkl_strv_contains(char *const *l, const char *s);
 static inline void rkl_strv_freep(char ***l)
 {
         *l = rkl_strv_free(*l);

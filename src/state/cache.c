@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/latch.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "base/banned.h"
 
@@ -37,6 +38,8 @@ struct rkl_cache {
         pthread_mutex_t health_lock;
         rkl_health health;
         rkl_latch probed; /* opened by the first rkl_cache_set_health() */
+        pthread_mutex_t stale_lock;
+        char **stale_pods, **stale_containers; /* rkl_cache_mark_stale() */
 };
 
 void rkl_health_done(rkl_health *h)
@@ -57,29 +60,29 @@ void rkl_health_copy(rkl_health *dst, const rkl_health *src)
         dst->systemd_detail = rkl_xstrdup(src->systemd_detail);
 }
 
-rkl_cri_pod_state rkl_cri_pod_state_of(const rkl_pod_record *rec)
+rkl_pod_readiness rkl_pod_readiness_of(const rkl_pod_record *rec)
 {
         /* Ready from acceptance until stopped, or until creation failed for good or the
          * pod died (DESIGN.md, "The async contract"). */
         if (rec->desired == RKL_POD_DESIRED_READY &&
             (rec->observed.phase == RKL_POD_PHASE_PENDING ||
              rec->observed.phase == RKL_POD_PHASE_RUNNING))
-                return RKL_CRI_SANDBOX_READY;
-        return RKL_CRI_SANDBOX_NOTREADY;
+                return RKL_POD_READY;
+        return RKL_POD_NOT_READY;
 }
 
-rkl_cri_ctr_state rkl_cri_ctr_state_of(const rkl_container_record *rec)
+rkl_container_state rkl_container_state_of(const rkl_container_record *rec)
 {
         /* Never running before rkt has really started the process. */
         switch (rec->observed.phase) {
         case RKL_CTR_PHASE_CREATED:
-                return RKL_CRI_CONTAINER_CREATED;
+                return RKL_CONTAINER_CREATED;
         case RKL_CTR_PHASE_RUNNING:
-                return RKL_CRI_CONTAINER_RUNNING;
+                return RKL_CONTAINER_RUNNING;
         case RKL_CTR_PHASE_EXITED:
-                return RKL_CRI_CONTAINER_EXITED;
+                return RKL_CONTAINER_EXITED;
         default:
-                return RKL_CRI_CONTAINER_UNKNOWN;
+                return RKL_CONTAINER_UNKNOWN;
         }
 }
 
@@ -88,7 +91,7 @@ rkl_pod_view *rkl_pod_view_new(rkl_pod_record *rec)
         rkl_pod_view *v = rkl_xnew0(rkl_pod_view, 1);
         v->refs = 1;
         v->rec = rec;
-        v->state = rkl_cri_pod_state_of(rec);
+        v->state = rkl_pod_readiness_of(rec);
         return v;
 }
 
@@ -97,7 +100,7 @@ rkl_ctr_view *rkl_ctr_view_new(rkl_container_record *rec, const char *log_direct
         rkl_ctr_view *v = rkl_xnew0(rkl_ctr_view, 1);
         v->refs = 1;
         v->rec = rec;
-        v->state = rkl_cri_ctr_state_of(rec);
+        v->state = rkl_container_state_of(rec);
         /* kubelet and critest open this path directly: it must be the full host path. */
         if (!isempty(rec->spec.log_path))
                 v->log_path = isempty(log_directory)
@@ -122,7 +125,7 @@ rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v)
 {
         if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 rkl_pod_record_free(v->rec);
-                free(atomic_load(&v->wire));
+                free(atomic_load(&v->memo));
                 free(v);
         }
         return NULL;
@@ -133,7 +136,7 @@ rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v)
         if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 rkl_container_record_free(v->rec);
                 free(v->log_path);
-                free(atomic_load(&v->wire));
+                free(atomic_load(&v->memo));
                 free(v);
         }
         return NULL;
@@ -167,6 +170,7 @@ rkl_cache *rkl_cache_new(void)
         rkl_cache *c = rkl_xnew0(rkl_cache, 1);
         pthread_rwlock_init(&c->lock, NULL);
         pthread_mutex_init(&c->health_lock, NULL);
+        pthread_mutex_init(&c->stale_lock, NULL);
         rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
         c->ctrs = rkl_hashmap_new();
@@ -205,6 +209,9 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         rkl_health_done(&c->health);
         pthread_rwlock_destroy(&c->lock);
         pthread_mutex_destroy(&c->health_lock);
+        pthread_mutex_destroy(&c->stale_lock);
+        rkl_strv_free(c->stale_pods);
+        rkl_strv_free(c->stale_containers);
         rkl_latch_destroy(&c->probed);
         free(c);
         return NULL;
@@ -580,52 +587,19 @@ int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***r
         return 0;
 }
 
-int rkl_cache_publish_pod(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+void rkl_cache_mark_stale(rkl_cache *c, bool pod, const char *id)
 {
-        rkl_pod_record *rec = NULL;
-        int r = rkl_store_pod_get(s, id, &rec, reterr);
-        if (r < 0)
-                return r;
-        rkl_cache_pod_put(c, rkl_pod_view_new(rec));
-        return 0;
+        pthread_mutex_lock(&c->stale_lock);
+        char ***l = pod ? &c->stale_pods : &c->stale_containers;
+        if (!rkl_strv_contains(*l, id))
+                rkl_strv_push(l, id);
+        pthread_mutex_unlock(&c->stale_lock);
 }
 
-int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr)
+void rkl_cache_take_stale(rkl_cache *c, char ***ret_pods, char ***ret_containers)
 {
-        rkl_container_record *rec = NULL;
-        int r = rkl_store_container_get(s, id, &rec, reterr);
-        if (r < 0)
-                return r;
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = rkl_cache_pod_get(c, rec->sandbox_id);
-        rkl_cache_ctr_put(c, rkl_ctr_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
-        return 0;
-}
-
-/* Newer than the delete: the generation read after it committed. IDs are never reused,
- * so when it cannot be read, a tombstone newer than everything loses nothing. */
-static uint64_t tombstone_version(rkl_store *s)
-{
-        uint64_t gen;
-        return rkl_store_generation(s, &gen, NULL) < 0 ? UINT64_MAX : gen;
-}
-
-void rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id)
-{
-        uint64_t version = tombstone_version(s);
-        rkl_view_filter f = {.sandbox_id = id};
-        rkl_ctr_view **ctrs;
-        size_t n;
-
-        /* The sandbox first: a container published after this finds it gone and asks the
-         * store again (the API's publish path), so none can outlive it. */
-        rkl_cache_pod_remove(c, id, version);
-        rkl_cache_ctr_list(c, &f, &ctrs, &n);
-        for (size_t i = 0; i < n; i++)
-                rkl_cache_ctr_remove(c, ctrs[i]->rec->id, version);
-        rkl_ctr_views_unref(ctrs, n);
-}
-
-void rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id)
-{
-        rkl_cache_ctr_remove(c, id, tombstone_version(s));
+        pthread_mutex_lock(&c->stale_lock);
+        *ret_pods = TAKE_PTR(c->stale_pods);
+        *ret_containers = TAKE_PTR(c->stale_containers);
+        pthread_mutex_unlock(&c->stale_lock);
 }

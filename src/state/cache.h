@@ -1,5 +1,6 @@
 /* The status cache: what List and Status calls read, so that the read path never touches
- * SQLite or rkt. It is the only mutable structure shared between threads.
+ * SQLite or rkt. It is the only mutable structure shared between threads. Only the state
+ * layer's writes (state.h) put objects in; everyone reads.
  *
  * Entries are immutable, refcounted views of store records: a writer builds a new view
  * and swaps it in; readers take references under a short lock and read without it. Each
@@ -29,21 +30,23 @@ typedef struct rkl_health {
 void rkl_health_done(rkl_health *h);
 void rkl_health_copy(rkl_health *dst, const rkl_health *src);
 
-/* CRI's PodSandboxState and ContainerState, as the API reports them. */
-typedef enum rkl_cri_pod_state {
-        RKL_CRI_SANDBOX_READY = 0,
-        RKL_CRI_SANDBOX_NOTREADY = 1,
-} rkl_cri_pod_state;
+/* What a sandbox and a container report: desired and observed state summed up in one word.
+ * (The API maps them onto CRI's PodSandboxState and ContainerState at its edge.) */
+typedef enum rkl_pod_readiness {
+        RKL_POD_READY = 0,
+        RKL_POD_NOT_READY = 1,
+} rkl_pod_readiness;
 
-typedef enum rkl_cri_ctr_state {
-        RKL_CRI_CONTAINER_CREATED = 0,
-        RKL_CRI_CONTAINER_RUNNING = 1,
-        RKL_CRI_CONTAINER_EXITED = 2,
-        RKL_CRI_CONTAINER_UNKNOWN = 3,
-} rkl_cri_ctr_state;
+typedef enum rkl_container_state {
+        RKL_CONTAINER_CREATED = 0,
+        RKL_CONTAINER_RUNNING = 1,
+        RKL_CONTAINER_EXITED = 2,
+        RKL_CONTAINER_UNKNOWN = 3,
+} rkl_container_state;
 
-/* Bytes derived from a view, made at most once by whoever needs them first: the API keeps
- * each view's encoding as a list item here, so a relist of unchanged objects only copies. */
+/* Bytes a reader derives from a view, made at most once by whoever needs them first. The
+ * cache neither makes nor reads them; the API keeps each view's encoding here, so that a
+ * relist of unchanged objects only copies. */
 typedef struct rkl_blob {
         size_t len;
         unsigned char data[];
@@ -52,16 +55,16 @@ typedef struct rkl_blob {
 typedef struct rkl_pod_view {
         int refs;            /* atomic */
         rkl_pod_record *rec; /* owned, never modified once published */
-        rkl_cri_pod_state state;
-        _Atomic(rkl_blob *) wire;
+        rkl_pod_readiness state;
+        _Atomic(rkl_blob *) memo;
 } rkl_pod_view;
 
 typedef struct rkl_ctr_view {
         int refs;
         rkl_container_record *rec;
-        rkl_cri_ctr_state state;
+        rkl_container_state state;
         char *log_path; /* the sandbox's log_directory joined with the container's log_path */
-        _Atomic(rkl_blob *) wire;
+        _Atomic(rkl_blob *) memo;
 } rkl_ctr_view;
 
 /* The blob in slot, or candidate installed there; the loser of a race is freed. */
@@ -80,9 +83,8 @@ RKL_DEFINE_CLEANUP(rkl_ctr_view *, rkl_ctr_view_unref)
 void rkl_pod_views_unref(rkl_pod_view **v, size_t n); /* and frees the array */
 void rkl_ctr_views_unref(rkl_ctr_view **v, size_t n);
 
-/* CRI's view of desired plus observed state. */
-rkl_cri_pod_state rkl_cri_pod_state_of(const rkl_pod_record *rec);
-rkl_cri_ctr_state rkl_cri_ctr_state_of(const rkl_container_record *rec);
+rkl_pod_readiness rkl_pod_readiness_of(const rkl_pod_record *rec);
+rkl_container_state rkl_container_state_of(const rkl_container_record *rec);
 
 typedef struct rkl_cache rkl_cache;
 
@@ -105,15 +107,11 @@ bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v);
 void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
 void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version);
 
-/* Re-reads an object from the store after a committed write and swaps its new view in.
- * A container's log path needs its sandbox, which is taken from the cache. -ENOENT when
- * the object is gone from the store (its delete will tombstone it). */
-int rkl_cache_publish_pod(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
-int rkl_cache_publish_ctr(rkl_cache *c, rkl_store *s, const char *id, rkl_error *reterr);
-/* After a committed delete: tombstones the object (and a sandbox's containers) at the
- * store's current generation. */
-void rkl_cache_publish_pod_deleted(rkl_cache *c, rkl_store *s, const char *id);
-void rkl_cache_publish_ctr_deleted(rkl_cache *c, rkl_store *s, const char *id);
+/* Objects whose committed change could not be published (reading it back failed): the
+ * state layer marks them and publishes them again later (rkl_state_republish()). take
+ * moves the marked IDs out into strvs (NULL when none). */
+void rkl_cache_mark_stale(rkl_cache *c, bool pod, const char *id);
+void rkl_cache_take_stale(rkl_cache *c, char ***ret_pods, char ***ret_containers);
 
 /* A new reference, or NULL. */
 rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id);
@@ -126,7 +124,7 @@ typedef struct rkl_view_filter {
         const char *id;         /* full ID or unique prefix */
         const char *sandbox_id; /* containers: full ID or unique prefix */
         bool by_state;
-        int state;                     /* rkl_cri_pod_state or rkl_cri_ctr_state */
+        int state;                     /* rkl_pod_readiness or rkl_container_state */
         const rkl_kvs *label_selector; /* every pair must be among the labels */
 } rkl_view_filter;
 

@@ -1,5 +1,6 @@
-/* Sandbox and container handlers called as plain functions over a real store (in memory)
- * and a real cache, without a reconciler: what the API guarantees on its own. */
+/* Sandbox and container handlers called as plain functions over a real state layer (a store
+ * in a temporary file and a cache), without a reconciler: what the API guarantees on its
+ * own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,33 +8,56 @@
 
 #include "api/api.h"
 #include "api/container.h"
-#include "api/publish.h"
+#include "api/lookup.h"
 #include "api/sandbox.h"
 #include "api/status.h"
 #include "base/alloc.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "state/cache.h"
+#include "state/state.h"
 #include "state/store.h"
 
 static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
 
 typedef struct fixture {
+        char dir[64], db[96];
         rkl_cache *cache;
-        rkl_store *store;
+        rkl_state *state;
+        rkl_store *store; /* the state's: what the reconciler would write directly */
         rkl_arena *arena;
         rkl_api_ctx ctx;
 } fixture;
 
-static int setup(void **state)
+/* A new cache and state over the fixture's database, loaded from it: a restart. */
+static void state_open(fixture *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        fixture *f = rkl_xnew0(fixture, 1);
+        rkl_store *store = NULL;
         f->cache = rkl_cache_new();
+        assert_int_equal(rkl_store_open(f->db, NULL, &store, &err), 0);
+        f->state = rkl_state_new(store, f->cache);
+        f->store = store;
+        assert_int_equal(rkl_state_load(f->state, NULL, NULL, &err), 0);
+        f->ctx.cache = f->cache;
+        f->ctx.state = f->state;
+}
+
+static void state_close(fixture *f)
+{
+        f->state = rkl_state_free(f->state);
+        f->cache = rkl_cache_free(f->cache);
+}
+
+static int setup(void **state)
+{
+        fixture *f = rkl_xnew0(fixture, 1);
+        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/rkl-test-lifecycle-XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        (void)snprintf(f->db, sizeof(f->db), "%s/rktlet.db", f->dir);
         f->arena = rkl_arena_new();
-        assert_int_equal(rkl_store_open(":memory:", NULL, &f->store, &err), 0);
-        f->ctx =
-            (rkl_api_ctx){.cfg = &cfg, .cache = f->cache, .store = f->store, .arena = f->arena};
+        f->ctx = (rkl_api_ctx){.cfg = &cfg, .arena = f->arena};
+        state_open(f);
         *state = f;
         return 0;
 }
@@ -41,8 +65,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         fixture *f = *state;
-        rkl_store_close(f->store);
-        rkl_cache_free(f->cache);
+        state_close(f);
+        const char *const files[] = {"rktlet.db", "rktlet.db-wal", "rktlet.db-shm"};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char p[160];
+                (void)snprintf(p, sizeof(p), "%s/%s", f->dir, files[i]);
+                (void)unlink(p); /* absent when the connection removed it */
+        }
+        assert_int_equal(rmdir(f->dir), 0);
         rkl_arena_free(f->arena);
         free(f);
         return 0;
@@ -738,10 +768,8 @@ static void test_many_labels(void **state)
         assert_kvs(lc.containers[0]->annotations, lc.containers[0]->n_annotations, pairs);
 
         /* And again from a cache rebuilt from the store, as after a restart. */
-        rkl_cache_free(f->cache);
-        f->ctx.cache = f->cache = rkl_cache_new();
-        rkl_api_publish_pod(&f->ctx, pod);
-        rkl_api_publish_ctr(&f->ctx, c);
+        state_close(f);
+        state_open(f);
         expect_ok(pod_status(f, pod, false, &st, &err));
         assert_kvs(st.status->annotations, st.status->n_annotations, pairs);
         expect_ok(ctr_status(f, c, false, &cst, &err));
@@ -913,15 +941,13 @@ static void test_container_filters(void **state)
 
         /* The reconciler reports one running and one exited. */
         rkl_container_observed o = {.phase = RKL_CTR_PHASE_RUNNING, .started_ns = 5};
-        expect_ok(rkl_store_container_set_observed(f->store, a1, &o, &err));
-        rkl_api_publish_ctr(&f->ctx, a1);
+        expect_ok(rkl_state_container_set_observed(f->state, a1, &o, &err));
         o = (rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED,
                                      .has_exit_code = true,
                                      .exit_code = 137,
                                      .started_ns = 5,
                                      .finished_ns = 6};
-        expect_ok(rkl_store_container_set_observed(f->store, a2, &o, &err));
-        rkl_api_publish_ctr(&f->ctx, a2);
+        expect_ok(rkl_state_container_set_observed(f->state, a2, &o, &err));
 
         Runtime__V1__ListContainersResponse l = list_ctrs(f, NULL);
         assert_int_equal(l.n_containers, 3);
@@ -995,20 +1021,18 @@ static void test_observed(void **state)
 
         /* What the reconciler records shows at once, made valid UTF-8 where rkt said it. */
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING, .ip = (char *)"10.1.2.3"};
-        expect_ok(rkl_store_pod_set_observed(f->store, pod, &po, &err));
-        expect_ok(rkl_store_pod_set_rkt_uuid(f->store, pod, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d",
+        expect_ok(rkl_state_pod_set_observed(f->state, pod, &po, &err));
+        expect_ok(rkl_state_pod_set_rkt_uuid(f->state, pod, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d",
                                              &err));
-        rkl_api_publish_pod(&f->ctx, pod);
         expect_ok(pod_status(f, pod, true, &ps, &err));
         assert_string_equal(ps.status->network->ip, "10.1.2.3");
         assert_int_equal(ps.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY);
         assert_non_null(strstr(ps.info[0]->value, "\"phase\":\"running\""));
         assert_non_null(strstr(ps.info[0]->value, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d"));
 
-        assert_int_equal(rkl_store_pod_record_error(f->store, pod, "rkt app add: exit status 254",
+        assert_int_equal(rkl_state_pod_record_error(f->state, pod, "rkt app add: exit status 254",
                                                     rkl_realtime_nsec() + 1000, &err),
                          1);
-        rkl_api_publish_pod(&f->ctx, pod);
         expect_ok(pod_status(f, pod, true, &ps, &err));
         assert_non_null(strstr(ps.info[0]->value, "\"attempts\":1"));
         assert_non_null(strstr(ps.info[0]->value, "rkt app add: exit status 254"));
@@ -1025,8 +1049,7 @@ static void test_observed(void **state)
             .message = (char *)"bad \xff byte",
             .image_ref = (char *)"sha512-0123abcd",
         };
-        expect_ok(rkl_store_container_set_observed(f->store, c, &o, &err));
-        rkl_api_publish_ctr(&f->ctx, c);
+        expect_ok(rkl_state_container_set_observed(f->state, c, &o, &err));
         expect_ok(ctr_status(f, c, true, &st, &err));
         assert_int_equal(st.status->state, RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED);
         assert_int_equal(st.status->created_at, 100);
@@ -1047,8 +1070,7 @@ static void test_observed(void **state)
 
         /* A sandbox whose pod failed for good is NOTREADY and takes no container. */
         po = (rkl_pod_observed){.phase = RKL_POD_PHASE_FAILED, .reason = (char *)"Died"};
-        expect_ok(rkl_store_pod_set_observed(f->store, pod, &po, &err));
-        rkl_api_publish_pod(&f->ctx, pod);
+        expect_ok(rkl_state_pod_set_observed(f->state, pod, &po, &err));
         expect_ok(pod_status(f, pod, false, &ps, &err));
         assert_int_equal(ps.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY);
         char *id;
@@ -1104,13 +1126,18 @@ static void test_cache_follows_store(void **state)
         expect_ok(pod_status(f, id, false, &ps, &err));
         assert_int_equal(ps.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY);
 
-        /* Gone from the store behind the cache's back: publishing tombstones it. */
+        /* Gone from the store behind the cache's back: a write that finds it gone
+         * tombstones it. */
         char *pod = run_pod(f, &(podcfg){0});
         char *c = create_ctr(f, pod, &(ctrcfg){0});
         expect_ok(rkl_store_pod_delete(f->store, pod, &err));
-        rkl_api_publish_ctr(&f->ctx, c);
+        rkl_container_observed o = {.phase = RKL_CTR_PHASE_RUNNING};
+        assert_int_equal(rkl_state_container_set_observed(f->state, c, &o, &err), -ENOENT);
+        rkl_error_clear(&err);
         expect_error(ctr_status(f, c, false, &cs, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
-        rkl_api_publish_pod(&f->ctx, pod);
+        rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING};
+        assert_int_equal(rkl_state_pod_set_observed(f->state, pod, &po, &err), -ENOENT);
+        rkl_error_clear(&err);
         expect_error(pod_status(f, pod, false, &ps, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, pod);
         /* A stale view put after the tombstone does not bring it back. */
         rkl_container_record *rec = rkl_xnew0(rkl_container_record, 1);

@@ -49,12 +49,12 @@ static rkl_container_record *ctr(unsigned n, unsigned pod_n, uint64_t version, r
 static void test_states(void **state)
 {
         rkl_pod_record *r = pod(1, 1, RKL_POD_DESIRED_READY, RKL_POD_PHASE_PENDING, "a");
-        assert_int_equal(rkl_cri_pod_state_of(r), RKL_CRI_SANDBOX_READY);
+        assert_int_equal(rkl_pod_readiness_of(r), RKL_POD_READY);
         r->observed.phase = RKL_POD_PHASE_FAILED;
-        assert_int_equal(rkl_cri_pod_state_of(r), RKL_CRI_SANDBOX_NOTREADY);
+        assert_int_equal(rkl_pod_readiness_of(r), RKL_POD_NOT_READY);
         r->observed.phase = RKL_POD_PHASE_RUNNING;
         r->desired = RKL_POD_DESIRED_STOPPED;
-        assert_int_equal(rkl_cri_pod_state_of(r), RKL_CRI_SANDBOX_NOTREADY);
+        assert_int_equal(rkl_pod_readiness_of(r), RKL_POD_NOT_READY);
         rkl_pod_record_free(r);
 }
 
@@ -105,8 +105,7 @@ static void test_list_and_resolve(void **state)
 
         rkl_kvs sel = {0};
         rkl_kvs_add(&sel, "app", "web");
-        rkl_view_filter f = {
-            .label_selector = &sel, .by_state = true, .state = RKL_CRI_SANDBOX_READY};
+        rkl_view_filter f = {.label_selector = &sel, .by_state = true, .state = RKL_POD_READY};
         assert_int_equal(rkl_cache_pod_list(c, &f, &pods, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(pods[0]->rec->spec.name, "pod-17");
@@ -143,7 +142,7 @@ static void test_containers(void **state)
         assert_string_equal(l[0]->log_path, "/var/log/pods/x/ctr/0.log");
         rkl_ctr_views_unref(l, n);
 
-        f = (rkl_view_filter){.by_state = true, .state = RKL_CRI_CONTAINER_RUNNING};
+        f = (rkl_view_filter){.by_state = true, .state = RKL_CONTAINER_RUNNING};
         assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(l[0]->rec->spec.name, "ctr-3");

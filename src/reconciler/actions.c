@@ -1,0 +1,309 @@
+/* Actions: rkt commands run on the worker pool (the only code here that runs off the
+ * reconciler thread is run_action()), at most one per object and --max-actions at once,
+ * their results handed back through a queue and applied on the reconciler thread. */
+#include "reconciler-internal.h"
+
+#include <signal.h>
+
+#include "cgroup.h"
+#include "unit.h"
+#include "base/alloc.h"
+#include "base/crash.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "base/strv.h"
+#include "base/time-util.h"
+#include "base/workpool.h"
+#include "rkt/poddir.h"
+#include "rkt/rkt.h"
+#include "state/state.h"
+#include "base/banned.h"
+
+/* Forced crash points (base/crash.h): the rkt command ran, its result is not recorded. */
+static const char *const act_crash_points[] = {
+    [ACT_APP_ADD] = "after-app-add",   [ACT_APP_START] = "after-app-start",
+    [ACT_APP_STOP] = "after-app-stop", [ACT_APP_RM] = "after-app-rm",
+    [ACT_POD_STOP] = "after-pod-stop", [ACT_POD_RM] = "after-pod-rm",
+};
+
+static const char *const act_names[] = {
+    [ACT_APP_ADD] = "app add", [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
+    [ACT_APP_RM] = "app rm",   [ACT_POD_STOP] = "stop",       [ACT_POD_RM] = "rm",
+};
+
+/* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
+char *rkl_reconciler__unit_cgroup_path(const char *sandbox_id)
+{
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(sandbox_id);
+        return rkl_xasprintf("system.slice/%s", unit);
+}
+
+void rkl_reconciler__action_free(action *a)
+{
+        if (!a)
+                return;
+        free(a->app);
+        free(a->unit_name);
+        rkl_strv_free(a->args);
+        free(a);
+}
+
+static int rkt_run(action *a, char *const *args, uint64_t timeout_usec)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_rkt_exec(a->r->rkt, args, timeout_usec, NULL, &err);
+        if (k < 0)
+                (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
+        return k;
+}
+
+/* Waits until the pod is no longer running; false when it still is at the deadline. */
+static bool wait_pod_exit(action *a, int64_t deadline_ns)
+{
+        if (a->r->pods_dirfd < 0)
+                return true;
+        for (;;) {
+                rkl_poddir_pod p = {0};
+                int k = rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL);
+                bool running = k >= 0 && p.state == RKL_POD_STATE_RUNNING;
+                rkl_poddir_pod_done(&p);
+                if (!running)
+                        return true;
+                if (rkl_realtime_nsec() >= deadline_ns)
+                        return false;
+                usleep(50 * 1000);
+        }
+}
+
+static int run_app_stop(action *a)
+{
+        int64_t now = rkl_realtime_nsec();
+        int k = 0;
+
+        if (a->deadline_ns > now) {
+                /* rkt's own stop waits for systemd's 90 s: cut it at our deadline. */
+                uint64_t t = (uint64_t)(a->deadline_ns - now) / NSEC_PER_USEC;
+                k = rkt_run(a, a->args, t > USEC_PER_SEC ? t : USEC_PER_SEC);
+                if (k == -EALREADY || k == -ENOENT)
+                        return 0;
+                if (k != -ETIMEDOUT)
+                        return k;
+        }
+        /* The deadline passed: SIGKILL everything in the app's cgroup. */
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) == 0) {
+                int n = rkl_cgroup_kill(procs, SIGKILL);
+                rkl_log_debug("app %s: stop deadline passed, SIGKILLed %d processes", a->app, n);
+        }
+        a->error[0] = 0;
+        return 0;
+}
+
+/* What counts is that the pod is down: rkt's stop fails when the pod is already on its way
+ * down ("cannot get child processes ...: process does not have children"), which is no
+ * failure of ours. rkt's error is kept for when the pod really stays up. */
+static int run_pod_stop(action *a)
+{
+        int64_t grace = (int64_t)a->r->cfg.stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        int k;
+
+        if (!a->force) {
+                (void)rkt_run(a, RKL_STRV("stop", a->uuid), a->timeout_usec);
+                if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
+                        goto down;
+        }
+        k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), a->timeout_usec);
+        if (wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC))
+                goto down;
+        if (k >= 0 || k == -EALREADY || k == -ENOENT) {
+                (void)snprintf(a->error, sizeof(a->error), "pod %s did not exit after SIGKILL",
+                               a->uuid);
+                return -ETIMEDOUT;
+        }
+        return k;
+down:
+        a->error[0] = 0;
+        return 0;
+}
+
+static int run_app_rm(action *a)
+{
+        /* Found before the rm, which takes the app's unit and so its cgroup along. */
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        if (a->supervisor)
+                (void)rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory);
+        int k = rkt_run(a, a->args, a->timeout_usec);
+        if (k == -ENOENT)
+                k = 0; /* gone already is what rm wanted */
+        if (k >= 0 && procs) {
+                int q = rkl_cgroup_memory_release(procs, memory);
+                if (q < 0)
+                        rkl_log_warning("app %s: cannot remove its memory cgroup %s: %s", a->app,
+                                        memory, strerror(-q));
+        }
+        return k;
+}
+
+static void run_action(void *userdata)
+{
+        action *a = userdata;
+        int k;
+
+        switch (a->kind) {
+        case ACT_APP_STOP:
+                k = run_app_stop(a);
+                break;
+        case ACT_POD_STOP:
+                k = run_pod_stop(a);
+                break;
+        case ACT_APP_RM:
+                k = run_app_rm(a);
+                break;
+        default:
+                k = rkt_run(a, a->args, a->timeout_usec);
+                /* Gone already is what rm wanted. */
+                if (a->kind == ACT_POD_RM && k == -ENOENT)
+                        k = 0;
+                break;
+        }
+        a->result = k;
+
+        rkl_reconciler *r = a->r;
+        pthread_mutex_lock(&r->lock);
+        a->next = r->done;
+        r->done = a;
+        pthread_mutex_unlock(&r->lock);
+        uint64_t one = 1;
+        (void)!write(r->done_fd, &one, sizeof(one));
+}
+
+/* `rkt app VERB UUID --app=NAME` */
+char **rkl_reconciler__app_args(const char *verb, const char *uuid, const char *app)
+{
+        char **l = NULL;
+        rkl_strv_push(&l, "app");
+        rkl_strv_push(&l, verb);
+        rkl_strv_push(&l, uuid);
+        rkl_strv_consume(&l, rkl_xasprintf("--app=%s", app));
+        return l;
+}
+
+bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key)
+{
+        return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);
+}
+
+action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
+                                   const char *uuid)
+{
+        action *a = rkl_xnew0(action, 1);
+        a->r = r;
+        a->kind = kind;
+        (void)snprintf(a->key, sizeof(a->key), "%s", key);
+        (void)snprintf(a->uuid, sizeof(a->uuid), "%s", uuid);
+        a->timeout_usec = r->cfg.rkt_timeout_usec;
+        return a;
+}
+
+void rkl_reconciler__submit(rkl_reconciler *r, action *a)
+{
+        rkl_log_debug("%s %.12s: %s", a->is_pod ? "sandbox" : "container", a->key,
+                      act_names[a->kind]);
+        rkl_hashmap_put(r->in_flight, a->key, a);
+        r->n_in_flight++;
+        rkl_workpool_submit(r->pool, run_action, a);
+}
+
+/* Whether the pod is gone or no longer takes app commands, as its directory says now. */
+static bool pod_going_down(rkl_reconciler *r, const char *uuid)
+{
+        if (r->pods_dirfd < 0)
+                return false;
+        rkl_poddir_pod p = {0};
+        int k = rkl_poddir_read(r->pods_dirfd, uuid, &p, NULL);
+        bool going = k < 0 || p.state != RKL_POD_STATE_RUNNING || !p.supervisor_ready;
+        rkl_poddir_pod_done(&p);
+        return going;
+}
+
+/* Whether a successful action ends the failures counted on a container: the step that
+ * reaches what is wanted, not an undo or a step on the way, or the count would never reach
+ * MAX_ATTEMPTS when the last step keeps failing. */
+static bool reaches_goal(act_kind kind, const rkl_container_record *c)
+{
+        if (kind == ACT_APP_ADD)
+                return c->desired != RKL_CTR_DESIRED_RUNNING;
+        return kind == ACT_APP_START || kind == ACT_APP_STOP;
+}
+
+/* The result of a finished action, back on the reconciler thread. */
+void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
+{
+        rkl_error err = RKL_ERROR_INIT;
+
+        rkl_crash_point(act_crash_points[a->kind]);
+
+        rkl_hashmap_remove(r->in_flight, a->key);
+        r->n_in_flight--;
+
+        if (a->orphan) {
+                /* An app's rm or stop fails while its pod goes down ("supervisor is not
+                 * ready", the pod file gone): the pod's own removal takes it along. */
+                if (a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
+                    pod_going_down(r, a->uuid))
+                        rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
+                                      act_names[a->kind], a->error);
+                else if (a->result < 0)
+                        rkl_log_warning("leftover pod %s: %s: %s", a->uuid, act_names[a->kind],
+                                        a->error);
+        } else if (a->is_pod) {
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                    rkl_cache_pod_get(r->cache, a->key);
+                if (v && a->result < 0) {
+                        rkl_reconciler__pod_failed_attempt(r, v->rec, a->error);
+                } else if (v) {
+                        if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
+                                int k = rkl_state_pod_clear_error(r->state, a->key, &err);
+                                rkl_reconciler__write_failed("sandbox", a->key, "its success", k,
+                                                             &err);
+                        }
+                }
+        } else {
+                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v =
+                    rkl_cache_ctr_get(r->cache, a->key);
+                if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
+                        rkl_reconciler__undo_mark(r, a->key);
+                else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
+                        rkl_reconciler__undo_clear(r, a->key);
+                if (v && a->result < 0) {
+                        rkl_reconciler__ctr_failed_attempt(r, v->rec, a->error);
+                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
+                           reaches_goal(a->kind, v->rec)) {
+                        int k = rkl_state_container_clear_error(r->state, a->key, &err);
+                        rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
+                }
+        }
+
+        if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
+                rkl_cgroup_unit_remove(a->unit_name);
+        if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
+                /* The pod and its network are gone; its last statuses are in the store. */
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                    rkl_cache_pod_get(r->cache, a->key);
+                if (v) {
+                        rkl_pod_observed o;
+                        rkl_pod_observed_copy(&o, &v->rec->observed);
+                        if (o.phase != RKL_POD_PHASE_FAILED)
+                                o.phase = RKL_POD_PHASE_STOPPED;
+                        o.ip = mfree(o.ip);
+                        rkl_reconciler__pod_set_observed(r, v->rec, &o);
+                        rkl_pod_observed_done(&o);
+                        int k = rkl_state_pod_set_rkt_uuid(r->state, a->key, NULL, &err);
+                        rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k,
+                                                     &err);
+                }
+        }
+        if (a->uuid[0])
+                rkl_reconciler__observe_uuid(r, a->uuid);
+        rkl_reconciler__action_free(a);
+}

@@ -1,0 +1,194 @@
+/* Containers: the step from a container's desired state to rkt's app add, start, stop and
+ * rm, the undo of a half-made app, and the failures that make a container never run. */
+#include "reconciler-internal.h"
+
+#include "images.h"
+#include "observe.h"
+#include "base/alloc.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "base/time-util.h"
+#include "rkt/command.h"
+#include "rkt/poddir.h"
+#include "state/state.h"
+#include "base/banned.h"
+
+void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id)
+{
+        if (!rkl_hashmap_get(r->undo, id)) {
+                char *key = rkl_xstrdup(id);
+                rkl_hashmap_put(r->undo, key, key);
+        }
+}
+
+void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id)
+{
+        free(rkl_hashmap_remove(r->undo, id));
+}
+
+/* The container will never run (it failed for good, or was stopped before its start was
+ * carried out): EXITED with code, reason and message (taken), recorded and published. What
+ * rkt shows of its app no longer changes that (rkl_ctr_never_ran()). */
+static void ctr_never_runs(rkl_reconciler *r, const rkl_container_record *rec, int exit_code,
+                           const char *reason, char *message)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_container_observed o;
+        rkl_container_observed_copy(&o, &rec->observed);
+        o.phase = RKL_CTR_PHASE_EXITED;
+        o.pid = 0;
+        o.has_exit_code = true;
+        o.exit_code = exit_code;
+        o.finished_ns = rkl_realtime_nsec();
+        free(o.reason);
+        free(o.message);
+        o.reason = rkl_xstrdup(reason);
+        o.message = message;
+        rkl_reconciler__undo_clear(r, rec->id); /* no start follows; removal takes what is left */
+        int k = rkl_state_container_set_observed(r->state, rec->id, &o, &err);
+        rkl_reconciler__write_failed("container", rec->id, "observation", k, &err);
+        rkl_container_observed_done(&o);
+}
+
+/* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
+ * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
+ * (its restart policy) instead of waiting on a container that never runs. */
+void rkl_reconciler__ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
+                                        const char *msg)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t now = rkl_realtime_nsec();
+        int64_t next = now + rkl_reconciler__backoff_ns(rec->book.attempts);
+        int n = rkl_state_container_record_error(r->state, rec->id, msg, next, &err);
+        rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
+        if (n >= CTR_MAX_ATTEMPTS) {
+                char *m = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
+                rkl_log_warning("container %.12s: %s", rec->id, m);
+                ctr_never_runs(r, rec, START_ERROR_EXIT, RKL_CTR_START_ERROR, m);
+                return;
+        }
+        rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg, n < 0 ? 0 : n,
+                        CTR_MAX_ATTEMPTS);
+        rkl_reconciler__wake_at(r, next);
+}
+
+/* rkt's app rm deletes the overlay of the app's image, which an app being added or started
+ * in the same pod may be using (reference/rkt.md, B.1): such actions never overlap. */
+static bool pod_has_action(rkl_reconciler *r, const char *uuid, act_kind k1, act_kind k2)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->in_flight, &i, NULL, &v)) {
+                const action *a = v;
+                if ((a->kind == k1 || a->kind == k2) && streq(a->uuid, uuid))
+                        return true;
+        }
+        return false;
+}
+
+/* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
+ * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
+ * two containers created together). One at a time per pod; app stop may overlap them. */
+bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid)
+{
+        return pod_has_action(r, uuid, ACT_APP_ADD, ACT_APP_START) ||
+               pod_has_action(r, uuid, ACT_APP_RM, ACT_APP_RM);
+}
+
+void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod,
+                                    const rkl_poddir_pod *p, const rkl_container_record *c,
+                                    int64_t now)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        const rkl_poddir_app *app = rkl_poddir_pod_find_app(p, c->app_name);
+        rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
+        action *a = NULL;
+
+        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_ctr_never_ran(&c->observed))
+                return;
+        if (c->desired == RKL_CTR_DESIRED_STOPPED && c->observed.phase == RKL_CTR_PHASE_CREATED &&
+            (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
+                /* Stopped before its start was carried out (a stop right after a start, or
+                 * during its app add): no start follows, so it is over (issue 19, defect 4:
+                 * such containers stayed CREATED). RemoveContainer takes the app along. */
+                rkl_log_info("container %.12s: stopped before it started", c->id);
+                ctr_never_runs(r, c, 0, RKL_CTR_NOT_STARTED,
+                               rkl_xstrdup("stopped before it started"));
+                return;
+        }
+        if (c->book.next_retry_ns > now) {
+                rkl_reconciler__wake_at(r, c->book.next_retry_ns);
+                return;
+        }
+        if (c->desired != RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
+            c->observed.phase == RKL_CTR_PHASE_CREATED) {
+                if (!rkl_reconciler__can_start(r, c->id) ||
+                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
+                        return;
+                _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
+                /* rkt gets the image ID, so that what it records (and ContainerStatus
+                 * reports) is the ID PullImage returned. A reference pulled by hand is
+                 * found by one more look at rkt's store. */
+                _cleanup_free_ char *image = NULL;
+                if (!isempty(c->observed.image_ref))
+                        image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
+                else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) <
+                         0) {
+                        rkl_reconciler__ctr_failed_attempt(r, c, err.msg);
+                        return;
+                }
+                rkl_rkt_app_opts o = {
+                    .container_id = c->id,
+                    .app_name = c->app_name,
+                    .image = image,
+                    .log_file = log_file,
+                };
+                char **args = NULL;
+                if (rkl_rkt_app_add_args(pod->rkt_uuid, &c->spec, &o, &args, &err) < 0) {
+                        rkl_reconciler__ctr_failed_attempt(r, c, err.msg);
+                        return;
+                }
+                a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid);
+                a->args = args;
+        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
+                if (!rkl_reconciler__can_start(r, c->id) ||
+                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
+                        return;
+                if (rkl_hashmap_get(r->undo, c->id)) {
+                        /* After a failed add or start rkt may hold a half-made app that no
+                         * start can run (reference/rkt.md, B.1): undo it; a fresh add follows.
+                         * Once per failure: the add that follows starts clean. */
+                        a = rkl_reconciler__action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid);
+                        a->args = rkl_reconciler__app_args("rm", pod->rkt_uuid, c->app_name);
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(c->app_name);
+                } else {
+                        a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
+                        a->args = rkl_reconciler__app_args("start", pod->rkt_uuid, c->app_name);
+                }
+        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
+                   c->observed.phase == RKL_CTR_PHASE_CREATED && c->book.last_error) {
+                /* The last start failed after rkt wrote <app>-started (it was killed, or timed
+                 * out): if no process came of it, start again. rkt's app start clears that
+                 * state first, as it does to restart an exited app. */
+                pid_t pid;
+                if (rkl_reconciler__app_process(c, p, &pid) != RKL_APP_PROC_NONE ||
+                    !rkl_reconciler__can_start(r, c->id) ||
+                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
+                        return;
+                a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
+                a->args = rkl_reconciler__app_args("start", pod->rkt_uuid, c->app_name);
+        } else if (c->desired == RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
+                if (!rkl_reconciler__can_start(r, c->id))
+                        return;
+                a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid);
+                a->args = rkl_reconciler__app_args("stop", pod->rkt_uuid, c->app_name);
+                a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
+                                                     : now + (int64_t)r->cfg.stop_grace_usec * 1000;
+                a->supervisor = (pid_t)p->ppid;
+                a->app = rkl_xstrdup(c->app_name);
+                a->timeout_usec = 0;
+        }
+        if (a)
+                rkl_reconciler__submit(r, a);
+}

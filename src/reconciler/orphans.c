@@ -1,0 +1,168 @@
+/* Orphans: pods, apps, units and state directories that carry rktlet's marks but that no
+ * record wants any more (a removal while rktlet was down, a crash between two steps). */
+#include "reconciler-internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+
+#include "unit.h"
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "base/strv.h"
+#include "rkt/command.h"
+#include "rkt/poddir.h"
+#include "base/banned.h"
+
+static bool image_shared_with_live_app(const rkl_poddir_pod *p, const rkl_poddir_app *a)
+{
+        for (size_t i = 0; i < p->n_apps; i++)
+                if (&p->apps[i] != a && a->image_id &&
+                    streq_ptr(p->apps[i].image_id, a->image_id) &&
+                    p->apps[i].state != RKL_POD_APP_EXITED)
+                        return true;
+        return false;
+}
+
+void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now)
+{
+        for (size_t i = 0; i < p->n_apps; i++) {
+                const rkl_poddir_app *app = &p->apps[i];
+                const char *cid = rkl_kvs_get(&app->user_annotations, RKL_MARK_CONTAINER_ID);
+                if (!app->in_manifest || !cid || !rkl_id_is_valid(cid) ||
+                    !rkl_reconciler__can_start(r, cid))
+                        continue;
+                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(r->cache, cid);
+                if (v)
+                        continue;
+                action *a;
+                if (app->state == RKL_POD_APP_RUNNING) {
+                        a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid);
+                        a->args = rkl_reconciler__app_args("stop", p->uuid, app->name);
+                        a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(app->name);
+                } else if (!image_shared_with_live_app(p, app) &&
+                           !rkl_reconciler__pod_app_busy(r, p->uuid)) {
+                        /* rkt's app rm deletes the image's overlay, which another app of the
+                         * same image still uses (reference/rkt.md, B.1): such apps stay,
+                         * stopped, until their pod goes. */
+                        a = rkl_reconciler__action_new(r, ACT_APP_RM, cid, p->uuid);
+                        a->args = rkl_reconciler__app_args("rm", p->uuid, app->name);
+                        a->supervisor = (pid_t)p->ppid;
+                        a->app = rkl_xstrdup(app->name);
+                } else {
+                        continue;
+                }
+                a->orphan = true;
+                rkl_reconciler__submit(r, a);
+        }
+}
+
+void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
+                const rkl_poddir_pod *p = v;
+                const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
+                if (!id || !rkl_id_is_valid(id) || !rkl_reconciler__can_start(r, p->uuid))
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = rkl_cache_pod_get(r->cache, id);
+                if (pv && streq_ptr(pv->rec->rkt_uuid, p->uuid))
+                        continue; /* wanted */
+                if (pv && rkl_reconciler__pod_adoptable(pv->rec, p))
+                        continue; /* alive and about to be adopted */
+                if (p->state == RKL_POD_STATE_PREPARING || p->state == RKL_POD_STATE_EMBRYO)
+                        continue; /* still being made: wait for it to settle */
+                action *a;
+                if (p->state == RKL_POD_STATE_RUNNING) {
+                        a = rkl_reconciler__action_new(r, ACT_POD_STOP, p->uuid, p->uuid);
+                        a->force = true;
+                        if (!pv && r->bus) {
+                                /* Its unit goes with it. */
+                                _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(id);
+                                rkl_reconciler__unit_stop(r, unit);
+                        }
+                } else {
+                        a = rkl_reconciler__action_new(r, ACT_POD_RM, p->uuid, p->uuid);
+                        a->unit_name = rkl_reconciler__unit_cgroup_path(id);
+                        a->args = rkl_strv_copy(RKL_STRV("rm", p->uuid));
+                        if (!pv) {
+                                _cleanup_free_ char *dir =
+                                    rkl_reconciler__pod_state_path(r, id, NULL);
+                                int k = rkl_rm_rf_at(AT_FDCWD, dir);
+                                if (k < 0) /* tried again by the state dirs' sweep */
+                                        rkl_log_warning("cannot remove %s: %s", dir, strerror(-k));
+                        }
+                }
+                a->orphan = true;
+                rkl_log_info("removing leftover pod %s of sandbox %.12s", p->uuid, id);
+                rkl_reconciler__submit(r, a);
+        }
+}
+
+/* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no
+ * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
+ * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */
+void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
+{
+        _cleanup_free_ char *top = rkl_reconciler__pod_state_path(r, "", NULL);
+        _cleanup_closedir_ DIR *d = opendir(top);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (!rkl_id_is_valid(de->d_name))
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv =
+                    rkl_cache_pod_get(r->cache, de->d_name);
+                if (pv)
+                        continue;
+                bool has_pod = false;
+                size_t i = 0;
+                void *v;
+                while (!has_pod && rkl_hashmap_iterate(r->seen, &i, NULL, &v))
+                        has_pod =
+                            streq_ptr(rkl_kvs_get(&((const rkl_poddir_pod *)v)->user_annotations,
+                                                  RKL_MARK_SANDBOX_ID),
+                                      de->d_name);
+                if (has_pod)
+                        continue;
+                _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, de->d_name, NULL);
+                int k = rkl_rm_rf_at(AT_FDCWD, dir);
+                if (k < 0)
+                        rkl_log_warning("cannot remove %s: %s", dir, strerror(-k));
+        }
+}
+
+/* Units of sandboxes no record wants (deleted while rktlet was down, or between a delete
+ * and its clean-up). Stopping one takes its pod down; the pod's directory is an orphan the
+ * pass removes next. */
+void rkl_reconciler__reap_orphan_units(rkl_reconciler *r)
+{
+        _cleanup_strv_free_ char **units = NULL;
+        if (!r->bus || rkl_unit_list(r->bus, "rktlet-*.service", &units, NULL) < 0)
+                return;
+        RKL_STRV_FOREACH (u, units) {
+                _cleanup_free_ char *id = rkl_unit_sandbox_id(*u);
+                if (!id)
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, id);
+                /* A start records its unit's name before starting it: a unit whose record does
+                 * not name it is a failed attempt's, or a removed sandbox's. */
+                if (v && streq_ptr(v->rec->unit_name, *u))
+                        continue;
+                rkl_log_info("stopping leftover unit %s", *u);
+                rkl_reconciler__unit_stop(r, *u);
+        }
+}
+
+void rkl_reconciler__unit_stop(rkl_reconciler *r, const char *unit)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        if (!r->bus)
+                return;
+        int k = rkl_unit_stop(r->bus, unit, &err);
+        if (k < 0 && k != -ENOENT)
+                rkl_log_warning("cannot stop %s: %s", unit, err.msg);
+}

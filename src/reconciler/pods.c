@@ -1,0 +1,259 @@
+/* Sandboxes: starting a pod's unit (`rkt app sandbox` under systemd), waiting for it to be
+ * ready, counting failed creations, and stopping and removing a pod no longer wanted. */
+#include "reconciler-internal.h"
+
+#include <fcntl.h>
+
+#include "unit.h"
+#include "base/alloc.h"
+#include "base/crash.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/strv.h"
+#include "base/time-util.h"
+#include "rkt/command.h"
+#include "rkt/rkt.h"
+#include "state/state.h"
+#include "base/banned.h"
+
+/* A failed attempt: shown in Status and the database, retried after a backoff. */
+void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
+                                        const char *msg)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t next = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(rec->book.attempts);
+        int n = rkl_state_pod_record_error(r->state, rec->id, msg, next, &err);
+        rkl_reconciler__wake_at(r, next); /* retry then, not at the next resync */
+        rkl_log_warning("sandbox %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
+        rkl_reconciler__write_failed("sandbox", rec->id, "its failure", n, &err);
+}
+
+char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name)
+{
+        return rkl_xasprintf("%s/pods/%s%s%s", r->cfg.state_dir, id, name ? "/" : "",
+                             name ? name : "");
+}
+
+/* A failed creation attempt: retried with backoff, and the last of MAX_ATTEMPTS leaves the
+ * sandbox failed for good (NOTREADY, reason CreateFailed), for kubelet to act on. */
+static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
+{
+        if (rec->book.attempts + 1 >= MAX_ATTEMPTS) {
+                rkl_pod_observed o;
+                rkl_pod_observed_copy(&o, &rec->observed);
+                o.phase = RKL_POD_PHASE_FAILED;
+                free(o.reason);
+                free(o.message);
+                o.reason = rkl_xstrdup("CreateFailed");
+                o.message = rkl_xstrdup(msg);
+                rkl_reconciler__pod_set_observed(r, rec, &o);
+                rkl_pod_observed_done(&o);
+        }
+        rkl_reconciler__pod_failed_attempt(r, rec, msg);
+}
+
+static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *logs = rkl_reconciler__pod_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = rkl_reconciler__pod_state_path(r, rec->id, "uuid");
+        _cleanup_free_ char *log = rkl_reconciler__pod_state_path(r, rec->id, "sandbox.log");
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
+        _cleanup_free_ char *slice = NULL;
+        _cleanup_strv_free_ char **args = NULL, **argv = NULL, **env = NULL;
+        const char *insecure = NULL;
+        char hostname[256] = "";
+        int k;
+
+        if (!r->bus) {
+                rkl_reconciler__wake_at(r, rkl_realtime_nsec() + (int64_t)NSEC_PER_SEC);
+                return; /* no systemd yet: the probe reconnects */
+        }
+        if (rec->spec.cgroup_parent &&
+            rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
+                creation_attempt_failed(r, rec,
+                                        "cgroup_parent is not a systemd slice: run kubelet "
+                                        "with --cgroup-driver=systemd");
+                return;
+        }
+        if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
+                rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
+                creation_attempt_failed(r, rec, err.msg);
+                return;
+        }
+        /* A previous attempt's file would name its dead pod; absent is the usual case. */
+        if (unlink(uuid_file) < 0 && errno != ENOENT)
+                rkl_log_warning("cannot remove %s: %m", uuid_file);
+        if (gethostname(hostname, sizeof(hostname) - 1) < 0)
+                hostname[0] = 0; /* the pod then gets rkt's default hostname */
+
+        rkl_rkt_sandbox_opts o = {
+            .sandbox_id = rec->id,
+            .uuid_file = uuid_file,
+            .log_dir = logs,
+            .net = r->cfg.net,
+            .stage1_name = r->cfg.stage1_name,
+            .node_hostname = hostname,
+        };
+        if (rkl_rkt_sandbox_args(&rec->spec, &o, &args, &insecure, &err) < 0) {
+                creation_attempt_failed(r, rec, err.msg);
+                return;
+        }
+        argv = rkl_rkt_argv(r->rkt, args, insecure);
+        env = rkl_rkt_unit_env(r->rkt);
+
+        /* Record the unit before starting it: after a crash the name says a unit may
+         * exist, and the derived name makes a second start fail rather than duplicate. */
+        if (!streq_ptr(rec->unit_name, unit) &&
+            (k = rkl_state_pod_set_unit_name(r->state, rec->id, unit, &err)) < 0) {
+                rkl_reconciler__write_failed("sandbox", rec->id, "its unit", k, &err);
+                return;
+        }
+        _cleanup_free_ char *desc =
+            rkl_xasprintf("rktlet sandbox %s/%s", rec->spec.namespace, rec->spec.name);
+        rkl_unit_spec spec = {
+            .name = unit,
+            .description = desc,
+            .argv = argv,
+            .env = env,
+            .slice = slice,
+            .log_path = log,
+        };
+        rkl_crash_point("unit-named");
+        k = rkl_unit_start(r->bus, &spec, 10 * USEC_PER_SEC, &err);
+        if (k < 0 && k != -EEXIST) {
+                /* No unit came of it: the next attempt starts from the top, and this one
+                 * is not counted again when the unit is found missing. */
+                rkl_error e2 = RKL_ERROR_INIT;
+                int q = rkl_state_pod_set_unit_name(r->state, rec->id, NULL, &e2);
+                rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", q, &e2);
+                creation_attempt_failed(r, rec, err.msg);
+                return;
+        }
+        rkl_crash_point("unit-started");
+        rkl_log_info("sandbox %.12s: started %s", rec->id, unit);
+        rkl_reconciler__wake_at(r, rkl_realtime_nsec() +
+                                       (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
+}
+
+/* The last lines of the sandbox's own output: why it failed, in rkt's words. */
+static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
+{
+        _cleanup_free_ char *path = rkl_reconciler__pod_state_path(r, id, "sandbox.log");
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+        if (rkl_read_file_at(AT_FDCWD, path, 1 << 20, &text, &n) < 0 || n == 0)
+                return rkl_xstrdup("no output");
+        char tail[320];
+        rkl_rkt_output_tail(text, tail, sizeof(tail));
+        /* systemd's words when the pod's own systemd cannot start; on a node the usual cause
+         * is the inotify instance limit, shared by every process of the user (each pod's
+         * systemd and journald hold about three). */
+        if (strstr(tail, "Failed to allocate manager object"))
+                return rkl_xasprintf("%s (the pod's systemd could not start: is "
+                                     "fs.inotify.max_user_instances too low? see "
+                                     "docs/operators.md)",
+                                     tail);
+        return rkl_xstrdup(*tail ? tail : "no output");
+}
+
+/* Undoes a failed creation so that the next attempt starts clean, and counts it. */
+static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *why)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *tail = sandbox_log_tail(r, rec->id);
+        _cleanup_free_ char *msg = rkl_xasprintf("%s: %s", why, tail);
+
+        if (rec->unit_name) {
+                rkl_reconciler__unit_stop(r, rec->unit_name);
+                int k = rkl_state_pod_set_unit_name(r->state, rec->id, NULL, &err);
+                rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", k, &err);
+        }
+        if (rec->rkt_uuid) {
+                /* The dead pod is removed by the orphan pass once it is no longer ours. */
+                rkl_error_clear(&err);
+                int k = rkl_state_pod_set_rkt_uuid(r->state, rec->id, NULL, &err);
+                rkl_reconciler__write_failed("sandbox", rec->id, "that its pod is gone", k, &err);
+        }
+        creation_attempt_failed(r, rec, msg);
+}
+
+void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
+                                  const rkl_poddir_pod *p, int64_t now)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
+        /* A retry gets the whole timeout too, not what its predecessors left of it. */
+        int64_t since = rkl_reconciler__attempt_start_ns(rec);
+
+        if (!rec->unit_name && !rec->rkt_uuid) {
+                start_sandbox(r, rec);
+                return;
+        }
+        if (!rec->rkt_uuid) {
+                _cleanup_free_ char *path = rkl_reconciler__pod_state_path(r, rec->id, "uuid");
+                _cleanup_free_ char *uuid = NULL;
+                if (rkl_read_file_at(AT_FDCWD, path, 256, &uuid, NULL) == 0) {
+                        uuid[strcspn(uuid, "\n")] = 0;
+                        if (rkl_pod_uuid_is_valid(uuid))
+                                rkl_reconciler__observe_uuid(r, uuid); /* adopts it if it lives */
+                }
+                /* The sandbox is the unit's main process: no unit, no pod. */
+                rkl_unit_state st = {0};
+                if (r->bus && rkl_unit_get_state(r->bus, rec->unit_name, &st, &err) == 0 &&
+                    (st.active == RKL_UNIT_GONE || st.active == RKL_UNIT_FAILED)) {
+                        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
+                            rkl_cache_pod_get(r->cache, rec->id);
+                        if (!v || !v->rec->rkt_uuid)
+                                creation_failed(r, rec,
+                                                "the sandbox exited before its pod was "
+                                                "ready");
+                        return;
+                }
+        } else if (p && rkl_pod_state_is_after_run(p->state)) {
+                creation_failed(r, rec, "the pod exited before it was ready");
+                return;
+        }
+        if (now - since > timeout && rec->book.next_retry_ns <= now) {
+                creation_failed(r, rec, "the sandbox did not become ready in time");
+                return;
+        }
+        rkl_reconciler__wake_at(r, now + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
+}
+
+void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
+                                   const rkl_poddir_pod *p)
+{
+        rkl_error err = RKL_ERROR_INIT;
+
+        if (!rec->rkt_uuid) {
+                /* Never got as far as a pod: stop whatever unit there is, and it is done. */
+                if (rec->unit_name && r->bus) {
+                        int k = rkl_unit_stop(r->bus, rec->unit_name, &err);
+                        if (k < 0 && k != -ENOENT) {
+                                rkl_reconciler__pod_failed_attempt(r, rec, err.msg);
+                                return;
+                        }
+                }
+                rkl_pod_observed o;
+                rkl_pod_observed_copy(&o, &rec->observed);
+                if (o.phase != RKL_POD_PHASE_FAILED)
+                        o.phase = RKL_POD_PHASE_STOPPED;
+                rkl_reconciler__pod_set_observed(r, rec, &o);
+                rkl_pod_observed_done(&o);
+                return;
+        }
+        if (!rkl_reconciler__can_start(r, rec->id))
+                return;
+        action *a;
+        if (p && p->state == RKL_POD_STATE_RUNNING) {
+                a = rkl_reconciler__action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid);
+        } else {
+                /* Exited (its last statuses were read when it did): free its network. */
+                a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid);
+                a->unit_name = rkl_reconciler__unit_cgroup_path(rec->id);
+                a->args = rkl_strv_copy(RKL_STRV("rm", rec->rkt_uuid));
+        }
+        a->is_pod = true;
+        rkl_reconciler__submit(r, a);
+}

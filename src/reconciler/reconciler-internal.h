@@ -1,0 +1,183 @@
+/* Internals of the reconciler shared between its files: the reconciler's own state, the
+ * action record, and each file's functions that the others call. Reconciler thread only,
+ * except where a comment says otherwise. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "reconciler.h"
+#include "observe.h"
+#include "base/hashmap.h"
+#include "base/workpool.h"
+#include "rkt/poddir.h"
+#include "rkt/rkt.h"
+#include "rkt/watch.h"
+#include "state/state.h"
+
+#define MAX_ATTEMPTS                                                                               \
+        5                   /* failed sandbox creations or container adds/starts before the        \
+                             * object fails for good */
+#define CTR_MAX_ATTEMPTS  8 /* adds/starts, ~2 min of backoff, before a container fails for good */
+#define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
+#define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
+#define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
+#define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
+
+typedef enum act_kind {
+        ACT_APP_ADD,
+        ACT_APP_START,
+        ACT_APP_STOP,
+        ACT_APP_RM,
+        ACT_POD_STOP, /* rkt stop, wait for the pod to exit, --force after the grace */
+        ACT_POD_RM,   /* rkt rm: frees the pod's network */
+} act_kind;
+
+typedef struct action {
+        struct action *next;
+        rkl_reconciler *r;
+        act_kind kind;
+        char key[RKL_ID_LEN + 1]; /* the object in flight: a container or sandbox ID */
+        bool is_pod;
+        bool orphan; /* no record: nothing to write back */
+        char uuid[RKL_POD_UUID_LEN + 1];
+        char *app;
+        char *unit_name; /* ACT_POD_RM: "system.slice/<unit>", whose leftover cgroups go */
+        char **args;
+        uint64_t timeout_usec;
+        int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
+        pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
+        bool force;          /* ACT_POD_STOP: SIGKILL at once */
+        int result;
+        char error[512];
+} action;
+
+struct rkl_reconciler {
+        rkl_reconciler_config cfg;
+        char *pods_dir;
+        rkl_cache *cache;
+        rkl_rkt *rkt;
+        int kick_fd, quit_fd, done_fd;
+        pthread_t thread;
+        bool running;
+
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool started;
+        int thread_error;
+        atomic_bool images_unlisted;  /* the last image list failed: again at the next probe */
+        atomic_bool images_listing;   /* one is on the pool now */
+        bool store_refused;           /* the store failed its check at start: act on nothing */
+        atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
+        action *done;                 /* finished actions, under lock */
+
+        rkl_workpool *pool;
+
+        /* Reconciler thread only. */
+        rkl_state *state; /* this thread's connection, and the shared cache */
+        sd_event *event;
+        sd_event_source *pass_source, *wake_source;
+        sd_bus *bus;
+        rkl_poddir_watch *watch;
+        int pods_dirfd;
+        rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */
+        rkl_hashmap *in_flight; /* object ID -> action* */
+        unsigned n_in_flight;
+        /* Container ID -> its own copy: the last add or start failed and may have left a
+         * half-made app that no start can run, to rm before the next start. Memory only: after
+         * a crash the first start that fails sets it again, one attempt later. */
+        rkl_hashmap *undo;
+        int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
+        char **recheck;     /* pods to read again at the next pass: what inotify cannot see */
+        bool rescan;
+};
+
+/* reconciler.c */
+int64_t rkl_reconciler__backoff_ns(uint32_t attempts);
+void rkl_reconciler__wake_at(rkl_reconciler *r, int64_t t);
+
+/* observing.c */
+/* ---- Writing observations and errors back ---- */
+
+/* A write that failed: the object keeps its recorded state, and the next pass, seeing
+ * the same difference, tries again. Gone is no failure: its removal ends the work. */
+void rkl_reconciler__write_failed(const char *kind, const char *id, const char *what, int k,
+                                  const rkl_error *err);
+void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
+                                      const rkl_pod_observed *o);
+/* Is the app's process there yet? (see rkl_app_proc) */
+rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
+                                         pid_t *ret_pid);
+/* ---- Observing pod directories ---- */
+int rkl_reconciler__pods_dirfd(rkl_reconciler *r);
+/* When the current creation attempt of a sandbox began: a retry starts once the backoff of
+ * the last failure ran out. */
+int64_t rkl_reconciler__attempt_start_ns(const rkl_pod_record *rec);
+/* A live pod marked for a sandbox being created, whose UUID is not recorded yet, is that
+ * creation's (the daemon crashed, or the uuid file was not read yet), unless it was made
+ * before the current attempt began: an earlier attempt's pod on its way down, which must
+ * not count against the new attempt, nor live on in a sandbox that failed for good. */
+bool rkl_reconciler__pod_adoptable(const rkl_pod_record *rec, const rkl_poddir_pod *p);
+void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid);
+void rkl_reconciler__rescan(rkl_reconciler *r);
+
+/* orphans.c */
+/* Stops a unit no record wants (no wait for the job); a failure is logged, since the next
+ * pass finds the unit again and retries. Gone already is success. */
+void rkl_reconciler__unit_stop(rkl_reconciler *r, const char *unit);
+
+/* actions.c */
+/* ---- Actions on the worker pool ---- */
+
+/* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
+char *rkl_reconciler__unit_cgroup_path(const char *sandbox_id);
+void rkl_reconciler__action_free(action *a);
+/* `rkt app VERB UUID --app=NAME` */
+char **rkl_reconciler__app_args(const char *verb, const char *uuid, const char *app);
+bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key);
+action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
+                                   const char *uuid);
+void rkl_reconciler__submit(rkl_reconciler *r, action *a);
+/* The result of a finished action, back on the reconciler thread. */
+void rkl_reconciler__apply_result(rkl_reconciler *r, action *a);
+
+/* pods.c */
+/* A failed attempt: shown in Status and the database, retried after a backoff. */
+void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
+                                        const char *msg);
+/* ---- Sandboxes ---- */
+char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name);
+void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
+                                  const rkl_poddir_pod *p, int64_t now);
+void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
+                                   const rkl_poddir_pod *p);
+
+/* containers.c */
+void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id);
+void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id);
+/* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
+ * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
+ * (its restart policy) instead of waiting on a container that never runs. */
+void rkl_reconciler__ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
+                                        const char *msg);
+/* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
+ * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
+ * two containers created together). One at a time per pod; app stop may overlap them. */
+bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid);
+void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod,
+                                    const rkl_poddir_pod *p, const rkl_container_record *c,
+                                    int64_t now);
+
+/* orphans.c */
+void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now);
+void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r);
+/* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no
+ * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
+ * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */
+void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r);
+/* Units of sandboxes no record wants (deleted while rktlet was down, or between a delete
+ * and its clean-up). Stopping one takes its pod down; the pod's directory is an orphan the
+ * pass removes next. */
+void rkl_reconciler__reap_orphan_units(rkl_reconciler *r);

@@ -1,0 +1,358 @@
+#include "state.h"
+
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/banned.h"
+
+struct rkl_state {
+        rkl_store *store;
+        rkl_cache *cache;
+};
+
+rkl_state *rkl_state_new(rkl_store *store, rkl_cache *cache)
+{
+        rkl_state *st = rkl_xnew0(rkl_state, 1);
+        st->store = store;
+        st->cache = cache;
+        return st;
+}
+
+rkl_state *rkl_state_free(rkl_state *st)
+{
+        if (!st)
+                return NULL;
+        rkl_store_close(st->store);
+        free(st);
+        return NULL;
+}
+
+rkl_store *rkl_state_store(rkl_state *st)
+{
+        return st->store;
+}
+
+rkl_cache *rkl_state_cache(rkl_state *st)
+{
+        return st->cache;
+}
+
+/* ---- Publishing what was committed ---- */
+
+static void put_pod(rkl_state *st, rkl_pod_record *rec)
+{
+        rkl_cache_pod_put(st->cache, rkl_pod_view_new(rec));
+}
+
+/* A container's view carries its full log path, which needs its sandbox's log directory. */
+static void put_container(rkl_state *st, rkl_container_record *rec)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
+            rkl_cache_pod_get(st->cache, rec->sandbox_id);
+        rkl_cache_ctr_put(st->cache,
+                          rkl_ctr_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
+}
+
+/* Newer than the delete: the generation read after it committed. IDs are never reused, so
+ * when it cannot be read, a tombstone newer than everything loses nothing. */
+static uint64_t tombstone_version(rkl_state *st)
+{
+        uint64_t gen;
+        return rkl_store_generation(st->store, &gen, NULL) < 0 ? UINT64_MAX : gen;
+}
+
+static void forget_pod(rkl_state *st, const char *id)
+{
+        uint64_t version = tombstone_version(st);
+        rkl_view_filter f = {.sandbox_id = id};
+        rkl_ctr_view **containers;
+        size_t n;
+
+        /* The sandbox first: a container published after this finds it gone and asks the
+         * store again (recheck_sandbox()), so none can outlive it. */
+        rkl_cache_pod_remove(st->cache, id, version);
+        rkl_cache_ctr_list(st->cache, &f, &containers, &n);
+        for (size_t i = 0; i < n; i++)
+                rkl_cache_ctr_remove(st->cache, containers[i]->rec->id, version);
+        rkl_ctr_views_unref(containers, n);
+}
+
+static void forget_container(rkl_state *st, const char *id)
+{
+        rkl_cache_ctr_remove(st->cache, id, tombstone_version(st));
+}
+
+/* Reads the object back and publishes it. A failure leaves it marked stale: the commit
+ * stands, and the cache catches up at the next rkl_state_republish(). */
+static int publish_pod(rkl_state *st, const char *id, rkl_error *reterr)
+{
+        rkl_pod_record *rec = NULL;
+        int r = rkl_store_pod_get(st->store, id, &rec, reterr);
+        if (r == -ENOENT) {
+                forget_pod(st, id); /* removed by another call meanwhile */
+                return 0;
+        }
+        if (r < 0) {
+                rkl_cache_mark_stale(st->cache, true, id);
+                return r;
+        }
+        put_pod(st, rec);
+        return 0;
+}
+
+static int publish_container(rkl_state *st, const char *id, rkl_error *reterr)
+{
+        rkl_container_record *rec = NULL;
+        int r = rkl_store_container_get(st->store, id, &rec, reterr);
+        if (r == -ENOENT) {
+                forget_container(st, id);
+                return 0;
+        }
+        if (r < 0) {
+                rkl_cache_mark_stale(st->cache, false, id);
+                return r;
+        }
+        put_container(st, rec);
+        return 0;
+}
+
+/* After a container's put: if its sandbox is being removed, RemovePodSandbox may have
+ * listed the sandbox's containers before the put, and could not tombstone this one. Then
+ * ask the store again. */
+static void recheck_sandbox(rkl_state *st, const char *id, const char *sandbox_id)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = rkl_cache_pod_get(st->cache, sandbox_id);
+        if (!pod)
+                (void)publish_container(st, id, NULL); /* a failure marks it stale */
+}
+
+/* The record a write handed back (taken over), then the sandbox recheck. */
+static void publish_container_record(rkl_state *st, rkl_container_record *rec)
+{
+        char id[RKL_ID_LEN + 1], sandbox_id[RKL_ID_LEN + 1];
+        memcpy(id, rec->id, sizeof(id));
+        memcpy(sandbox_id, rec->sandbox_id, sizeof(sandbox_id));
+        put_container(st, rec);
+        recheck_sandbox(st, id, sandbox_id);
+}
+
+/* The outcome of a write on one object: gone means gone from the cache too; committed
+ * means published (or marked stale: the commit stands either way). */
+static int after_pod_write(rkl_state *st, const char *id, int r)
+{
+        if (r == -ENOENT)
+                forget_pod(st, id);
+        else if (r >= 0)
+                (void)publish_pod(st, id, NULL); /* a failure marks it stale */
+        return r;
+}
+
+static int after_container_write(rkl_state *st, const char *id, int r)
+{
+        if (r == -ENOENT)
+                forget_container(st, id);
+        else if (r >= 0 && publish_container(st, id, NULL) >= 0) {
+                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(st->cache, id);
+                if (v)
+                        recheck_sandbox(st, id, v->rec->sandbox_id);
+        }
+        return r;
+}
+
+int rkl_state_load(rkl_state *st, size_t *ret_pods, size_t *ret_containers, rkl_error *reterr)
+{
+        rkl_pod_record **pods = NULL;
+        rkl_container_record **containers = NULL;
+        size_t n_pods = 0, n_containers = 0;
+        int r;
+
+        r = rkl_store_pod_list(st->store, NULL, &pods, &n_pods, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "cannot load sandboxes");
+        r = rkl_store_container_list(st->store, NULL, &containers, &n_containers, reterr);
+        if (r < 0) {
+                rkl_pod_record_array_free(pods, n_pods);
+                return rkl_error_prefix(reterr, "cannot load containers");
+        }
+        /* Sandboxes first: their containers' log paths are made from them. */
+        for (size_t i = 0; i < n_pods; i++)
+                put_pod(st, TAKE_PTR(pods[i]));
+        for (size_t i = 0; i < n_containers; i++)
+                put_container(st, TAKE_PTR(containers[i]));
+        rkl_pod_record_array_free(pods, n_pods);
+        rkl_container_record_array_free(containers, n_containers);
+        if (ret_pods)
+                *ret_pods = n_pods;
+        if (ret_containers)
+                *ret_containers = n_containers;
+        return 0;
+}
+
+int rkl_state_republish(rkl_state *st, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **pods = NULL, **containers = NULL;
+        int first = 0;
+
+        rkl_cache_take_stale(st->cache, &pods, &containers);
+        RKL_STRV_FOREACH (id, pods) {
+                int r = publish_pod(st, *id, first < 0 ? NULL : reterr);
+                if (r < 0 && first == 0)
+                        first = r;
+        }
+        RKL_STRV_FOREACH (id, containers) {
+                int r = publish_container(st, *id, first < 0 ? NULL : reterr);
+                if (r < 0 && first == 0)
+                        first = r;
+        }
+        return first;
+}
+
+/* ---- CRI's writes ---- */
+
+int rkl_state_pod_create(rkl_state *st, const char *pod_id, rkl_pod_spec *spec, rkl_error *reterr)
+{
+        rkl_pod_record *rec = NULL;
+        int r = rkl_store_pod_create(st->store, pod_id, spec, &rec, reterr);
+        if (r < 0)
+                return r;
+        put_pod(st, rec);
+        return 0;
+}
+
+int rkl_state_pod_stop(rkl_state *st, const char *pod_id, rkl_error *reterr)
+{
+        int r = after_pod_write(st, pod_id, rkl_store_pod_stop(st->store, pod_id, reterr));
+        if (r < 0)
+                return r;
+
+        /* The transaction stopped its containers too. */
+        const rkl_container_filter f = {.sandbox_id = pod_id};
+        rkl_container_record **recs = NULL;
+        size_t n = 0;
+        if (rkl_store_container_list(st->store, &f, &recs, &n, NULL) < 0) {
+                /* Committed all the same: the ones the cache holds catch up later. */
+                rkl_view_filter vf = {.sandbox_id = pod_id};
+                rkl_ctr_view **views;
+                rkl_cache_ctr_list(st->cache, &vf, &views, &n);
+                for (size_t i = 0; i < n; i++)
+                        rkl_cache_mark_stale(st->cache, false, views[i]->rec->id);
+                rkl_ctr_views_unref(views, n);
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                put_container(st, TAKE_PTR(recs[i]));
+        rkl_container_record_array_free(recs, n);
+        return 0;
+}
+
+int rkl_state_pod_delete(rkl_state *st, const char *pod_id, rkl_error *reterr)
+{
+        int r = rkl_store_pod_delete(st->store, pod_id, reterr);
+        if (r >= 0 || r == -ENOENT)
+                forget_pod(st, pod_id);
+        return r;
+}
+
+int rkl_state_container_create(rkl_state *st, const char *container_id, const char *pod_id,
+                               const char *app_name, const char *image_id, rkl_container_spec *spec,
+                               rkl_error *reterr)
+{
+        rkl_container_record *rec = NULL;
+        int r = rkl_store_container_create(st->store, container_id, pod_id, app_name, image_id,
+                                           spec, &rec, reterr);
+        if (r < 0)
+                return r;
+        publish_container_record(st, rec);
+        return 0;
+}
+
+int rkl_state_container_start(rkl_state *st, const char *container_id, rkl_error *reterr)
+{
+        rkl_container_record *rec = NULL;
+        int r = rkl_store_container_start(st->store, container_id, &rec, reterr);
+        if (r == -ENOENT)
+                forget_container(st, container_id);
+        if (r <= 0) {
+                rkl_container_record_free(rec); /* a repeated start: nothing changed */
+                return r;
+        }
+        publish_container_record(st, rec);
+        return r;
+}
+
+int rkl_state_container_stop(rkl_state *st, const char *container_id, int64_t deadline_ns,
+                             rkl_error *reterr)
+{
+        rkl_container_record *rec = NULL;
+        int r = rkl_store_container_stop(st->store, container_id, deadline_ns, &rec, reterr);
+        if (r == -ENOENT)
+                forget_container(st, container_id);
+        if (r < 0)
+                return r;
+        publish_container_record(st, rec);
+        return r;
+}
+
+int rkl_state_container_delete(rkl_state *st, const char *container_id, rkl_error *reterr)
+{
+        int r = rkl_store_container_delete(st->store, container_id, reterr);
+        if (r >= 0 || r == -ENOENT)
+                forget_container(st, container_id);
+        return r;
+}
+
+/* ---- The reconciler's writes ---- */
+
+int rkl_state_pod_set_observed(rkl_state *st, const char *pod_id, const rkl_pod_observed *o,
+                               rkl_error *reterr)
+{
+        return after_pod_write(st, pod_id,
+                               rkl_store_pod_set_observed(st->store, pod_id, o, reterr));
+}
+
+int rkl_state_pod_set_rkt_uuid(rkl_state *st, const char *pod_id, const char *uuid,
+                               rkl_error *reterr)
+{
+        return after_pod_write(st, pod_id,
+                               rkl_store_pod_set_rkt_uuid(st->store, pod_id, uuid, reterr));
+}
+
+int rkl_state_pod_set_unit_name(rkl_state *st, const char *pod_id, const char *unit,
+                                rkl_error *reterr)
+{
+        return after_pod_write(st, pod_id,
+                               rkl_store_pod_set_unit_name(st->store, pod_id, unit, reterr));
+}
+
+int rkl_state_pod_record_error(rkl_state *st, const char *pod_id, const char *error,
+                               int64_t next_retry_ns, rkl_error *reterr)
+{
+        return after_pod_write(
+            st, pod_id,
+            rkl_store_pod_record_error(st->store, pod_id, error, next_retry_ns, reterr));
+}
+
+int rkl_state_pod_clear_error(rkl_state *st, const char *pod_id, rkl_error *reterr)
+{
+        return after_pod_write(st, pod_id, rkl_store_pod_clear_error(st->store, pod_id, reterr));
+}
+
+int rkl_state_container_set_observed(rkl_state *st, const char *container_id,
+                                     const rkl_container_observed *o, rkl_error *reterr)
+{
+        return after_container_write(
+            st, container_id, rkl_store_container_set_observed(st->store, container_id, o, reterr));
+}
+
+int rkl_state_container_record_error(rkl_state *st, const char *container_id, const char *error,
+                                     int64_t next_retry_ns, rkl_error *reterr)
+{
+        return after_container_write(st, container_id,
+                                     rkl_store_container_record_error(
+                                         st->store, container_id, error, next_retry_ns, reterr));
+}
+
+int rkl_state_container_clear_error(rkl_state *st, const char *container_id, rkl_error *reterr)
+{
+        return after_container_write(
+            st, container_id, rkl_store_container_clear_error(st->store, container_id, reterr));
+}
