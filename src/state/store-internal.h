@@ -1,12 +1,22 @@
-/* Internals of src/state shared between its files: the embedded migrations and the
- * JSON codec of the config, labels and annotations columns. Nothing outside src/state includes
- * this. */
+/* Internals of src/state shared between its files: the embedded migrations, the JSON codec
+ * of the config, labels and annotations columns, and what the store's files share about the
+ * connection (statements, transactions, validation, row helpers). Nothing outside src/state
+ * includes this, except the store's own tests. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
+#include "base/macro.h"
 #include "base/model.h"
+#include "state/store.h"
+
+/* SQLite's handles, declared rather than included (STYLE rule 2): only the files that call
+ * SQLite include sqlite3.h. */
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
 
 /* One migrations/NNNN_name.sql file, embedded at build time (embed-migrations.cmake). */
 typedef struct rkl_store__migration {
@@ -37,9 +47,157 @@ int rkl_store__container_config_from_json(const char *json, rkl_container_spec *
 char *rkl_store__kvs_to_json(const rkl_kvs *l);
 int rkl_store__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr);
 
-typedef struct rkl_store rkl_store;
-
 /* Test hook: runs the given migrations instead of the embedded ones, exactly as
  * rkl_store_open() does (one IMMEDIATE transaction each, keyed by user_version). */
 int rkl_store__migrate(rkl_store *s, const rkl_store__migration *migrations, size_t n,
+                       rkl_error *reterr);
+
+/* Every statement the store runs after open, prepared once per connection on first use
+ * (SQLITE_PREPARE_PERSISTENT: they live as long as the connection). Their SQL is
+ * rkl_store__stmt_sql[] in store-sql.c. */
+typedef enum rkl_store__stmt_id {
+        STMT_BEGIN_WRITE,
+        STMT_BEGIN_READ,
+        STMT_COMMIT,
+        STMT_ROLLBACK,
+        STMT_GENERATION_BUMP,
+        STMT_GENERATION_GET,
+        STMT_DATA_VERSION,
+        STMT_USER_VERSION,
+
+        STMT_POD_INSERT,
+        STMT_POD_SELECT,
+        STMT_POD_SELECT_ALL,
+        STMT_POD_EXISTS,
+        STMT_POD_SET_DESIRED,
+        STMT_POD_STOP_CONTAINERS,
+        STMT_POD_SET_OBSERVED,
+        STMT_POD_SET_RKT_UUID,
+        STMT_POD_SET_UNIT_NAME,
+        STMT_POD_RECORD_ERROR,
+        STMT_POD_CLEAR_ERROR,
+        STMT_POD_DELETE,
+        STMT_POD_RESOLVE,
+
+        STMT_CTR_INSERT,
+        STMT_CTR_SELECT,
+        STMT_CTR_SELECT_ALL,
+        STMT_CTR_SELECT_BY_SANDBOX,
+        STMT_CTR_SET_DESIRED,
+        STMT_CTR_STOP,
+        STMT_CTR_SET_OBSERVED,
+        STMT_CTR_RECORD_ERROR,
+        STMT_CTR_CLEAR_ERROR,
+        STMT_CTR_DELETE,
+        STMT_CTR_RESOLVE,
+        _STMT_MAX,
+} rkl_store__stmt_id;
+
+/* The connection. Its body is here rather than in store.c because every store file reads
+ * db and tx_generation (SQLite's btreeInt.h does the same). */
+struct rkl_store {
+        sqlite3 *db;
+        sqlite3_stmt *stmts[_STMT_MAX];
+        /* The generation of the write transaction in progress (0: none). Rows changed in it
+         * get it as their version. */
+        uint64_t tx_generation;
+        rkl_store_gate *gate; /* borrowed; NULL once passed */
+        void (*checkpoint_wanted)(void *userdata);
+        void *checkpoint_userdata;
+};
+
+/* store-sql.c: running statements. */
+
+extern const char *const rkl_store__stmt_sql[_STMT_MAX];
+
+/* SQLite → -errno, here and nowhere else (STYLE rule 8). */
+int rkl_store__errno_from_sqlite(int rc);
+/* Call right after the failing sqlite3_* call: sqlite3_errmsg() describes the last one. */
+int rkl_store__sql_error(rkl_store *s, int rc, const char *what, rkl_error *reterr);
+
+/* Resets a cached statement when the scope that used it ends. The statement is borrowed
+ * from the cache: this does not free it. */
+void rkl_store__stmt_resetp(sqlite3_stmt **st);
+#define _cleanup_reset_ _cleanup_(rkl_store__stmt_resetp)
+
+/* Hands out the cached statement id, preparing it on first use. */
+int rkl_store__use(rkl_store *s, rkl_store__stmt_id id, sqlite3_stmt **ret, rkl_error *reterr);
+/* Binding: strings are bound SQLITE_STATIC (the caller's memory outlives the step), NULL
+ * as SQL NULL; 0 is bound as NULL by _int_or_null ("unknown" in the C structs). Bind errors
+ * are programming errors or OOM. */
+void rkl_store__bind_text(sqlite3_stmt *st, int i, const char *v);
+void rkl_store__bind_int(sqlite3_stmt *st, int i, int64_t v);
+void rkl_store__bind_int_or_null(sqlite3_stmt *st, int i, int64_t v);
+/* Steps to the end, ignoring rows, and resets the statement. */
+int rkl_store__step_done(rkl_store *s, sqlite3_stmt *st, const char *what, rkl_error *reterr);
+/* Steps once: 1 if a row is there, 0 at the end. */
+int rkl_store__step_row(rkl_store *s, sqlite3_stmt *st, const char *what, rkl_error *reterr);
+/* Runs the cached statement id to its end. */
+int rkl_store__run(rkl_store *s, rkl_store__stmt_id id, rkl_error *reterr);
+/* Column i of the current row, copied; NULL for SQL NULL. Aborts on OOM. */
+char *rkl_store__column_strdup(sqlite3_stmt *st, int i);
+/* Column i of the current row; SQL NULL reads as 0, which is "unknown". */
+int64_t rkl_store__column_i64(sqlite3_stmt *st, int i);
+
+/* Transactions. A scope that begins one holds a pointer to the store in tx; leaving the
+ * scope without rkl_store__tx_commit() rolls back, so no early return can commit half a
+ * change. */
+void rkl_store__tx_abortp(rkl_store **tx);
+#define _cleanup_tx_ _cleanup_(rkl_store__tx_abortp)
+/* Passes the write gate, BEGIN IMMEDIATE, and bumps the generation into s->tx_generation. */
+int rkl_store__tx_begin_write(rkl_store *s, rkl_store **tx, rkl_error *reterr);
+/* A deferred read transaction: one snapshot across the statements of a get or list. */
+int rkl_store__tx_begin_read(rkl_store *s, rkl_store **tx, rkl_error *reterr);
+int rkl_store__tx_commit(rkl_store **tx, rkl_error *reterr);
+
+/* store-check.c: validation of what callers hand the store; -EINVAL naming the field. */
+
+int rkl_store__check_str(const char *field, const char *v, size_t max, bool required,
+                         rkl_error *reterr);
+int rkl_store__check_id(const char *field, const char *id, rkl_error *reterr);
+int rkl_store__check_time(const char *field, int64_t t, rkl_error *reterr);
+int rkl_store__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr);
+int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *reterr);
+int rkl_store__check_rkt_uuid(const char *uuid, rkl_error *reterr);
+int rkl_store__check_unit_name(const char *unit, rkl_error *reterr);
+int rkl_store__check_app_name(const char *app, rkl_error *reterr);
+/* A list filter's label selector; NULL is fine. */
+int rkl_store__check_selector(const rkl_kvs *sel, rkl_error *reterr);
+/* Free text from the machine, cut to size with invalid UTF-8 replaced rather than refused.
+ * NULL for NULL; aborts on OOM. */
+char *rkl_store__sanitize_text(const char *s);
+
+/* store-row.c: what the sandbox and container tables share. */
+
+int rkl_store__read_kvs(sqlite3_stmt *st, int col, rkl_kvs *labels, rkl_kvs *annotations,
+                        rkl_error *reterr);
+int rkl_store__copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1],
+                       rkl_error *reterr);
+bool rkl_store__labels_match(const rkl_kvs *labels, const rkl_kvs *selector);
+/* Appends p to the array *a of *n pointers. Aborts on OOM. */
+void rkl_store__push_ptr(void ***a, size_t *n, void *p);
+int rkl_store__select_one(rkl_store *s, rkl_store__stmt_id stmt, const char *kind, const char *id,
+                          sqlite3_stmt **ret, rkl_error *reterr);
+
+/* Fills an UPDATE's parameters from ?2 on and returns the index of its version parameter. */
+typedef int (*rkl_store__bind_fn)(sqlite3_stmt *st, const void *arg);
+int rkl_store__bind_nothing(sqlite3_stmt *st, const void *arg);
+int rkl_store__bind_one_text(sqlite3_stmt *st, const void *arg); /* arg: const char * */
+/* One single-row UPDATE in its own write transaction; -ENOENT when no row has obj_id.
+ * ret_value: the RETURNING column; ret_ctr: the container as committed. */
+int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
+                          rkl_store__bind_fn bind, const void *arg, int64_t *ret_value,
+                          rkl_container_record **ret_ctr, rkl_error *reterr);
+/* Counts a failed attempt and returns the attempts so far. */
+int rkl_store__record_error(rkl_store *s, rkl_store__stmt_id id, const char *kind,
+                            const char *obj_id, const char *error, int64_t next_retry_ns,
+                            rkl_error *reterr);
+int rkl_store__delete_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
+                          rkl_error *reterr);
+/* The one ID that starts with prefix: -ENOENT for none, -ENOTUNIQ for several. */
+int rkl_store__resolve(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *prefix,
+                       char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);
+
+/* store-container.c: the container in the transaction under way (update_one() hands it back). */
+int rkl_store__ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
                        rkl_error *reterr);
