@@ -13,7 +13,7 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "state/cache.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
 #include "base/banned.h"

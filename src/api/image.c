@@ -8,7 +8,7 @@
 #include "base/strv.h"
 #include "base/utf8.h"
 #include "state/cache.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "base/banned.h"
 
 #define MAX_CRED 4096

@@ -21,7 +21,7 @@
 
 #include "state/cache.h"
 #include "cgroup.h"
-#include "images.h"
+#include "images/images.h"
 #include "observe.h"
 #include "unit.h"
 #include "base/alloc.h"

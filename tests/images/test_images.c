@@ -14,7 +14,7 @@
 #include "base/imageref.h"
 #include "base/spawn.h"
 #include "base/strv.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
