@@ -1,5 +1,6 @@
 /* The image cache: what rkt's image store holds, rebuilt by a refresh, and the reads that
- * answer from it (list, status, resolve). Also the lifecycle of rkl_images. */
+ * answer from it (list, status, resolve, whether a container uses an image). Also the
+ * lifecycle of rkl_images. */
 #include "images-internal.h"
 
 #include <fcntl.h>
@@ -469,6 +470,18 @@ int rkl_images_resolve(rkl_images *im, const char *ref, char **ret_id)
                 return k;
         *ret_id = rkl_xstrdup(e->id);
         return 0;
+}
+
+bool rkl_images_container_uses(rkl_images *im, const char *ran_id, const char *ref,
+                               const char *image_id)
+{
+        if (!isempty(ran_id))
+                return streq(ran_id, image_id);
+        if (isempty(ref))
+                return false;
+        /* Not run yet: it will run what its reference names now. */
+        _cleanup_free_ char *id = NULL;
+        return rkl_images_resolve(im, ref, &id) >= 0 && streq(id, image_id);
 }
 
 int rkl_images_resolve_refresh(rkl_images *im, const char *ref, char **ret_id, rkl_error *reterr)
