@@ -14,7 +14,7 @@
 #include "base/time-util.h"
 #include "state/cache.h"
 #include "state/state.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
 #include "base/banned.h"

@@ -14,7 +14,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "base/banned.h"
 
 #define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"

@@ -7,7 +7,7 @@
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "state/cache.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "state/state.h"
 #include "base/banned.h"
 

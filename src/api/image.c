@@ -8,7 +8,7 @@
 #include "base/strv.h"
 #include "base/utf8.h"
 #include "state/cache.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "base/banned.h"
 
 #define MAX_CRED 4096
@@ -260,14 +260,8 @@ bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *imag
                 return false;
         for (size_t i = 0; i < n && !used; i++) {
                 const rkl_container_record *c = v[i]->rec;
-                if (!isempty(c->observed.image_ref))
-                        used = streq(c->observed.image_ref, image_id);
-                else if (!isempty(c->spec.image)) {
-                        /* Not run yet: it will run what its reference names now. */
-                        _cleanup_free_ char *id = NULL;
-                        used = rkl_images_resolve(images, c->spec.image, &id) >= 0 &&
-                               streq(id, image_id);
-                }
+                used = rkl_images_container_uses(images, c->observed.image_ref, c->spec.image,
+                                                 image_id);
                 if (used && ret_user)
                         *ret_user = rkl_xasprintf("container %s", c->id);
         }

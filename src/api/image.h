@@ -18,7 +18,7 @@ int rkl_api_image_fs_info(rkl_api_ctx *ctx, const Runtime__V1__ImageFsInfoReques
 
 typedef struct rkl_images rkl_images;
 
-/* Whether a container rktlet manages uses image_id: by the image rkt ran, or else by the
- * reference it was created with. *ret_user names the first such container. */
+/* Whether a container rktlet manages uses image_id (rkl_images_container_uses() over the
+ * status cache). *ret_user names the first such container. */
 bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *image_id,
                           char **ret_user);

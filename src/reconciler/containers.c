@@ -2,7 +2,7 @@
  * rm, the undo of a half-made app, and the failures that make a container never run. */
 #include "reconciler-internal.h"
 
-#include "images.h"
+#include "images/images.h"
 #include "observe.h"
 #include "base/alloc.h"
 #include "base/hashmap.h"

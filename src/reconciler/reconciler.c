@@ -16,7 +16,7 @@
 #include <systemd/sd-event.h>
 
 #include "reconciler-internal.h"
-#include "images.h"
+#include "images/images.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/fileio.h"

@@ -12,7 +12,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "state/cache.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 #include "state/store.h"
 
 typedef struct fixture {

@@ -14,7 +14,7 @@
 #include "base/imageref.h"
 #include "base/spawn.h"
 #include "base/strv.h"
-#include "reconciler/images.h"
+#include "images/images.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -219,6 +219,17 @@ static void test_pull_status_remove(void **state)
         assert_int_equal(rkl_images_list(im, "nothere", &l, &n, &err), 0);
         assert_int_equal(n, 0);
         rkl_image_array_free(l, n);
+
+        /* A container uses what it ran, else what its reference names now. */
+        assert_true(rkl_images_container_uses(im, id, "busybox:1.36", id));
+        assert_false(rkl_images_container_uses(im, id2, "busybox", id));
+        assert_true(rkl_images_container_uses(im, NULL, "busybox", id));
+        assert_true(rkl_images_container_uses(im, "", "docker.io/library/busybox:latest", id));
+        assert_false(rkl_images_container_uses(im, NULL, "busybox:1.36", id));
+        assert_false(rkl_images_container_uses(im, NULL, "nothere", id));
+        assert_false(rkl_images_container_uses(im, NULL, "Bad:", id));
+        assert_false(rkl_images_container_uses(im, NULL, NULL, id));
+        assert_false(rkl_images_container_uses(im, "", "", id));
 
         /* Refused while in use, then gone with all its names; again: still fine. */
         assert_int_equal(rkl_images_remove(im, "busybox", in_use_yes, id, &err), -EBUSY);

@@ -87,6 +87,13 @@ int rkl_images_pull(rkl_images *im, const char *ref, const rkl_image_auth *auth,
  * ("container <id>"), which the caller frees. Called without any lock of im held. */
 typedef bool (*rkl_images_in_use_fn)(void *userdata, const char *image_id, char **ret_user);
 
+/* Whether one container uses image_id: one that has run uses the image it ran (ran_id, the
+ * ID rkt reported for it); one that has not (ran_id NULL or empty) will run what its
+ * reference ref names now, in the cache. False with neither. The rule an
+ * rkl_images_in_use_fn applies to each container. */
+bool rkl_images_container_uses(rkl_images *im, const char *ran_id, const char *ref,
+                               const char *image_id);
+
 /* Removes the image ref names (a tag, a digest or an ID) and with it all its tags. 0 when
  * it is already gone. -EBUSY (with the user in the message) while in_use says a container
  * uses it; rkt itself would remove it from under a running pod. in_use may be NULL. */
