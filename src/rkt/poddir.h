@@ -143,9 +143,6 @@ bool rkl_pod_uuid_is_valid(const char *s);
  * never "..") and at most 200 bytes, leaving room for the "-created" suffix. */
 bool rkl_pod_app_name_is_valid(const char *s);
 
-/* For watch.c: the pod's validated stage1TreeStoreID, or NULL. */
-char *rkl_poddir__read_stage1_tree(int pod_dirfd);
-
 const char *rkl_poddir_dir_to_string(rkl_poddir_dir d); /* "run", "exited-garbage" */
 rkl_poddir_dir rkl_poddir_dir_from_string(const char *s);
 const char *rkl_pod_state_to_string(rkl_pod_state s); /* rkt's strings: "aborted prepare" */

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/strv.h"
 #include "poddir.h"
+#include "poddir-internal.h"
 #include "base/banned.h"
 
 /* Distinct pods remembered between two drains; beyond that the owner rescans everything,
