@@ -3,13 +3,13 @@
 #include "poddir.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
 #include "poddir-internal.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
-#include "base/log.h"
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -174,6 +174,7 @@ void rkl_poddir_pod_done(rkl_poddir_pod *p)
         free(p->net_name);
         free(p->subcgroup);
         free(p->stage1_tree);
+        free(p->warning);
         rkl_kvs_done(&p->annotations);
         rkl_kvs_done(&p->user_annotations);
         rkl_kvs_done(&p->user_labels);
@@ -268,6 +269,8 @@ static int probe_lock(int fd, bool *ret_locked)
 {
         for (;;) {
                 if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+                        /* Cannot fail on a lock this fd holds; and the lock goes with the fd
+                         * anyway, when the caller closes it. */
                         (void)flock(fd, LOCK_UN);
                         *ret_locked = false;
                         return 0;
@@ -301,6 +304,25 @@ static rkl_pod_state derive_state(rkl_poddir_dir d, bool locked)
         }
 }
 
+/* Adds to p->warning, joined with "; ". */
+static void add_warning(rkl_poddir_pod *p, const char *fmt, ...) _printf_(2, 3);
+static void add_warning(rkl_poddir_pod *p, const char *fmt, ...)
+{
+        va_list ap;
+        char *s;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                rkl_oom();
+        va_end(ap);
+        if (p->warning) {
+                char *joined = rkl_xasprintf("%s; %s", p->warning, s);
+                free(s);
+                s = joined;
+        }
+        free(p->warning);
+        p->warning = s;
+}
+
 static void read_netinfo(int fd, rkl_poddir_pod *p)
 {
         _cleanup_free_ char *buf = NULL;
@@ -308,14 +330,15 @@ static void read_netinfo(int fd, rkl_poddir_pod *p)
         int r =
             rkl_poddir__read_regular_at(fd, "net-info.json", RKL_PODDIR_FILE_MAX, &buf, &n, NULL);
         if (r < 0) {
+                /* Missing is normal: host network, or not set up yet. */
                 if (r != -ENOENT)
-                        rkl_log_debug_errno(r, "pod %s: net-info.json unreadable: %m", p->uuid);
+                        add_warning(p, "net-info.json: %s", strerror(-r));
                 return;
         }
         rkl_error e = RKL_ERROR_INIT;
         r = rkl_poddir_parse_netinfo(buf, n, &p->ip, &p->net_name, &e);
         if (r < 0)
-                rkl_log_debug("pod %s: %s", p->uuid, e.msg);
+                add_warning(p, "%s", e.msg); /* "net-info.json: ..." */
 }
 
 static void read_pid(int fd, rkl_poddir_pod *p)
@@ -345,8 +368,9 @@ static void read_manifest(int fd, rkl_poddir_pod *p, rkl_poddir_manifest *m)
                 rkl_error e = RKL_ERROR_INIT;
                 r = rkl_poddir_parse_manifest(buf, n, m, &e);
                 if (r < 0)
-                        rkl_log_debug("pod %s: %s", p->uuid, e.msg);
-        }
+                        add_warning(p, "%s", e.msg); /* "pod manifest: ..." */
+        } else if (r != -ENOENT) /* missing: a pod just renamed in, nothing written yet */
+                add_warning(p, "pod manifest: %s", strerror(-r));
         p->manifest_error = r < 0 ? r : 0;
 }
 
