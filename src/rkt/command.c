@@ -236,25 +236,3 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         *ret = TAKE_PTR(a);
         return 0;
 }
-
-int rkl_rkt_classify_error(const char *text)
-{
-        static const struct {
-                const char *needle;
-                int code;
-        } table[] = {
-            {"no matches found", -ENOENT},
-            {"cannot get pod", -ENOENT},
-            {"nonexistent app", -ENOENT},
-            {"no such pod", -ENOENT},
-            {"is already stopped", -EALREADY},
-            {"is not yet ready", -EAGAIN},
-            {"is not running", -EAGAIN},
-            {"unable to get pod lock", -EAGAIN},
-            {"resource temporarily unavailable", -EAGAIN},
-        };
-        for (size_t i = 0; text && i < ELEMENTSOF(table); i++)
-                if (strstr(text, table[i].needle))
-                        return table[i].code;
-        return -EIO;
-}

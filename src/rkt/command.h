@@ -1,5 +1,5 @@
-/* argv builders for every rkt command rktlet runs, from the project's model types. Pure
- * functions: nothing here runs rkt (rkl_rkt_exec() does). */
+/* argv builders for the rkt commands that take rktlet's model types (`app sandbox`, `app add`).
+ * Pure functions: nothing here runs rkt (action.h does). */
 #pragma once
 
 #include <stdbool.h>
@@ -41,7 +41,3 @@ typedef struct rkl_rkt_app_opts {
 /* `rkt app add UUID IMAGE ...` arguments. */
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr);
-
-/* rkt's error text classified: -ENOENT (no such pod or app), -EALREADY (already stopped),
- * -EAGAIN (not ready yet: retry), else -EIO. */
-int rkl_rkt_classify_error(const char *stderr_text);

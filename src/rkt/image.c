@@ -1,6 +1,6 @@
 #include "image.h"
 
-#include "rkt.h"
+#include "rkt-internal.h"
 #include "json-util.h"
 #include "base/alloc.h"
 #include "base/imageref.h"
@@ -10,6 +10,7 @@
 #define NAME_MAX_LEN  1024
 #define EXEC_MAX_ARGS 4096
 
+/* Adds context and keeps r even when the caller passed no rkl_error (prefix returns -EIO). */
 #define PREFIX(r, ...) ((void)rkl_error_prefix(reterr, __VA_ARGS__), (r))
 
 static bool is_ws(char c)
@@ -285,10 +286,10 @@ char **rkl_rkt_image_fetch_args(const char *ref, const char *pull_policy)
 }
 
 /* Runs an image command; on a non-zero exit, reclassifies rkt's error for images. */
-static int image_exec(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *eo,
+static int image_exec(rkl_rkt *d, char *const args[], const rkl_rkt__exec_opts *eo,
                       uint64_t timeout_usec, rkl_spawn_result *res, rkl_error *reterr)
 {
-        int r = rkl_rkt_exec_with(d, args, eo, timeout_usec, res, reterr);
+        int r = rkl_rkt__exec(d, args, eo, timeout_usec, res, reterr);
         if (r < 0 && !res->timed_out && res->exit_code > 0) {
                 int k = rkl_rkt_image_classify_error(res->err_len ? res->err : res->out);
                 if (k != -EIO || r == -EIO) {
@@ -304,7 +305,7 @@ int rkl_rkt_image_fetch(rkl_rkt *d, const char *ref, const rkl_rkt_fetch_opts *o
                         rkl_error *reterr)
 {
         _cleanup_strv_free_ char **args = rkl_rkt_image_fetch_args(ref, o->pull_policy);
-        rkl_rkt_exec_opts eo = {
+        rkl_rkt__exec_opts eo = {
             .user_config = o->user_config,
             .extra_insecure = o->insecure_http ? "http" : NULL,
         };

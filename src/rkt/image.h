@@ -1,5 +1,5 @@
 /* rkt's image commands: `image fetch`, `image list --format=json`, `image cat-manifest`,
- * `image rm`. The parsers are pure (and fuzzed); the runners go through rkl_rkt_exec_with(). */
+ * `image rm`. The parsers are pure (and fuzzed); the runners go through rkl_rkt_exec(). */
 #pragma once
 
 #include <stdbool.h>

@@ -1,33 +1,21 @@
+/* One pod directory read (rkl_poddir_read()) and all of them listed, plus the names of the
+ * states. Its apps are read in poddir-apps.c, its files parsed in poddir-parse.c. */
 #include "poddir.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "json-util.h"
+#include "poddir-internal.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
-#include "base/log.h"
-#include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "base/banned.h"
 
-#define APP_NAME_MAX  200
-#define TREE_ID_MAX   255
-#define NETINFO_MAX_N 64
-
-/* Adds context and keeps r even when the caller passed no rkl_error (prefix returns -EIO). */
-#define PREFIX(r, ...) ((void)rkl_error_prefix(reterr, __VA_ARGS__), (r))
-/* Moves a value struct out, leaving zeroes behind. */
-#define TAKE_STRUCT(s)                                                                             \
-        ({                                                                                         \
-                typeof(s) _s_ = (s);                                                               \
-                (s) = (typeof(s)){0};                                                              \
-                _s_;                                                                               \
-        })
+#define TREE_ID_MAX 255
 
 static const char *const dir_names[_RKL_PODDIR_DIR_MAX] = {
     [RKL_PODDIR_EMBRYO] = "embryo",
@@ -125,7 +113,7 @@ bool rkl_pod_app_name_is_valid(const char *s)
                 return false;
         size_t i = 1;
         for (; s[i]; i++) {
-                if (i >= APP_NAME_MAX)
+                if (i >= RKL_PODDIR__APP_NAME_MAX)
                         return false;
                 if (is_alnum_lower(s[i]))
                         continue;
@@ -186,6 +174,7 @@ void rkl_poddir_pod_done(rkl_poddir_pod *p)
         free(p->net_name);
         free(p->subcgroup);
         free(p->stage1_tree);
+        free(p->warning);
         rkl_kvs_done(&p->annotations);
         rkl_kvs_done(&p->user_annotations);
         rkl_kvs_done(&p->user_labels);
@@ -201,282 +190,12 @@ const rkl_poddir_app *rkl_poddir_pod_find_app(const rkl_poddir_pod *p, const cha
         return NULL;
 }
 
-/* ---- pure parsers ---- */
-
-static bool is_ws(char c)
-{
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Trims ASCII whitespace off both ends of [*buf, *buf + *len). */
-static void trim(const char **buf, size_t *len)
-{
-        while (*len > 0 && is_ws(**buf)) {
-                (*buf)++;
-                (*len)--;
-        }
-        while (*len > 0 && is_ws((*buf)[*len - 1]))
-                (*len)--;
-}
-
-/* A small decimal number file: digits only once trimmed; embedded NULs count as garbage. */
-static int parse_small_uint(const char *buf, size_t len, uint64_t max, uint64_t *ret)
-{
-        char tmp[21];
-        trim(&buf, &len);
-        if (len == 0)
-                return -ENODATA;
-        if (len >= sizeof(tmp))
-                return -EBADMSG;
-        for (size_t i = 0; i < len; i++)
-                if (buf[i] < '0' || buf[i] > '9')
-                        return -EBADMSG;
-        memcpy(tmp, buf, len);
-        tmp[len] = 0;
-        uint64_t v;
-        int r = rkl_safe_atou64(tmp, &v);
-        if (r < 0)
-                return r == -EINVAL ? -EBADMSG : r;
-        if (v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-int rkl_poddir_parse_exit(const char *buf, size_t len, int *ret_code)
-{
-        uint64_t v;
-        int r = parse_small_uint(buf, len, 255, &v);
-        if (r < 0)
-                return r;
-        *ret_code = (int)v;
-        return 0;
-}
-
-int rkl_poddir_parse_pid(const char *buf, size_t len, uint32_t *ret_pid)
-{
-        uint64_t v;
-        int r = parse_small_uint(buf, len, INT32_MAX, &v);
-        if (r < 0)
-                return r;
-        if (v == 0)
-                return -ERANGE;
-        *ret_pid = (uint32_t)v;
-        return 0;
-}
-
-static int kvs_add_checked(rkl_kvs *l, const char *key, json_object *v, rkl_error *reterr)
-{
-        if (!json_object_is_type(v, json_type_string))
-                return rkl_error_set(reterr, -EBADMSG, "value of '%s' is not a string", key);
-        size_t kn = strlen(key), vn = (size_t)json_object_get_string_len(v);
-        const char *value = json_object_get_string(v);
-        if (kn == 0 || kn > RKL_MAX_KEY || vn > RKL_MAX_VALUE || strlen(value) != vn)
-                return rkl_error_set(reterr, -EBADMSG, "bad key or value for '%.64s'", key);
-        if (l->n >= RKL_MAX_KV)
-                return rkl_error_set(reterr, -EBADMSG, "more than %d entries", RKL_MAX_KV);
-        /* appc rejects duplicate annotation names; so do we rather than pick one. */
-        if (rkl_kvs_get(l, key))
-                return rkl_error_set(reterr, -EBADMSG, "duplicate key '%.64s'", key);
-        rkl_kvs_add(l, key, value);
-        return 0;
-}
-
-/* Annotations are appc arrays of {"name","value"}; userAnnotations/userLabels are maps.
- * Both shapes are accepted for either; absent or null is empty. */
-static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_error *reterr)
-{
-        json_object *o = NULL;
-        int r;
-        if (!json_object_object_get_ex(parent, key, &o) || !o)
-                return 0;
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_foreach(o, k, v)
-                {
-                        if (!v)
-                                return rkl_error_set(reterr, -EBADMSG, "'%s': null value", key);
-                        r = kvs_add_checked(out, k, v, reterr);
-                        if (r < 0)
-                                return PREFIX(r, "'%s'", key);
-                }
-                return 0;
-        }
-        if (!json_object_is_type(o, json_type_array))
-                return rkl_error_set(reterr, -EBADMSG, "'%s' is neither object nor array", key);
-        size_t n = json_object_array_length(o);
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(o, i), *v = NULL;
-                const char *name;
-                if (!e || !json_object_is_type(e, json_type_object))
-                        return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] is not an object", key,
-                                             i);
-                r = rkl_rkt__json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
-                if (r < 0)
-                        return PREFIX(r, "'%s'[%zu]", key, i);
-                if (!name || !json_object_object_get_ex(e, "value", &v) || !v)
-                        return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] lacks name or value", key,
-                                             i);
-                r = kvs_add_checked(out, name, v, reterr);
-                if (r < 0)
-                        return PREFIX(r, "'%s'", key);
-        }
-        return 0;
-}
-
-static int parse_app(json_object *e, rkl_poddir_app *a, rkl_error *reterr)
-{
-        const char *name, *id = NULL;
-        json_object *image = NULL, *app = NULL;
-        int r;
-
-        if (!json_object_is_type(e, json_type_object))
-                return rkl_error_set(reterr, -EBADMSG, "not an object");
-        r = rkl_rkt__json_get_string(e, "name", APP_NAME_MAX, &name, reterr);
-        if (r < 0)
-                return r;
-        if (!rkl_pod_app_name_is_valid(name))
-                return rkl_error_set(reterr, -EBADMSG, "invalid app name '%.64s'",
-                                     name ? name : "");
-        a->name = rkl_xstrdup(name);
-        a->in_manifest = true;
-
-        if (json_object_object_get_ex(e, "image", &image) && image) {
-                if (!json_object_is_type(image, json_type_object))
-                        return rkl_error_set(reterr, -EBADMSG, "'image' is not an object");
-                r = rkl_rkt__json_get_string(image, "id", RKL_MAX_NAME, &id, reterr);
-                if (r < 0)
-                        return PREFIX(r, "image");
-                a->image_id = rkl_xstrdup(id);
-        }
-        r = parse_kvs(e, "annotations", &a->annotations, reterr);
-        if (r < 0)
-                return r;
-        if (json_object_object_get_ex(e, "app", &app) && app) {
-                if (!json_object_is_type(app, json_type_object))
-                        return rkl_error_set(reterr, -EBADMSG, "'app' is not an object");
-                r = parse_kvs(app, "userAnnotations", &a->user_annotations, reterr);
-                if (r < 0)
-                        return r;
-                r = parse_kvs(app, "userLabels", &a->user_labels, reterr);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-int rkl_poddir_parse_manifest(const char *buf, size_t len, rkl_poddir_manifest *ret,
-                              rkl_error *reterr)
-{
-        _cleanup_(json_object_putp) json_object *root = NULL;
-        _cleanup_(rkl_poddir_manifest_done) rkl_poddir_manifest m = {0};
-        json_object *apps = NULL;
-        const char *kind;
-        int r;
-
-        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_MANIFEST_MAX, &root, reterr);
-        if (r < 0)
-                return PREFIX(r, "pod manifest");
-        if (!json_object_is_type(root, json_type_object))
-                return rkl_error_set(reterr, -EBADMSG, "pod manifest: not an object");
-        r = rkl_rkt__json_get_string(root, "acKind", 64, &kind, reterr);
-        if (r < 0 || !streq_ptr(kind, "PodManifest"))
-                return rkl_error_set(reterr, -EBADMSG, "pod manifest: acKind is not PodManifest");
-
-        r = parse_kvs(root, "annotations", &m.annotations, reterr);
-        if (r >= 0)
-                r = parse_kvs(root, "userAnnotations", &m.user_annotations, reterr);
-        if (r >= 0)
-                r = parse_kvs(root, "userLabels", &m.user_labels, reterr);
-        if (r < 0)
-                return PREFIX(r, "pod manifest");
-
-        /* An empty sandbox has "apps": null (a nil Go slice). */
-        if (json_object_object_get_ex(root, "apps", &apps) && apps) {
-                if (!json_object_is_type(apps, json_type_array))
-                        return rkl_error_set(reterr, -EBADMSG, "pod manifest: 'apps' not array");
-                size_t n = json_object_array_length(apps);
-                if (n > RKL_PODDIR_MAX_APPS)
-                        return rkl_error_set(reterr, -EBADMSG, "pod manifest: %zu apps", n);
-                m.apps = rkl_xnew0(rkl_poddir_app, n ? n : 1);
-                for (size_t i = 0; i < n; i++) {
-                        json_object *e = json_object_array_get_idx(apps, i);
-                        r = parse_app(e, &m.apps[m.n_apps], reterr);
-                        m.n_apps++;
-                        if (r < 0)
-                                return PREFIX(r, "pod manifest: apps[%zu]", i);
-                        for (size_t j = 0; j < i; j++)
-                                if (streq(m.apps[j].name, m.apps[i].name))
-                                        return rkl_error_set(reterr, -EBADMSG,
-                                                             "pod manifest: duplicate app '%s'",
-                                                             m.apps[i].name);
-                }
-        }
-        *ret = m;
-        m = (rkl_poddir_manifest){0};
-        return 0;
-}
-
-static bool is_ipv4(const char *s)
-{
-        struct in_addr a;
-        return s && inet_pton(AF_INET, s, &a) == 1;
-}
-
-int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **ret_net_name,
-                             rkl_error *reterr)
-{
-        static const char *const preferred[] = {"rkt.kubernetes.io", "default"};
-        _cleanup_(json_object_putp) json_object *root = NULL;
-        const char *best_ip = NULL, *best_name = NULL;
-        size_t best_rank = SIZE_MAX;
-        int r;
-
-        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_FILE_MAX, &root, reterr);
-        if (r < 0)
-                return PREFIX(r, "net-info.json");
-        if (json_object_is_type(root, json_type_array)) {
-                size_t n = json_object_array_length(root);
-                if (n > NETINFO_MAX_N)
-                        return rkl_error_set(reterr, -EBADMSG, "net-info.json: %zu networks", n);
-                for (size_t i = 0; i < n; i++) {
-                        json_object *e = json_object_array_get_idx(root, i);
-                        const char *name, *ip;
-                        if (!e || !json_object_is_type(e, json_type_object))
-                                return rkl_error_set(reterr, -EBADMSG,
-                                                     "net-info.json: [%zu] not an object", i);
-                        r = rkl_rkt__json_get_string(e, "netName", RKL_MAX_NAME, &name, reterr);
-                        if (r >= 0)
-                                r = rkl_rkt__json_get_string(e, "ip", 64, &ip, reterr);
-                        if (r < 0)
-                                return PREFIX(r, "net-info.json: [%zu]", i);
-                        if (!is_ipv4(ip))
-                                continue;
-                        /* Rank: preferred names first, then position. */
-                        size_t rank = ELEMENTSOF(preferred) + i;
-                        for (size_t k = 0; name && k < ELEMENTSOF(preferred); k++)
-                                if (streq(name, preferred[k]))
-                                        rank = k;
-                        if (rank < best_rank) {
-                                best_rank = rank;
-                                best_ip = ip;
-                                best_name = name;
-                        }
-                }
-        } else if (!json_object_is_type(root, json_type_null))
-                return rkl_error_set(reterr, -EBADMSG, "net-info.json: not an array");
-
-        *ret_ip = rkl_xstrdup(best_ip);
-        if (ret_net_name)
-                *ret_net_name = best_ip ? rkl_xstrdup(best_name ? best_name : "") : NULL;
-        return 0;
-}
-
 /* ---- reading a pod directory ---- */
 
 /* Reads a regular file (never a FIFO, device or symlink: opening a FIFO would block)
  * relative to dirfd. The stat-then-open window only matters against a hostile root. */
-static int read_regular_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len,
-                           struct stat *ret_st)
+int rkl_poddir__read_regular_at(int dirfd, const char *path, size_t max, char **ret,
+                                size_t *ret_len, struct stat *ret_st)
 {
         struct stat st;
         if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -493,7 +212,7 @@ static int read_regular_at(int dirfd, const char *path, size_t max, char **ret, 
 }
 
 /* mtime in ns of a regular file; 0 when it is missing or not a regular file. */
-static int64_t mtime_at(int dirfd, const char *path)
+int64_t rkl_poddir__mtime_at(int dirfd, const char *path)
 {
         struct stat st;
         if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
@@ -506,10 +225,10 @@ static char *read_line_at(int dirfd, const char *path)
 {
         _cleanup_free_ char *buf = NULL;
         size_t n;
-        if (read_regular_at(dirfd, path, RKL_PODDIR_FILE_MAX, &buf, &n, NULL) < 0)
+        if (rkl_poddir__read_regular_at(dirfd, path, RKL_PODDIR_FILE_MAX, &buf, &n, NULL) < 0)
                 return NULL;
         const char *s = buf;
-        trim(&s, &n);
+        rkl_poddir__trim(&s, &n);
         if (n == 0 || memchr(s, 0, n) || memchr(s, '\n', n) || !rkl_utf8_is_valid(s, n))
                 return NULL;
         return rkl_xstrndup(s, n);
@@ -550,6 +269,8 @@ static int probe_lock(int fd, bool *ret_locked)
 {
         for (;;) {
                 if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+                        /* Cannot fail on a lock this fd holds; and the lock goes with the fd
+                         * anyway, when the caller closes it. */
                         (void)flock(fd, LOCK_UN);
                         *ret_locked = false;
                         return 0;
@@ -583,20 +304,41 @@ static rkl_pod_state derive_state(rkl_poddir_dir d, bool locked)
         }
 }
 
+/* Adds to p->warning, joined with "; ". */
+static void add_warning(rkl_poddir_pod *p, const char *fmt, ...) _printf_(2, 3);
+static void add_warning(rkl_poddir_pod *p, const char *fmt, ...)
+{
+        va_list ap;
+        char *s;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                rkl_oom();
+        va_end(ap);
+        if (p->warning) {
+                char *joined = rkl_xasprintf("%s; %s", p->warning, s);
+                free(s);
+                s = joined;
+        }
+        free(p->warning);
+        p->warning = s;
+}
+
 static void read_netinfo(int fd, rkl_poddir_pod *p)
 {
         _cleanup_free_ char *buf = NULL;
         size_t n;
-        int r = read_regular_at(fd, "net-info.json", RKL_PODDIR_FILE_MAX, &buf, &n, NULL);
+        int r =
+            rkl_poddir__read_regular_at(fd, "net-info.json", RKL_PODDIR_FILE_MAX, &buf, &n, NULL);
         if (r < 0) {
+                /* Missing is normal: host network, or not set up yet. */
                 if (r != -ENOENT)
-                        rkl_log_debug_errno(r, "pod %s: net-info.json unreadable: %m", p->uuid);
+                        add_warning(p, "net-info.json: %s", strerror(-r));
                 return;
         }
         rkl_error e = RKL_ERROR_INIT;
         r = rkl_poddir_parse_netinfo(buf, n, &p->ip, &p->net_name, &e);
         if (r < 0)
-                rkl_log_debug("pod %s: %s", p->uuid, e.msg);
+                add_warning(p, "%s", e.msg); /* "net-info.json: ..." */
 }
 
 static void read_pid(int fd, rkl_poddir_pod *p)
@@ -606,7 +348,8 @@ static void read_pid(int fd, rkl_poddir_pod *p)
                 _cleanup_free_ char *buf = NULL;
                 struct stat st;
                 size_t n;
-                if (read_regular_at(fd, names[i], RKL_PODDIR_FILE_MAX, &buf, &n, &st) < 0)
+                if (rkl_poddir__read_regular_at(fd, names[i], RKL_PODDIR_FILE_MAX, &buf, &n, &st) <
+                    0)
                         continue;
                 /* The file's mtime is the start time even while its content is half-written. */
                 p->started_ns = rkl_timespec_nsec(&st.st_mtim);
@@ -620,29 +363,15 @@ static void read_manifest(int fd, rkl_poddir_pod *p, rkl_poddir_manifest *m)
 {
         _cleanup_free_ char *buf = NULL;
         size_t n;
-        int r = read_regular_at(fd, "pod", RKL_PODDIR_MANIFEST_MAX, &buf, &n, NULL);
+        int r = rkl_poddir__read_regular_at(fd, "pod", RKL_PODDIR_MANIFEST_MAX, &buf, &n, NULL);
         if (r >= 0) {
                 rkl_error e = RKL_ERROR_INIT;
                 r = rkl_poddir_parse_manifest(buf, n, m, &e);
                 if (r < 0)
-                        rkl_log_debug("pod %s: %s", p->uuid, e.msg);
-        }
+                        add_warning(p, "%s", e.msg); /* "pod manifest: ..." */
+        } else if (r != -ENOENT) /* missing: a pod just renamed in, nothing written yet */
+                add_warning(p, "pod manifest: %s", strerror(-r));
         p->manifest_error = r < 0 ? r : 0;
-}
-
-/* Prefers the overlay upper dir, which holds what the pod wrote even when the overlay is
- * not mounted in our namespace (reference B.3); then the merged stage1 rootfs. */
-static int open_rkt_subdir(int fd, const char *tree, const char *sub)
-{
-        if (tree) {
-                _cleanup_free_ char *p = rkl_xasprintf("overlay/%s/upper/rkt/%s", tree, sub);
-                int d = openat(fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (d >= 0 || errno != ENOENT)
-                        return d >= 0 ? d : -errno;
-        }
-        _cleanup_free_ char *p = rkl_xasprintf("stage1/rootfs/rkt/%s", sub);
-        int d = openat(fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        return d >= 0 ? d : -errno;
 }
 
 static bool read_supervisor_ready(int fd, const char *tree)
@@ -661,137 +390,6 @@ static bool read_supervisor_ready(int fd, const char *tree)
                 return (size_t)k == strlen("ready") && memcmp(target, "ready", k) == 0;
         }
         return false;
-}
-
-/* rkt's mutable-pod rules (lib/app.go), made honest: an exit file that cannot be parsed
- * leaves the exit code unknown instead of rkt's "1". */
-static void read_app_status(int status_fd, rkl_poddir_app *a)
-{
-        if (status_fd < 0)
-                return;
-        _cleanup_free_ char *cpath = rkl_xasprintf("%s-created", a->name);
-        _cleanup_free_ char *spath = rkl_xasprintf("%s-started", a->name);
-        a->created_ns = mtime_at(status_fd, cpath);
-        a->started_ns = mtime_at(status_fd, spath);
-        if (a->created_ns)
-                a->state = RKL_POD_APP_CREATED;
-        if (a->started_ns)
-                a->state = RKL_POD_APP_RUNNING;
-
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t n;
-        int r = read_regular_at(status_fd, a->name, RKL_PODDIR_FILE_MAX, &buf, &n, &st);
-        if (r == -ENOENT)
-                return;
-        /* The reaper creates the file, then writes the code: empty, it is being written
-         * (CLOSE_WRITE follows within ms). A pod that dies in between leaves it empty; its
-         * released lock makes the app exited then (rkl_poddir_read). */
-        if (r >= 0 && n == 0 && a->state == RKL_POD_APP_RUNNING)
-                return;
-        if (r == -EFBIG || r >= 0) {
-                if (r < 0 && fstatat(status_fd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return;
-                a->state = RKL_POD_APP_EXITED;
-                a->finished_ns = rkl_timespec_nsec(&st.st_mtim);
-                a->exit_known = r >= 0 && rkl_poddir_parse_exit(buf, n, &a->exit_code) >= 0;
-                if (!a->exit_known)
-                        a->exit_code = 0;
-        }
-}
-
-static bool has_suffix(const char *s, const char *suffix, size_t *ret_prefix_len)
-{
-        size_t n = strlen(s), k = strlen(suffix);
-        if (n <= k || !streq(s + n - k, suffix))
-                return false;
-        *ret_prefix_len = n - k;
-        return true;
-}
-
-static bool apps_contain(char *const *names, const rkl_poddir_app *apps, size_t n, const char *name)
-{
-        for (size_t i = 0; i < n; i++)
-                if (streq(apps[i].name, name))
-                        return true;
-        RKL_STRV_FOREACH (s, names)
-                if (streq(*s, name))
-                        return true;
-        return false;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Apps that have status files but are not in the manifest: being added (the manifest is
- * rewritten after <app>-created appears), removed (`app rm` leaves -created and -started
- * behind), or all apps when the manifest is unreadable. An entry "x-created" is app x's
- * marker unless the manifest names an app "x-created". */
-static char **status_only_apps(int status_fd, const rkl_poddir_app *apps, size_t n_apps)
-{
-        _cleanup_strv_free_ char **names = NULL;
-        size_t count = 0;
-        if (status_fd < 0)
-                return NULL;
-        int fd = openat(status_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return NULL;
-        }
-        struct dirent *de;
-        while ((de = readdir(d)) && n_apps + count < RKL_PODDIR_MAX_APPS) {
-                _cleanup_free_ char *name = NULL;
-                size_t k;
-                if (de->d_name[0] == '.' || apps_contain(NULL, apps, n_apps, de->d_name))
-                        continue;
-                if (has_suffix(de->d_name, "-created", &k) ||
-                    has_suffix(de->d_name, "-started", &k))
-                        name = rkl_xstrndup(de->d_name, k);
-                else
-                        name = rkl_xstrdup(de->d_name);
-                if (!rkl_pod_app_name_is_valid(name) || apps_contain(names, apps, n_apps, name))
-                        continue;
-                rkl_strv_consume(&names, TAKE_PTR(name));
-                count++;
-        }
-        if (names)
-                qsort(names, count, sizeof(char *), cmp_str);
-        return TAKE_PTR(names);
-}
-
-static void read_apps(int fd, rkl_poddir_pod *p, rkl_poddir_manifest *m)
-{
-        _cleanup_close_ int status_fd = open_rkt_subdir(fd, p->stage1_tree, "status");
-        _cleanup_strv_free_ char **extra = status_only_apps(status_fd, m->apps, m->n_apps);
-        size_t n_extra = rkl_strv_length(extra);
-        bool after_run = rkl_pod_state_is_after_run(p->state);
-
-        p->apps = rkl_xnew0(rkl_poddir_app, m->n_apps + n_extra + 1);
-        for (size_t i = 0; i < m->n_apps; i++)
-                p->apps[p->n_apps++] = TAKE_STRUCT(m->apps[i]);
-        for (size_t i = 0; i < n_extra; i++)
-                p->apps[p->n_apps++] = (rkl_poddir_app){.name = TAKE_PTR(extra[i])};
-
-        for (size_t i = 0; i < p->n_apps; i++) {
-                rkl_poddir_app *a = &p->apps[i];
-                read_app_status(status_fd, a);
-                /* Not in a readable manifest and not exited: removed or half-added, so its
-                 * leftover -created/-started files say nothing about a live process. */
-                if (!a->in_manifest && p->manifest_error == 0 && a->state != RKL_POD_APP_EXITED)
-                        a->state = RKL_POD_APP_UNKNOWN;
-                /* rkt: an app of a pod that is after-run is exited even without a status
-                 * file (the pod was killed before the reaper ran); the exit code is unknown. */
-                if (after_run && a->state != RKL_POD_APP_EXITED) {
-                        a->state = RKL_POD_APP_EXITED;
-                        a->finished_ns = p->gc_marked_ns;
-                        a->exit_known = false;
-                }
-        }
 }
 
 int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
@@ -828,9 +426,9 @@ int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_e
                 p.gc_marked_ns = rkl_timespec_nsec(&st.st_ctim);
 
         p.rootfs_lock = faccessat(fd, "stage1/.#rootfs.lck", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-        p.created_ns = mtime_at(fd, "pod-created");
+        p.created_ns = rkl_poddir__mtime_at(fd, "pod-created");
         if (p.created_ns == 0)
-                p.created_ns = mtime_at(fd, "pod");
+                p.created_ns = rkl_poddir__mtime_at(fd, "pod");
         read_pid(fd, &p);
 
         p.stage1_tree = rkl_poddir__read_stage1_tree(fd);
@@ -847,7 +445,7 @@ int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_e
         p.annotations = TAKE_STRUCT(m.annotations);
         p.user_annotations = TAKE_STRUCT(m.user_annotations);
         p.user_labels = TAKE_STRUCT(m.user_labels);
-        read_apps(fd, &p, &m);
+        rkl_poddir__read_apps(fd, &p, &m);
 
         /* Deleted (rkt rm, gc) while we read: what we saw is gone, do not report it. */
         if (fstat(fd, &st) < 0)
@@ -858,6 +456,11 @@ int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_e
         *ret = p;
         p = (rkl_poddir_pod){0};
         return 0;
+}
+
+int rkl_poddir__cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 int rkl_poddir_list(int pods_dirfd, char ***ret_uuids, rkl_error *reterr)
@@ -890,7 +493,7 @@ int rkl_poddir_list(int pods_dirfd, char ***ret_uuids, rkl_error *reterr)
                         return rkl_error_set(reterr, -errno, "read pods/%s: %m", dir_names[i]);
         }
         if (n > 0) {
-                qsort(l, n, sizeof(char *), cmp_str);
+                qsort(l, n, sizeof(char *), rkl_poddir__cmp_str);
                 /* A pod renamed during the walk shows up twice. */
                 size_t k = 0;
                 for (size_t i = 0; i < n; i++) {

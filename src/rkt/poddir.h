@@ -1,7 +1,7 @@
 /* rkt's pod directories read directly: the observed state of one pod without running rkt.
- * Everything here is a pure function over a directory fd; nothing blocks, nothing logs
- * above debug. Files that are missing, half-written or malformed are reported as unknown,
- * never guessed (reference/rkt.md A.2.2, A.2.3, B.3). */
+ * Everything here is a pure function over a directory fd; nothing blocks, nothing logs (what
+ * could not be used is said in the result). Files that are missing, half-written or malformed
+ * are reported as unknown, never guessed (reference/rkt.md A.2.2, A.2.3, B.3). */
 #pragma once
 
 #include <errno.h>
@@ -104,6 +104,10 @@ typedef struct rkl_poddir_pod {
         char *subcgroup;    /* NULL when unknown */
         char *stage1_tree;  /* stage1TreeStoreID; NULL when unknown */
         int manifest_error; /* 0, or why the manifest could not be used (-ENOENT, -EBADMSG..) */
+        /* What was there but could not be used, and why, for a person: the manifest's or
+         * net-info.json's error ("net-info.json: not an array"), several joined with "; ";
+         * NULL when all was usable. A pod being written can read so for a moment. */
+        char *warning;
         rkl_kvs annotations;
         rkl_kvs user_annotations, user_labels;
         /* Manifest apps in manifest order, then apps that have only status files. */
@@ -142,9 +146,6 @@ bool rkl_pod_uuid_is_valid(const char *s);
  * ^[a-z0-9]+(-[a-z0-9]+)*$ ; reading accepts the separators [-._~] too (never '/', so
  * never "..") and at most 200 bytes, leaving room for the "-created" suffix. */
 bool rkl_pod_app_name_is_valid(const char *s);
-
-/* For watch.c: the pod's validated stage1TreeStoreID, or NULL. */
-char *rkl_poddir__read_stage1_tree(int pod_dirfd);
 
 const char *rkl_poddir_dir_to_string(rkl_poddir_dir d); /* "run", "exited-garbage" */
 rkl_poddir_dir rkl_poddir_dir_from_string(const char *s);

@@ -3,7 +3,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
-#include "command.h"
+#include "rkt-internal.h"
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -150,17 +150,40 @@ void rkl_rkt_output_tail(const char *text, char *buf, size_t n)
         }
 }
 
+int rkl_rkt__classify_error(const char *text)
+{
+        static const struct {
+                const char *needle;
+                int code;
+        } table[] = {
+            {"no matches found", -ENOENT},
+            {"cannot get pod", -ENOENT},
+            {"nonexistent app", -ENOENT},
+            {"no such pod", -ENOENT},
+            {"is already stopped", -EALREADY},
+            {"is not yet ready", -EAGAIN},
+            {"is not running", -EAGAIN},
+            {"unable to get pod lock", -EAGAIN},
+            {"resource temporarily unavailable", -EAGAIN},
+        };
+        for (size_t i = 0; text && i < ELEMENTSOF(table); i++)
+                if (strstr(text, table[i].needle))
+                        return table[i].code;
+        return -EIO;
+}
+
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr)
 {
-        return rkl_rkt_exec_with(d, args, NULL, timeout_usec, ret, reterr);
+        return rkl_rkt__exec(d, args, NULL, timeout_usec, ret, reterr);
 }
 
-int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *eo,
-                      uint64_t timeout_usec, rkl_spawn_result *ret, rkl_error *reterr)
+int rkl_rkt__exec(rkl_rkt *d, char *const args[], const rkl_rkt__exec_opts *eo,
+                  uint64_t timeout_usec, rkl_spawn_result *ret, rkl_error *reterr)
 {
         _cleanup_strv_free_ char **argv =
             argv_build(d, args, eo ? eo->extra_insecure : NULL, eo ? eo->user_config : NULL);
+        const char *what = eo && eo->what ? eo->what : args[0];
         rkl_spawn_result res = {0};
         int r;
 
@@ -171,19 +194,26 @@ int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *e
             .max_output = 8 << 20,
         };
         r = rkl_spawn_run(argv, &o, &res, reterr);
-        if (r < 0)
-                return rkl_error_prefix(reterr, "rkt %s", args[0]);
+        if (r < 0) {
+                r = rkl_error_prefix(reterr, "rkt %s", what);
+                if (eo && eo->not_run_is_eio) {
+                        if (reterr)
+                                reterr->code = -EIO;
+                        r = -EIO;
+                }
+                return r;
+        }
 
         if (res.timed_out) {
                 r = rkl_error_set(reterr, -ETIMEDOUT, "rkt %s: no answer within %" PRIu64 " ms",
-                                  args[0], timeout_usec / USEC_PER_MSEC);
+                                  what, timeout_usec / USEC_PER_MSEC);
         } else if (res.signal) {
-                r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", args[0], res.signal);
+                r = rkl_error_set(reterr, -EIO, "rkt %s: killed by signal %d", what, res.signal);
         } else if (res.exit_code != 0) {
                 char line[1024];
                 rkl_rkt_output_tail(res.err_len ? res.err : res.out, line, sizeof(line));
-                r = rkl_error_set(reterr, rkl_rkt_classify_error(res.err),
-                                  "rkt %s: exit status %d: %s", args[0], res.exit_code, line);
+                r = rkl_error_set(reterr, rkl_rkt__classify_error(res.err),
+                                  "rkt %s: exit status %d: %s", what, res.exit_code, line);
         }
         if (ret)
                 *ret = res;

@@ -1,4 +1,5 @@
-/* The rkt driver: the only code that runs rkt. Every command goes through rkl_rkt_exec(). */
+/* The rkt driver: the only code that runs rkt. Every command goes through rkl_rkt_exec(); the
+ * pod and app verbs rktlet runs are in action.h, the image commands in image.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,10 +19,13 @@ int rkl_rkt_new(const rkl_rkt_config *cfg, rkl_rkt **ret, rkl_error *reterr);
 rkl_rkt *rkl_rkt_free(rkl_rkt *d);
 
 /* Runs `rkt <global flags> <args...>` with the experiment variables set. Returns 0 when rkt
- * ran and exited 0; when it exited non-zero, rkl_rkt_classify_error()'s code for its stderr
- * (-ENOENT, -EALREADY, -EAGAIN, else -EIO) with rkt's own error line in reterr;
- * -ETIMEDOUT when it overran the deadline and was killed. ret (may be NULL) gets the
- * captured output either way when rkt ran. */
+ * ran and exited 0; when it exited non-zero, the code its stderr reads as (-ENOENT no such pod
+ * or app, -EALREADY already stopped, -EAGAIN not ready yet, else -EIO) with rkt's own error
+ * line in reterr; -ETIMEDOUT when it overran the deadline and was killed; -EIO when a signal
+ * killed it; when it could not be started, the spawn's -errno (-EIO when reterr is NULL).
+ * ret (may be NULL) gets the captured output either way when rkt ran.
+ * The verbs of action.h are the interface; this stays public only until the reconciler
+ * runs them instead of building command lines (as rkl_rkt_argv() and rkl_rkt_unit_env()). */
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr);
 
@@ -31,16 +35,6 @@ int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spaw
  * above the summary ("add: error adding app to pod: exit status 254" says nothing by
  * itself), and its per-pod warning about a missing "rkt" group says nothing at all. */
 void rkl_rkt_output_tail(const char *text, char *buf, size_t n);
-
-/* Extra global flags for one command (image commands). */
-typedef struct rkl_rkt_exec_opts {
-        const char *user_config;    /* --user-config=DIR: rkt reads DIR/auth.d/ there */
-        const char *extra_insecure; /* joins --insecure-options, e.g. "http" */
-} rkl_rkt_exec_opts;
-
-/* rkl_rkt_exec() with extra global flags; o may be NULL. */
-int rkl_rkt_exec_with(rkl_rkt *d, char *const args[], const rkl_rkt_exec_opts *o,
-                      uint64_t timeout_usec, rkl_spawn_result *ret, rkl_error *reterr);
 
 /* The whole argv for `rkt <global flags> <args...>`; extra_insecure (e.g. "all-run" for a
  * privileged pod) joins --insecure-options. */

@@ -5,9 +5,9 @@
 #include <sys/inotify.h>
 
 #include "base/alloc.h"
-#include "base/log.h"
 #include "base/strv.h"
 #include "poddir.h"
+#include "poddir-internal.h"
 #include "base/banned.h"
 
 /* Distinct pods remembered between two drains; beyond that the owner rescans everything,
@@ -263,9 +263,10 @@ static int arm_all(rkl_poddir_watch *w, bool announce)
 static void recover(rkl_poddir_watch *w)
 {
         w->rescan = true;
-        int r = arm_all(w, false);
-        if (r < 0)
-                rkl_log_debug_errno(r, "re-arming pod watches failed: %m");
+        /* A failure (out of watches, a dir gone again) is told as the rescan just asked for,
+         * the owner's remedy for anything missed; what is missing is armed again with the
+         * next event, recovery or rkl_poddir_watch_pod(). */
+        (void)arm_all(w, false);
         _cleanup_strv_free_ char **gone = NULL;
         for (size_t i = 0; i < w->n_entries; i++) {
                 const entry *e = &w->entries[i];

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "rkt/command.h"
 #include "rkt/image.h"
+#include "rkt/rkt-internal.h"
 #include "rkt/rkt.h"
 #include "base/banned.h"
 
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 1: {
                 static const int allowed[] = {-ENOENT, -EALREADY, -EAGAIN, -EIO};
-                if (!known_class(rkl_rkt_classify_error(text), allowed, ELEMENTSOF(allowed)))
+                if (!known_class(rkl_rkt__classify_error(text), allowed, ELEMENTSOF(allowed)))
                         abort();
                 break;
         }

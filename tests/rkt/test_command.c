@@ -247,18 +247,6 @@ static void test_app_add_security(void **state)
         rkl_container_spec_done(&p);
 }
 
-static void test_names_and_errors(void **state)
-{
-        assert_int_equal(rkl_rkt_classify_error("stop: cannot get pod: no matches found for "
-                                                "\"x\""),
-                         -ENOENT);
-        assert_int_equal(rkl_rkt_classify_error("pod \"x\" is already stopped"), -EALREADY);
-        assert_int_equal(rkl_rkt_classify_error("supervisor for pod x is not yet ready"), -EAGAIN);
-        assert_int_equal(rkl_rkt_classify_error("error: nonexistent app \"c1\""), -ENOENT);
-        assert_int_equal(rkl_rkt_classify_error("invalid flag"), -EIO);
-        assert_int_equal(rkl_rkt_classify_error(NULL), -EIO);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -268,7 +256,6 @@ int main(void)
             cmocka_unit_test(test_app_add),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_security),
-            cmocka_unit_test(test_names_and_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

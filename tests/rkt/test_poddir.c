@@ -133,6 +133,7 @@ static void test_running_pod(void **state)
         assert_string_equal(p.subcgroup, "system.slice/rkt-pod1.service");
         assert_string_equal(p.stage1_tree, TREE);
         assert_int_equal(p.manifest_error, 0);
+        assert_null(p.warning);
         assert_string_equal(rkl_kvs_get(&p.user_annotations, "rktlet.io/sandbox-id"),
                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
         assert_string_equal(rkl_kvs_get(&p.user_labels, "app"), "demo");
@@ -337,6 +338,10 @@ static void test_broken_pod(void **state)
         assert_int_equal(rkl_poddir_read(f->pods, U_BROKEN, &p, NULL), 0);
         assert_int_equal(p.state, RKL_POD_STATE_RUNNING);
         assert_int_equal(p.manifest_error, -EBADMSG);
+        /* Both broken files say why, in the order they are read. */
+        assert_non_null(p.warning);
+        assert_true(strncmp(p.warning, "net-info.json: ", 15) == 0);
+        assert_non_null(strstr(p.warning, "; pod manifest: "));
         assert_int_equal(p.ppid, 0);
         assert_true(p.started_ns != 0); /* the file exists: the pod started */
         assert_null(p.ip);
@@ -360,6 +365,7 @@ static void test_empty_pod_dir(void **state)
         assert_int_equal(rkl_poddir_read(f->pods, U_EMPTY, &p, NULL), 0);
         assert_int_equal(p.state, RKL_POD_STATE_EXITED);
         assert_int_equal(p.manifest_error, -ENOENT);
+        assert_null(p.warning); /* nothing written yet is nothing wrong */
         assert_true(p.created_ns == 0 && p.started_ns == 0);
         assert_int_equal(p.ppid, 0);
         assert_null(p.ip);
@@ -404,6 +410,8 @@ static void test_hostile_files(void **state)
         assert_int_equal(rkl_poddir_read(f->pods, U_RUNNING, &p, NULL), 0);
         assert_int_equal(p.manifest_error, -EBADFD);
         assert_null(p.ip);
+        assert_string_equal(p.warning, "net-info.json: File too large; pod manifest: File "
+                                       "descriptor in bad state");
         /* Status-only apps now: web's exit "file" is a FIFO, so it is not exited. */
         const rkl_poddir_app *w = app(&p, "web");
         assert_false(w->in_manifest);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "rkt/rkt-internal.h"
 #include "rkt/rkt.h"
 
 static void test_tail_skips_noise_and_joins_lines(void **state)
@@ -43,12 +44,26 @@ static void test_tail_of_one_long_line_is_its_end(void **state)
         assert_string_equal(buf, "");
 }
 
+static void test_classify_error(void **state)
+{
+        (void)state;
+        assert_int_equal(rkl_rkt__classify_error("stop: cannot get pod: no matches found for "
+                                                 "\"x\""),
+                         -ENOENT);
+        assert_int_equal(rkl_rkt__classify_error("pod \"x\" is already stopped"), -EALREADY);
+        assert_int_equal(rkl_rkt__classify_error("supervisor for pod x is not yet ready"), -EAGAIN);
+        assert_int_equal(rkl_rkt__classify_error("error: nonexistent app \"c1\""), -ENOENT);
+        assert_int_equal(rkl_rkt__classify_error("invalid flag"), -EIO);
+        assert_int_equal(rkl_rkt__classify_error(NULL), -EIO);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_tail_skips_noise_and_joins_lines),
             cmocka_unit_test(test_tail_drops_terminal_escapes),
             cmocka_unit_test(test_tail_of_one_long_line_is_its_end),
+            cmocka_unit_test(test_classify_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,88 @@
+#include "action.h"
+
+#include <assert.h>
+
+#include "rkt.h"
+#include "rkt-internal.h"
+#include "base/alloc.h"
+#include "base/strv.h"
+#include "base/banned.h"
+
+/* One verb: rkt's outcome classified, and -EIO when rkt could not be run at all. */
+static int run(rkl_rkt *d, const char *what, char *const args[], uint64_t timeout_usec,
+               rkl_error *reterr)
+{
+        rkl_rkt__exec_opts eo = {.what = what, .not_run_is_eio = true};
+        return rkl_rkt__exec(d, args, &eo, timeout_usec, NULL, reterr);
+}
+
+int rkl_rkt_app_add(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec,
+                    const rkl_rkt_app_opts *o, uint64_t timeout_usec, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **args = NULL;
+        int r;
+
+        assert(uuid && spec && o);
+        r = rkl_rkt_app_add_args(uuid, spec, o, &args, reterr);
+        if (r < 0)
+                return r;
+        return run(d, "app add", args, timeout_usec, reterr);
+}
+
+/* `rkt app VERB UUID --app=APP` */
+static int app_verb(rkl_rkt *d, const char *verb, const char *uuid, const char *app,
+                    uint64_t timeout_usec, rkl_error *reterr)
+{
+        assert(uuid && app);
+        _cleanup_free_ char *what = rkl_xasprintf("app %s", verb);
+        _cleanup_free_ char *app_flag = rkl_xasprintf("--app=%s", app);
+        return run(d, what, RKL_STRV("app", verb, uuid, app_flag), timeout_usec, reterr);
+}
+
+int rkl_rkt_app_start(rkl_rkt *d, const char *uuid, const char *app, uint64_t timeout_usec,
+                      rkl_error *reterr)
+{
+        return app_verb(d, "start", uuid, app, timeout_usec, reterr);
+}
+
+int rkl_rkt_app_stop(rkl_rkt *d, const char *uuid, const char *app, uint64_t timeout_usec,
+                     rkl_error *reterr)
+{
+        return app_verb(d, "stop", uuid, app, timeout_usec, reterr);
+}
+
+int rkl_rkt_app_rm(rkl_rkt *d, const char *uuid, const char *app, uint64_t timeout_usec,
+                   rkl_error *reterr)
+{
+        return app_verb(d, "rm", uuid, app, timeout_usec, reterr);
+}
+
+int rkl_rkt_pod_stop(rkl_rkt *d, const char *uuid, bool force, uint64_t timeout_usec,
+                     rkl_error *reterr)
+{
+        assert(uuid);
+        if (force)
+                return run(d, "stop", RKL_STRV("stop", "--force=true", uuid), timeout_usec, reterr);
+        return run(d, "stop", RKL_STRV("stop", uuid), timeout_usec, reterr);
+}
+
+int rkl_rkt_pod_rm(rkl_rkt *d, const char *uuid, uint64_t timeout_usec, rkl_error *reterr)
+{
+        assert(uuid);
+        return run(d, "rm", RKL_STRV("rm", uuid), timeout_usec, reterr);
+}
+
+int rkl_rkt_sandbox_command(rkl_rkt *d, const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o,
+                            char ***ret_argv, char ***ret_env, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **args = NULL;
+        const char *insecure = NULL;
+        int r;
+
+        r = rkl_rkt_sandbox_args(spec, o, &args, &insecure, reterr);
+        if (r < 0)
+                return r;
+        *ret_argv = rkl_rkt_argv(d, args, insecure);
+        *ret_env = rkl_rkt_unit_env(d);
+        return 0;
+}
