@@ -14,6 +14,7 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "base/workpool.h"
+#include "rkt/action.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "state/state.h"
@@ -44,16 +45,17 @@ void rkl_reconciler__action_free(action *a)
                 return;
         free(a->app);
         free(a->unit_name);
-        rkl_strv_free(a->args);
+        rkl_ctr_view_unref(a->container);
+        free(a->image);
+        free(a->log_file);
         free(a);
 }
 
-static int rkt_run(action *a, char *const *args, uint64_t timeout_usec)
+/* rkt's words for a failure, kept for apply_result(). */
+static int failed(action *a, int k, const rkl_error *err)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        int k = rkl_rkt_exec(a->r->rkt, args, timeout_usec, NULL, &err);
         if (k < 0)
-                (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
+                (void)snprintf(a->error, sizeof(a->error), "%s", err->msg); /* cut: fine */
         return k;
 }
 
@@ -83,7 +85,11 @@ static int run_app_stop(action *a)
         if (a->deadline_ns > now) {
                 /* rkt's own stop waits for systemd's 90 s: cut it at our deadline. */
                 uint64_t t = (uint64_t)(a->deadline_ns - now) / NSEC_PER_USEC;
-                k = rkt_run(a, a->args, t > USEC_PER_SEC ? t : USEC_PER_SEC);
+                rkl_error err = RKL_ERROR_INIT;
+                k = failed(a,
+                           rkl_rkt_app_stop(a->r->rkt, a->uuid, a->app,
+                                            t > USEC_PER_SEC ? t : USEC_PER_SEC, &err),
+                           &err);
                 if (k == -EALREADY || k == -ENOENT)
                         return 0;
                 if (k != -ETIMEDOUT)
@@ -105,14 +111,19 @@ static int run_app_stop(action *a)
 static int run_pod_stop(action *a)
 {
         int64_t grace = (int64_t)a->r->cfg.stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        rkl_error err = RKL_ERROR_INIT;
         int k;
 
         if (!a->force) {
-                (void)rkt_run(a, RKL_STRV("stop", a->uuid), a->timeout_usec);
+                /* Its outcome is whether the pod goes down in the grace; its error stays
+                 * in a->error for when it does not. */
+                (void)failed(a, rkl_rkt_pod_stop(a->r->rkt, a->uuid, false, a->timeout_usec, &err),
+                             &err);
                 if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
                         goto down;
+                rkl_error_clear(&err);
         }
-        k = rkt_run(a, RKL_STRV("stop", "--force=true", a->uuid), a->timeout_usec);
+        k = failed(a, rkl_rkt_pod_stop(a->r->rkt, a->uuid, true, a->timeout_usec, &err), &err);
         if (wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC))
                 goto down;
         if (k >= 0 || k == -EALREADY || k == -ENOENT) {
@@ -130,9 +141,10 @@ static int run_app_rm(action *a)
 {
         /* Found before the rm, which takes the app's unit and so its cgroup along. */
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (a->supervisor)
-                (void)rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory);
-        int k = rkt_run(a, a->args, a->timeout_usec);
+        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) < 0)
+                procs = NULL; /* no cgroup found: nothing of it to release after the rm */
+        rkl_error err = RKL_ERROR_INIT;
+        int k = failed(a, rkl_rkt_app_rm(a->r->rkt, a->uuid, a->app, a->timeout_usec, &err), &err);
         if (k == -ENOENT)
                 k = 0; /* gone already is what rm wanted */
         if (k >= 0 && procs) {
@@ -144,9 +156,24 @@ static int run_app_rm(action *a)
         return k;
 }
 
+static int run_app_add(action *a)
+{
+        const rkl_container_record *c = a->container->rec;
+        rkl_rkt_app_opts o = {
+            .container_id = c->id,
+            .app_name = c->app_name,
+            .image = a->image,
+            .log_file = a->log_file,
+        };
+        rkl_error err = RKL_ERROR_INIT;
+        return failed(a, rkl_rkt_app_add(a->r->rkt, a->uuid, &c->spec, &o, a->timeout_usec, &err),
+                      &err);
+}
+
 static void run_action(void *userdata)
 {
         action *a = userdata;
+        rkl_error err = RKL_ERROR_INIT;
         int k;
 
         switch (a->kind) {
@@ -159,11 +186,18 @@ static void run_action(void *userdata)
         case ACT_APP_RM:
                 k = run_app_rm(a);
                 break;
+        case ACT_APP_ADD:
+                k = run_app_add(a);
+                break;
+        case ACT_APP_START:
+                k = failed(a, rkl_rkt_app_start(a->r->rkt, a->uuid, a->app, a->timeout_usec, &err),
+                           &err);
+                break;
+        case ACT_POD_RM:
         default:
-                k = rkt_run(a, a->args, a->timeout_usec);
-                /* Gone already is what rm wanted. */
-                if (a->kind == ACT_POD_RM && k == -ENOENT)
-                        k = 0;
+                k = failed(a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err), &err);
+                if (k == -ENOENT)
+                        k = 0; /* gone already is what rm wanted */
                 break;
         }
         a->result = k;
@@ -177,30 +211,21 @@ static void run_action(void *userdata)
         (void)!write(r->done_fd, &one, sizeof(one));
 }
 
-/* `rkt app VERB UUID --app=NAME` */
-char **rkl_reconciler__app_args(const char *verb, const char *uuid, const char *app)
-{
-        char **l = NULL;
-        rkl_strv_push(&l, "app");
-        rkl_strv_push(&l, verb);
-        rkl_strv_push(&l, uuid);
-        rkl_strv_consume(&l, rkl_xasprintf("--app=%s", app));
-        return l;
-}
-
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key)
 {
         return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);
 }
 
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
-                                   const char *uuid)
+                                   const char *uuid, const char *app)
 {
         action *a = rkl_xnew0(action, 1);
         a->r = r;
         a->kind = kind;
+        /* Both fit: keys are IDs, uuids rkt's (checked where they were read). */
         (void)snprintf(a->key, sizeof(a->key), "%s", key);
         (void)snprintf(a->uuid, sizeof(a->uuid), "%s", uuid);
+        a->app = rkl_xstrdup(app);
         a->timeout_usec = r->cfg.rkt_timeout_usec;
         return a;
 }

@@ -137,19 +137,14 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         rkl_reconciler__ctr_failed_attempt(r, c, err.msg);
                         return;
                 }
-                rkl_rkt_app_opts o = {
-                    .container_id = c->id,
-                    .app_name = c->app_name,
-                    .image = image,
-                    .log_file = log_file,
-                };
-                char **args = NULL;
-                if (rkl_rkt_app_add_args(pod->rkt_uuid, &c->spec, &o, &args, &err) < 0) {
-                        rkl_reconciler__ctr_failed_attempt(r, c, err.msg);
+                a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
+                a->container = rkl_cache_ctr_get(r->cache, c->id);
+                if (!a->container) { /* removed meanwhile: the next pass removes the rest */
+                        rkl_reconciler__action_free(a);
                         return;
                 }
-                a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid);
-                a->args = args;
+                a->image = TAKE_PTR(image);
+                a->log_file = TAKE_PTR(log_file);
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
@@ -158,13 +153,12 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         /* After a failed add or start rkt may hold a half-made app that no
                          * start can run (reference/rkt.md, B.1): undo it; a fresh add follows.
                          * Once per failure: the add that follows starts clean. */
-                        a = rkl_reconciler__action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid);
-                        a->args = rkl_reconciler__app_args("rm", pod->rkt_uuid, c->app_name);
+                        a = rkl_reconciler__action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid,
+                                                       c->app_name);
                         a->supervisor = (pid_t)p->ppid;
-                        a->app = rkl_xstrdup(c->app_name);
                 } else {
-                        a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
-                        a->args = rkl_reconciler__app_args("start", pod->rkt_uuid, c->app_name);
+                        a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid,
+                                                       c->app_name);
                 }
         } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
                    c->observed.phase == RKL_CTR_PHASE_CREATED && c->book.last_error) {
@@ -176,17 +170,14 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                     !rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
-                a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid);
-                a->args = rkl_reconciler__app_args("start", pod->rkt_uuid, c->app_name);
+                a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
         } else if (c->desired == RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
                 if (!rkl_reconciler__can_start(r, c->id))
                         return;
-                a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid);
-                a->args = rkl_reconciler__app_args("stop", pod->rkt_uuid, c->app_name);
+                a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
                 a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
                                                      : now + (int64_t)r->cfg.stop_grace_usec * 1000;
                 a->supervisor = (pid_t)p->ppid;
-                a->app = rkl_xstrdup(c->app_name);
                 a->timeout_usec = 0;
         }
         if (a)

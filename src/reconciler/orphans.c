@@ -38,20 +38,16 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                         continue;
                 action *a;
                 if (app->state == RKL_POD_APP_RUNNING) {
-                        a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid);
-                        a->args = rkl_reconciler__app_args("stop", p->uuid, app->name);
+                        a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid, app->name);
                         a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
                         a->supervisor = (pid_t)p->ppid;
-                        a->app = rkl_xstrdup(app->name);
                 } else if (!image_shared_with_live_app(p, app) &&
                            !rkl_reconciler__pod_app_busy(r, p->uuid)) {
                         /* rkt's app rm deletes the image's overlay, which another app of the
                          * same image still uses (reference/rkt.md, B.1): such apps stay,
                          * stopped, until their pod goes. */
-                        a = rkl_reconciler__action_new(r, ACT_APP_RM, cid, p->uuid);
-                        a->args = rkl_reconciler__app_args("rm", p->uuid, app->name);
+                        a = rkl_reconciler__action_new(r, ACT_APP_RM, cid, p->uuid, app->name);
                         a->supervisor = (pid_t)p->ppid;
-                        a->app = rkl_xstrdup(app->name);
                 } else {
                         continue;
                 }
@@ -78,7 +74,7 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
                         continue; /* still being made: wait for it to settle */
                 action *a;
                 if (p->state == RKL_POD_STATE_RUNNING) {
-                        a = rkl_reconciler__action_new(r, ACT_POD_STOP, p->uuid, p->uuid);
+                        a = rkl_reconciler__action_new(r, ACT_POD_STOP, p->uuid, p->uuid, NULL);
                         a->force = true;
                         if (!pv && r->bus) {
                                 /* Its unit goes with it. */
@@ -86,9 +82,8 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
                                 rkl_reconciler__unit_stop(r, unit);
                         }
                 } else {
-                        a = rkl_reconciler__action_new(r, ACT_POD_RM, p->uuid, p->uuid);
+                        a = rkl_reconciler__action_new(r, ACT_POD_RM, p->uuid, p->uuid, NULL);
                         a->unit_name = rkl_reconciler__unit_cgroup_path(id);
-                        a->args = rkl_strv_copy(RKL_STRV("rm", p->uuid));
                         if (!pv) {
                                 _cleanup_free_ char *dir =
                                     rkl_reconciler__pod_state_path(r, id, NULL);

@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "rkt/command.h"
+#include "rkt/action.h"
 #include "rkt/rkt.h"
 #include "state/state.h"
 #include "base/banned.h"
@@ -60,8 +60,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         _cleanup_free_ char *log = rkl_reconciler__pod_state_path(r, rec->id, "sandbox.log");
         _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
         _cleanup_free_ char *slice = NULL;
-        _cleanup_strv_free_ char **args = NULL, **argv = NULL, **env = NULL;
-        const char *insecure = NULL;
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         char hostname[256] = "";
         int k;
 
@@ -95,12 +94,10 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .stage1_name = r->cfg.stage1_name,
             .node_hostname = hostname,
         };
-        if (rkl_rkt_sandbox_args(&rec->spec, &o, &args, &insecure, &err) < 0) {
+        if (rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, &argv, &env, &err) < 0) {
                 creation_attempt_failed(r, rec, err.msg);
                 return;
         }
-        argv = rkl_rkt_argv(r->rkt, args, insecure);
-        env = rkl_rkt_unit_env(r->rkt);
 
         /* Record the unit before starting it: after a crash the name says a unit may
          * exist, and the derived name makes a second start fail rather than duplicate. */
@@ -247,12 +244,11 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                 return;
         action *a;
         if (p && p->state == RKL_POD_STATE_RUNNING) {
-                a = rkl_reconciler__action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid);
+                a = rkl_reconciler__action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid, NULL);
         } else {
                 /* Exited (its last statuses were read when it did): free its network. */
-                a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid);
+                a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid, NULL);
                 a->unit_name = rkl_reconciler__unit_cgroup_path(rec->id);
-                a->args = rkl_strv_copy(RKL_STRV("rm", rec->rkt_uuid));
         }
         a->is_pod = true;
         rkl_reconciler__submit(r, a);

@@ -43,9 +43,12 @@ typedef struct action {
         bool is_pod;
         bool orphan; /* no record: nothing to write back */
         char uuid[RKL_POD_UUID_LEN + 1];
-        char *app;
+        char *app;       /* the app verbs */
         char *unit_name; /* ACT_POD_RM: "system.slice/<unit>", whose leftover cgroups go */
-        char **args;
+        /* ACT_APP_ADD: the container (a reference: views never change), the image ID rkt
+         * gets and the app's log file name. */
+        rkl_ctr_view *container;
+        char *image, *log_file;
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
@@ -134,11 +137,10 @@ void rkl_reconciler__unit_stop(rkl_reconciler *r, const char *unit);
 /* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
 char *rkl_reconciler__unit_cgroup_path(const char *sandbox_id);
 void rkl_reconciler__action_free(action *a);
-/* `rkt app VERB UUID --app=NAME` */
-char **rkl_reconciler__app_args(const char *verb, const char *uuid, const char *app);
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key);
+/* app: the app verbs' app, else NULL. */
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
-                                   const char *uuid);
+                                   const char *uuid, const char *app);
 void rkl_reconciler__submit(rkl_reconciler *r, action *a);
 /* The result of a finished action, back on the reconciler thread. */
 void rkl_reconciler__apply_result(rkl_reconciler *r, action *a);
