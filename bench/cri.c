@@ -22,17 +22,17 @@ static const struct {
       runtime__v1__start_container_response__descriptor, true),
     R(RKB_POD_STATUS, "PodSandboxStatus", "RuntimeService", "PodSandboxStatus",
       runtime__v1__pod_sandbox_status_response__descriptor, false),
-    R(RKB_CTR_STATUS, "ContainerStatus", "RuntimeService", "ContainerStatus",
+    R(RKB_CONTAINER_STATUS, "ContainerStatus", "RuntimeService", "ContainerStatus",
       runtime__v1__container_status_response__descriptor, false),
     R(RKB_LIST_PODS, "ListPodSandbox", "RuntimeService", "ListPodSandbox",
       runtime__v1__list_pod_sandbox_response__descriptor, false),
-    R(RKB_LIST_CTRS, "ListContainers", "RuntimeService", "ListContainers",
+    R(RKB_LIST_CONTAINERS, "ListContainers", "RuntimeService", "ListContainers",
       runtime__v1__list_containers_response__descriptor, false),
-    R(RKB_LIST_CTRS_POD, "ListContainers(pod)", "RuntimeService", "ListContainers",
+    R(RKB_LIST_CONTAINERS_POD, "ListContainers(pod)", "RuntimeService", "ListContainers",
       runtime__v1__list_containers_response__descriptor, false),
-    R(RKB_STOP_CTR, "StopContainer", "RuntimeService", "StopContainer",
+    R(RKB_STOP_CONTAINER, "StopContainer", "RuntimeService", "StopContainer",
       runtime__v1__stop_container_response__descriptor, true),
-    R(RKB_REMOVE_CTR, "RemoveContainer", "RuntimeService", "RemoveContainer",
+    R(RKB_REMOVE_CONTAINER, "RemoveContainer", "RuntimeService", "RemoveContainer",
       runtime__v1__remove_container_response__descriptor, true),
     R(RKB_STOP_POD, "StopPodSandbox", "RuntimeService", "StopPodSandbox",
       runtime__v1__stop_pod_sandbox_response__descriptor, true),
@@ -157,7 +157,7 @@ rkb_request *rkb_cri_run_pod(const rkb_cri_opts *o, const char *name, const char
 }
 
 rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const char *pod_name,
-                            const char *pod_uid, const char *ctr_name)
+                            const char *pod_uid, const char *container_name)
 {
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
         Runtime__V1__CreateContainerRequest m = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
@@ -168,7 +168,7 @@ rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const cha
         kv_list ann = {.desc = &runtime__v1__container_config__annotations_entry__descriptor};
         size_t n_cmd = 0;
 
-        md.name = (char *)ctr_name;
+        md.name = (char *)container_name;
         image.image = (char *)o->image;
         while (o->command[n_cmd])
                 n_cmd++;
@@ -176,9 +176,9 @@ rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const cha
         c.image = &image;
         c.command = o->command;
         c.n_command = n_cmd;
-        c.log_path = rkl_arena_printf(a, "%s/0.log", ctr_name);
+        c.log_path = rkl_arena_printf(a, "%s/0.log", container_name);
 
-        kv_add(a, &labels, "io.kubernetes.container.name", ctr_name);
+        kv_add(a, &labels, "io.kubernetes.container.name", container_name);
         kv_add(a, &labels, "io.kubernetes.pod.name", pod_name);
         kv_add(a, &labels, "io.kubernetes.pod.namespace", o->namespace_);
         kv_add(a, &labels, "io.kubernetes.pod.uid", pod_uid);
@@ -217,7 +217,7 @@ rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, b
                 m.verbose = verbose;
                 return pack(rpc, &m);
         }
-        case RKB_CTR_STATUS: {
+        case RKB_CONTAINER_STATUS: {
                 Runtime__V1__ContainerStatusRequest m = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                 m.container_id = cid;
                 m.verbose = verbose;
@@ -227,8 +227,8 @@ rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, b
                 Runtime__V1__ListPodSandboxRequest m = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
                 return pack(rpc, &m);
         }
-        case RKB_LIST_CTRS:
-        case RKB_LIST_CTRS_POD: {
+        case RKB_LIST_CONTAINERS:
+        case RKB_LIST_CONTAINERS_POD: {
                 Runtime__V1__ListContainersRequest m = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
                 Runtime__V1__ContainerFilter f = RUNTIME__V1__CONTAINER_FILTER__INIT;
                 if (id) {
@@ -237,13 +237,13 @@ rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, b
                 }
                 return pack(rpc, &m);
         }
-        case RKB_STOP_CTR: {
+        case RKB_STOP_CONTAINER: {
                 Runtime__V1__StopContainerRequest m = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
                 m.container_id = cid;
                 m.timeout = o->stop_timeout;
                 return pack(rpc, &m);
         }
-        case RKB_REMOVE_CTR: {
+        case RKB_REMOVE_CONTAINER: {
                 Runtime__V1__RemoveContainerRequest m = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 m.container_id = cid;
                 return pack(rpc, &m);

@@ -15,12 +15,12 @@ typedef enum rkb_rpc {
         RKB_CREATE,
         RKB_START,
         RKB_POD_STATUS,
-        RKB_CTR_STATUS,
+        RKB_CONTAINER_STATUS,
         RKB_LIST_PODS,
-        RKB_LIST_CTRS,
-        RKB_LIST_CTRS_POD, /* ListContainers filtered by sandbox, as kubelet's GetPodStatus */
-        RKB_STOP_CTR,
-        RKB_REMOVE_CTR,
+        RKB_LIST_CONTAINERS,
+        RKB_LIST_CONTAINERS_POD, /* ListContainers filtered by sandbox, as kubelet's GetPodStatus */
+        RKB_STOP_CONTAINER,
+        RKB_REMOVE_CONTAINER,
         RKB_STOP_POD,
         RKB_REMOVE_POD,
         RKB_PULL_IMAGE,
@@ -47,7 +47,8 @@ rkb_request *rkb_cri_status(void);
 rkb_request *rkb_cri_pull(const rkb_cri_opts *o);
 rkb_request *rkb_cri_run_pod(const rkb_cri_opts *o, const char *name, const char *uid);
 rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const char *pod_name,
-                            const char *pod_uid, const char *ctr_name);
-/* The calls that take one ID: RKB_START, RKB_POD_STATUS, RKB_CTR_STATUS, RKB_LIST_CTRS_POD,
- * RKB_STOP_CTR, RKB_REMOVE_CTR, RKB_STOP_POD, RKB_REMOVE_POD; and the lists (id NULL). */
+                            const char *pod_uid, const char *container_name);
+/* The calls that take one ID: RKB_START, RKB_POD_STATUS, RKB_CONTAINER_STATUS,
+ * RKB_LIST_CONTAINERS_POD, RKB_STOP_CONTAINER, RKB_REMOVE_CONTAINER, RKB_STOP_POD, RKB_REMOVE_POD;
+ * and the lists (id NULL). */
 rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, bool verbose);

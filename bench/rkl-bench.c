@@ -55,8 +55,8 @@ typedef struct err_row {
 
 typedef struct pod {
         char *id, *name, *uid;
-        char **ctrs;
-        size_t n_ctrs;
+        char **containers;
+        size_t n_containers;
 } pod;
 
 typedef struct bench {
@@ -66,12 +66,12 @@ typedef struct bench {
         pid_t daemon_pid;
         unsigned iterations;
         size_t per_pod;
-        bool start_ctrs;
+        bool start_containers;
         uint64_t settle_usec;
 
         /* the run's pods and containers */
         pod *pods;
-        size_t n_pods, n_ctrs;
+        size_t n_pods, n_containers;
         unsigned seq;
 
         /* the phase being measured: mutation samples and their interleaved Version reference */
@@ -122,7 +122,7 @@ static const char *arg_inflight = "1,8,32";
 static unsigned arg_iterations = 1000;
 static unsigned arg_per_pod = 10;
 static unsigned arg_pods = 50;
-static unsigned arg_ctrs_per_pod = 2;
+static unsigned arg_containers_per_pod = 2;
 static unsigned arg_max_actions = 4;
 static unsigned arg_restart_containers = 1000;
 static unsigned arg_thr_containers = 100;
@@ -213,7 +213,7 @@ static lat_row *add_lat_row(bench *b, rkb_rpc rpc, const char *phase, rkb_sample
         row = &b->lat[b->n_lat++];
         row->rpc = rpc;
         snprintf(row->phase, sizeof(row->phase), "%s", phase);
-        row->containers = b->n_ctrs;
+        row->containers = b->n_containers;
         rkb_samples_summarize(s, &row->s);
         return row;
 }
@@ -268,7 +268,7 @@ static void record_rss(bench *b, const char *phase)
                 return;
         row = &b->rss[b->n_rss++];
         snprintf(row->phase, sizeof(row->phase), "%s", phase);
-        row->containers = b->n_ctrs;
+        row->containers = b->n_containers;
         row->rss_kib = rss;
         row->hwm_kib = hwm;
 }
@@ -328,7 +328,7 @@ static int add_pod(bench *b)
 
 static int add_container(bench *b, pod *p)
 {
-        _cleanup_free_ char *name = rkl_xasprintf("c%zu", p->n_ctrs);
+        _cleanup_free_ char *name = rkl_xasprintf("c%zu", p->n_containers);
         rkb_reply r;
         char *id;
         int k;
@@ -338,10 +338,10 @@ static int add_container(bench *b, pod *p)
                 return k < 0 ? k : -EPROTO;
         id = rkl_xstrdup(((Runtime__V1__CreateContainerResponse *)r.resp)->container_id);
         rkb_reply_release(&r);
-        p->ctrs = rkl_xrealloc(p->ctrs, (p->n_ctrs + 1) * sizeof(*p->ctrs));
-        p->ctrs[p->n_ctrs++] = id;
-        b->n_ctrs++;
-        if (b->start_ctrs) {
+        p->containers = rkl_xrealloc(p->containers, (p->n_containers + 1) * sizeof(*p->containers));
+        p->containers[p->n_containers++] = id;
+        b->n_containers++;
+        if (b->start_containers) {
                 k = mutate(b, RKB_START, rkb_cri_by_id(&b->cri, RKB_START, id, false), NULL);
                 if (k != GRPC_STATUS_OK)
                         return k < 0 ? k : -EPROTO;
@@ -352,11 +352,11 @@ static int add_container(bench *b, pod *p)
 /* Grows the run to n containers, per_pod to a pod, as kubelet would: pod, then its containers. */
 static int populate(bench *b, size_t n, size_t per_pod)
 {
-        while (b->n_ctrs < n) {
+        while (b->n_containers < n) {
                 pod *last = b->n_pods ? &b->pods[b->n_pods - 1] : NULL;
                 int r;
 
-                if (!last || last->n_ctrs >= per_pod) {
+                if (!last || last->n_containers >= per_pod) {
                         r = add_pod(b);
                         if (r < 0)
                                 return r;
@@ -378,16 +378,16 @@ static const char *label(const Runtime__V1__Container *c, const char *key)
 }
 
 /* Counts this run's containers in one ListContainers: all of them, and those in state. */
-static int count_ctrs(bench *b, Runtime__V1__ContainerState state, size_t *ret_all,
-                      size_t *ret_in_state)
+static int count_containers(bench *b, Runtime__V1__ContainerState state, size_t *ret_all,
+                            size_t *ret_in_state)
 {
         _cleanup_(rkb_request_freep) rkb_request *req =
-            rkb_cri_by_id(&b->cri, RKB_LIST_CTRS, NULL, false);
+            rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS, NULL, false);
         rkb_reply r;
         size_t all = 0, in = 0;
         int k;
 
-        k = call(b, RKB_LIST_CTRS, req, true, NULL, &r);
+        k = call(b, RKB_LIST_CONTAINERS, req, true, NULL, &r);
         if (k != GRPC_STATUS_OK) {
                 if (k >= 0)
                         rkb_reply_release(&r);
@@ -411,21 +411,21 @@ static int count_ctrs(bench *b, Runtime__V1__ContainerState state, size_t *ret_a
  * started). Returns the time it took, or -ETIMEDOUT. */
 static int64_t wait_settled(bench *b, uint64_t timeout_usec, unsigned interval_ms)
 {
-        Runtime__V1__ContainerState want = b->start_ctrs
+        Runtime__V1__ContainerState want = b->start_containers
                                                ? RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING
                                                : RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
         uint64_t t0 = rkb_now_nsec();
         size_t all = 0, in = 0;
 
         for (;;) {
-                int r = count_ctrs(b, want, &all, &in);
+                int r = count_containers(b, want, &all, &in);
                 uint64_t now = rkb_now_nsec();
-                if (r == 0 && all == b->n_ctrs && in == b->n_ctrs)
+                if (r == 0 && all == b->n_containers && in == b->n_containers)
                         return (int64_t)(now - t0);
                 if (now - t0 > timeout_usec * 1000) {
                         fprintf(stderr,
                                 "rkl-bench: %zu of %zu containers in state %d after %.0f s\n", in,
-                                b->n_ctrs, (int)want, ms(now - t0) / 1000);
+                                b->n_containers, (int)want, ms(now - t0) / 1000);
                         return -ETIMEDOUT;
                 }
                 sleep_ms(interval_ms);
@@ -436,14 +436,14 @@ static void note_settled(bench *b, const char *phase, int64_t t)
 {
         if (t < 0)
                 fprintf(stderr, "rkl-bench: %s: measuring anyway, with containers not all %s\n",
-                        phase, b->start_ctrs ? "running" : "created");
+                        phase, b->start_containers ? "running" : "created");
         else
                 fprintf(stderr, "rkl-bench: %s: %zu containers %s %.1f s after the last call\n",
-                        phase, b->n_ctrs, b->start_ctrs ? "running" : "created",
+                        phase, b->n_containers, b->start_containers ? "running" : "created",
                         ms((uint64_t)t) / 1000);
         if (b->n_settled < ELEMENTSOF(b->settled)) {
                 snprintf(b->settled[b->n_settled].phase, sizeof(b->settled[0].phase), "%s", phase);
-                b->settled[b->n_settled].containers = b->n_ctrs;
+                b->settled[b->n_settled].containers = b->n_containers;
                 b->settled[b->n_settled++].seconds = t < 0 ? -1 : ms((uint64_t)t) / 1000;
         }
 }
@@ -453,12 +453,15 @@ static void teardown(bench *b)
         phase_begin(b, "%s", "teardown");
         for (size_t i = 0; i < b->n_pods; i++) {
                 pod *p = &b->pods[i];
-                for (size_t j = 0; j < p->n_ctrs; j++) {
-                        (void)mutate(b, RKB_STOP_CTR,
-                                     rkb_cri_by_id(&b->cri, RKB_STOP_CTR, p->ctrs[j], false), NULL);
-                        (void)mutate(b, RKB_REMOVE_CTR,
-                                     rkb_cri_by_id(&b->cri, RKB_REMOVE_CTR, p->ctrs[j], false),
-                                     NULL);
+                for (size_t j = 0; j < p->n_containers; j++) {
+                        (void)mutate(
+                            b, RKB_STOP_CONTAINER,
+                            rkb_cri_by_id(&b->cri, RKB_STOP_CONTAINER, p->containers[j], false),
+                            NULL);
+                        (void)mutate(
+                            b, RKB_REMOVE_CONTAINER,
+                            rkb_cri_by_id(&b->cri, RKB_REMOVE_CONTAINER, p->containers[j], false),
+                            NULL);
                 }
                 (void)mutate(b, RKB_STOP_POD, rkb_cri_by_id(&b->cri, RKB_STOP_POD, p->id, false),
                              NULL);
@@ -466,11 +469,11 @@ static void teardown(bench *b)
                              rkb_cri_by_id(&b->cri, RKB_REMOVE_POD, p->id, false), NULL);
         }
         phase_end(b);
-        b->n_ctrs = 0;
+        b->n_containers = 0;
         for (size_t i = 0; i < b->n_pods; i++) {
-                for (size_t j = 0; j < b->pods[i].n_ctrs; j++)
-                        free(b->pods[i].ctrs[j]);
-                free(b->pods[i].ctrs);
+                for (size_t j = 0; j < b->pods[i].n_containers; j++)
+                        free(b->pods[i].containers[j]);
+                free(b->pods[i].containers);
                 free(b->pods[i].id);
                 free(b->pods[i].name);
                 free(b->pods[i].uid);
@@ -501,40 +504,41 @@ static void measure_one(bench *b, rkb_rpc rpc, rkb_request *req, unsigned iterat
 /* Reads at the current population: Version first, as this phase's reference. */
 static void measure_reads(bench *b, const char *phase)
 {
-        size_t n_ctrs = 0;
+        size_t n_containers = 0;
         unsigned list_iter = b->iterations;
-        rkb_request **pod_reqs, **ctr_reqs, **podlist_reqs;
+        rkb_request **pod_reqs, **container_reqs, **podlist_reqs;
 
         phase_begin(b, "%s", phase);
-        if (b->n_ctrs >= 500)
+        if (b->n_containers >= 500)
                 list_iter = b->iterations / 5 > 20 ? b->iterations / 5 : 20;
         pod_reqs = rkl_xnew0(rkb_request *, b->n_pods + 1);
         podlist_reqs = rkl_xnew0(rkb_request *, b->n_pods + 1);
-        ctr_reqs = rkl_xnew0(rkb_request *, b->n_ctrs + 1);
+        container_reqs = rkl_xnew0(rkb_request *, b->n_containers + 1);
         for (size_t i = 0; i < b->n_pods; i++) {
                 pod_reqs[i] = rkb_cri_by_id(&b->cri, RKB_POD_STATUS, b->pods[i].id, false);
-                podlist_reqs[i] = rkb_cri_by_id(&b->cri, RKB_LIST_CTRS_POD, b->pods[i].id, false);
-                for (size_t j = 0; j < b->pods[i].n_ctrs; j++)
-                        ctr_reqs[n_ctrs++] =
-                            rkb_cri_by_id(&b->cri, RKB_CTR_STATUS, b->pods[i].ctrs[j], false);
+                podlist_reqs[i] =
+                    rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS_POD, b->pods[i].id, false);
+                for (size_t j = 0; j < b->pods[i].n_containers; j++)
+                        container_reqs[n_containers++] = rkb_cri_by_id(
+                            &b->cri, RKB_CONTAINER_STATUS, b->pods[i].containers[j], false);
         }
         measure_one(b, RKB_VERSION, rkb_cri_version(), b->iterations);
         measure(b, RKB_POD_STATUS, pod_reqs, b->n_pods, b->iterations);
-        measure(b, RKB_CTR_STATUS, ctr_reqs, n_ctrs, b->iterations);
+        measure(b, RKB_CONTAINER_STATUS, container_reqs, n_containers, b->iterations);
         measure_one(b, RKB_LIST_PODS, rkb_cri_by_id(&b->cri, RKB_LIST_PODS, NULL, false),
                     list_iter);
-        measure_one(b, RKB_LIST_CTRS, rkb_cri_by_id(&b->cri, RKB_LIST_CTRS, NULL, false),
-                    list_iter);
-        measure(b, RKB_LIST_CTRS_POD, podlist_reqs, b->n_pods, b->iterations);
+        measure_one(b, RKB_LIST_CONTAINERS,
+                    rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS, NULL, false), list_iter);
+        measure(b, RKB_LIST_CONTAINERS_POD, podlist_reqs, b->n_pods, b->iterations);
         for (size_t i = 0; i < b->n_pods; i++) {
                 rkb_request_free(pod_reqs[i]);
                 rkb_request_free(podlist_reqs[i]);
         }
-        for (size_t i = 0; i < n_ctrs; i++)
-                rkb_request_free(ctr_reqs[i]);
+        for (size_t i = 0; i < n_containers; i++)
+                rkb_request_free(container_reqs[i]);
         free(pod_reqs);
         free(podlist_reqs);
-        free(ctr_reqs);
+        free(container_reqs);
         record_rss(b, phase);
 }
 
@@ -546,8 +550,8 @@ static int scenario_reads(bench *b)
         _cleanup_(rkb_request_freep) rkb_request *lp =
             rkb_cri_by_id(&b->cri, RKB_LIST_PODS, NULL, false);
         _cleanup_(rkb_request_freep) rkb_request *lc =
-            rkb_cri_by_id(&b->cri, RKB_LIST_CTRS, NULL, false);
-        rkb_reply pods, ctrs;
+            rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS, NULL, false);
+        rkb_reply pods, containers;
         int r = 0;
 
         if (b->n_pods > 0) {
@@ -558,13 +562,13 @@ static int scenario_reads(bench *b)
                 rkb_reply_release(&pods);
                 return -EPROTO;
         }
-        if (call(b, RKB_LIST_CTRS, lc, true, NULL, &ctrs) != GRPC_STATUS_OK) {
+        if (call(b, RKB_LIST_CONTAINERS, lc, true, NULL, &containers) != GRPC_STATUS_OK) {
                 rkb_reply_release(&pods);
-                rkb_reply_release(&ctrs);
+                rkb_reply_release(&containers);
                 return -EPROTO;
         }
         const Runtime__V1__ListPodSandboxResponse *pl = (const void *)pods.resp;
-        const Runtime__V1__ListContainersResponse *cl = (const void *)ctrs.resp;
+        const Runtime__V1__ListContainersResponse *cl = (const void *)containers.resp;
         b->pods = rkl_xnew0(pod, pl->n_items + 1);
         for (size_t i = 0; i < pl->n_items; i++) {
                 pod *p = &b->pods[b->n_pods++];
@@ -574,13 +578,14 @@ static int scenario_reads(bench *b)
                 for (size_t j = 0; j < cl->n_containers; j++) {
                         if (!streq(cl->containers[j]->pod_sandbox_id, p->id))
                                 continue;
-                        p->ctrs = rkl_xrealloc(p->ctrs, (p->n_ctrs + 1) * sizeof(*p->ctrs));
-                        p->ctrs[p->n_ctrs++] = rkl_xstrdup(cl->containers[j]->id);
-                        b->n_ctrs++;
+                        p->containers = rkl_xrealloc(p->containers, (p->n_containers + 1) *
+                                                                        sizeof(*p->containers));
+                        p->containers[p->n_containers++] = rkl_xstrdup(cl->containers[j]->id);
+                        b->n_containers++;
                 }
         }
         rkb_reply_release(&pods);
-        rkb_reply_release(&ctrs);
+        rkb_reply_release(&containers);
         if (b->n_pods == 0)
                 r = -ENOENT;
         measure_reads(b, "existing");
@@ -608,7 +613,7 @@ static int scenario_latency(bench *b)
                         fprintf(stderr, "rkl-bench: bad scale '%s'\n", tok);
                         return -EINVAL;
                 }
-                if (n < b->n_ctrs)
+                if (n < b->n_containers)
                         continue;
                 phase_begin(b, "populate-%s", tok);
                 r = populate(b, n, b->per_pod);
@@ -630,11 +635,11 @@ static int scenario_latency(bench *b)
 static int scenario_throughput(bench *b)
 {
         _cleanup_free_ char *inflight = rkl_xstrdup(arg_inflight);
-        const rkb_rpc rpcs[] = {RKB_VERSION, RKB_STATUS, RKB_CTR_STATUS, RKB_LIST_CTRS};
+        const rkb_rpc rpcs[] = {RKB_VERSION, RKB_STATUS, RKB_CONTAINER_STATUS, RKB_LIST_CONTAINERS};
         char *save = NULL;
         int r;
 
-        if (b->n_ctrs < arg_thr_containers) {
+        if (b->n_containers < arg_thr_containers) {
                 phase_begin(b, "%s", "populate-throughput");
                 r = populate(b, arg_thr_containers, b->per_pod);
                 phase_end(b);
@@ -656,19 +661,19 @@ static int scenario_throughput(bench *b)
                         thr_row *row;
                         rkb_samples s = {0};
 
-                        if (rpcs[i] == RKB_CTR_STATUS) {
+                        if (rpcs[i] == RKB_CONTAINER_STATUS) {
                                 if (b->n_pods == 0)
                                         continue;
-                                req = rkb_cri_by_id(&b->cri, RKB_CTR_STATUS, b->pods[0].ctrs[0],
-                                                    false);
-                        } else if (rpcs[i] == RKB_LIST_CTRS)
-                                req = rkb_cri_by_id(&b->cri, RKB_LIST_CTRS, NULL, false);
+                                req = rkb_cri_by_id(&b->cri, RKB_CONTAINER_STATUS,
+                                                    b->pods[0].containers[0], false);
+                        } else if (rpcs[i] == RKB_LIST_CONTAINERS)
+                                req = rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS, NULL, false);
                         else
                                 req = rpcs[i] == RKB_VERSION ? rkb_cri_version() : rkb_cri_status();
                         row = &b->thr[b->n_thr++];
                         row->rpc = rpcs[i];
                         row->inflight = (unsigned)k;
-                        row->containers = b->n_ctrs;
+                        row->containers = b->n_containers;
                         r = rkb_client_pipeline(b->cli, req, (unsigned)k,
                                                 (uint64_t)(arg_duration * 1e6), &s, &row->res);
                         rkb_samples_summarize(&s, &row->s);
@@ -682,19 +687,19 @@ static int scenario_throughput(bench *b)
 
 static int scenario_converge(bench *b)
 {
-        size_t want = (size_t)arg_pods * arg_ctrs_per_pod;
+        size_t want = (size_t)arg_pods * arg_containers_per_pod;
         uint64_t t0, t_issued;
         int64_t t;
         int r;
 
-        if (b->n_ctrs > 0) {
+        if (b->n_containers > 0) {
                 fprintf(stderr, "rkl-bench: converge needs an empty run; run it on its own\n");
                 return -EBUSY;
         }
-        b->start_ctrs = true;
+        b->start_containers = true;
         phase_begin(b, "%s", "converge");
         t0 = rkb_now_nsec();
-        r = populate(b, want, arg_ctrs_per_pod);
+        r = populate(b, want, arg_containers_per_pod);
         t_issued = rkb_now_nsec();
         phase_end(b);
         if (r < 0)
@@ -704,7 +709,7 @@ static int scenario_converge(bench *b)
         b->conv.done = true;
         b->conv.timed_out = t < 0;
         b->conv.pods = arg_pods;
-        b->conv.per_pod = arg_ctrs_per_pod;
+        b->conv.per_pod = arg_containers_per_pod;
         b->conv.max_actions = arg_max_actions;
         b->conv.ready_s = arg_ready_s;
         b->conv.add_s = arg_add_s;
@@ -714,7 +719,7 @@ static int scenario_converge(bench *b)
         /* The rkt work itself: every sandbox's readiness and every app's add and start, spread
          * over the daemon's action slots; never less than one pod's own chain. */
         b->conv.work_s = arg_pods * arg_ready_s + (double)want * (arg_add_s + arg_start_s);
-        b->conv.critical_s = arg_ready_s + arg_ctrs_per_pod * (arg_add_s + arg_start_s);
+        b->conv.critical_s = arg_ready_s + arg_containers_per_pod * (arg_add_s + arg_start_s);
         b->conv.model_s = b->conv.work_s / arg_max_actions;
         if (b->conv.model_s < b->conv.critical_s)
                 b->conv.model_s = b->conv.critical_s;
@@ -791,14 +796,14 @@ static void pod_phase(const Runtime__V1__PodSandboxStatusResponse *r, char *buf,
 }
 
 typedef struct snapshot {
-        int *ctr_state; /* per container of the run, in pod order */
+        int *container_state; /* per container of the run, in pod order */
         int *pod_state;
         char (*pod_phase)[32];
 } snapshot;
 
 static void snapshot_release(snapshot *s)
 {
-        free(s->ctr_state);
+        free(s->container_state);
         free(s->pod_state);
         free(s->pod_phase);
         memset(s, 0, sizeof(*s));
@@ -814,16 +819,16 @@ static int cmp_id_state(const void *a, const void *b)
         return strcmp(((const id_state *)a)->id, ((const id_state *)b)->id);
 }
 
-/* One ListContainers into ctr_state[] (-1: missing). Returns how many are present. */
-static int list_into(bench *b, int *ctr_state)
+/* One ListContainers into container_state[] (-1: missing). Returns how many are present. */
+static int list_into(bench *b, int *container_state)
 {
         _cleanup_(rkb_request_freep) rkb_request *req =
-            rkb_cri_by_id(&b->cri, RKB_LIST_CTRS, NULL, false);
+            rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINERS, NULL, false);
         _cleanup_free_ id_state *v = NULL;
         size_t n = 0, k = 0, present = 0;
         rkb_reply r;
 
-        if (call(b, RKB_LIST_CTRS, req, true, NULL, &r) != GRPC_STATUS_OK) {
+        if (call(b, RKB_LIST_CONTAINERS, req, true, NULL, &r) != GRPC_STATUS_OK) {
                 rkb_reply_release(&r);
                 return -EPROTO;
         }
@@ -833,10 +838,10 @@ static int list_into(bench *b, int *ctr_state)
                 v[n++] = (id_state){l->containers[i]->id, l->containers[i]->state};
         qsort(v, n, sizeof(*v), cmp_id_state);
         for (size_t i = 0; i < b->n_pods; i++)
-                for (size_t j = 0; j < b->pods[i].n_ctrs; j++, k++) {
-                        id_state key = {b->pods[i].ctrs[j], 0};
+                for (size_t j = 0; j < b->pods[i].n_containers; j++, k++) {
+                        id_state key = {b->pods[i].containers[j], 0};
                         const id_state *hit = bsearch(&key, v, n, sizeof(*v), cmp_id_state);
-                        ctr_state[k] = hit ? hit->state : -1;
+                        container_state[k] = hit ? hit->state : -1;
                         present += !!hit;
                 }
         rkb_reply_release(&r);
@@ -865,10 +870,10 @@ static int pods_into(bench *b, int *pod_state, char (*phase)[32])
 
 static int take_snapshot(bench *b, snapshot *s)
 {
-        s->ctr_state = rkl_xnew0(int, b->n_ctrs + 1);
+        s->container_state = rkl_xnew0(int, b->n_containers + 1);
         s->pod_state = rkl_xnew0(int, b->n_pods + 1);
         s->pod_phase = rkl_xcalloc(b->n_pods + 1, sizeof(*s->pod_phase));
-        if (list_into(b, s->ctr_state) < 0 || pods_into(b, s->pod_state, s->pod_phase) < 0)
+        if (list_into(b, s->container_state) < 0 || pods_into(b, s->pod_state, s->pod_phase) < 0)
                 return -EPROTO;
         return 0;
 }
@@ -877,21 +882,22 @@ static int take_snapshot(bench *b, snapshot *s)
  * running now: the daemon may finish what it had not done). */
 static bool same_or_ahead(const bench *b, const snapshot *before, const snapshot *now)
 {
-        for (size_t i = 0; i < b->n_ctrs; i++)
-                if (now->ctr_state[i] != before->ctr_state[i] &&
-                    !(before->ctr_state[i] == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
-                      now->ctr_state[i] == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
-                      b->start_ctrs))
+        for (size_t i = 0; i < b->n_containers; i++)
+                if (now->container_state[i] != before->container_state[i] &&
+                    !(before->container_state[i] ==
+                          RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
+                      now->container_state[i] == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
+                      b->start_containers))
                         return false;
         return true;
 }
 
 static bool all_wanted(const bench *b, const snapshot *now)
 {
-        int want = b->start_ctrs ? RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING
-                                 : RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
-        for (size_t i = 0; i < b->n_ctrs; i++)
-                if (now->ctr_state[i] != want)
+        int want = b->start_containers ? RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING
+                                       : RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
+        for (size_t i = 0; i < b->n_containers; i++)
+                if (now->container_state[i] != want)
                         return false;
         return true;
 }
@@ -913,7 +919,7 @@ static int scenario_restart(bench *b)
                 fprintf(stderr, "rkl-bench: restart needs --daemon-pid and --restart-cmd\n");
                 return -EINVAL;
         }
-        if (b->n_ctrs < arg_restart_containers) {
+        if (b->n_containers < arg_restart_containers) {
                 phase_begin(b, "%s", "populate-restart");
                 r = populate(b, arg_restart_containers, b->per_pod);
                 phase_end(b);
@@ -923,11 +929,11 @@ static int scenario_restart(bench *b)
         note_settled(b, "restart", wait_settled(b, b->settle_usec, 100));
         if (take_snapshot(b, &before) < 0)
                 return -EPROTO;
-        b->rst.containers = b->n_ctrs;
+        b->rst.containers = b->n_containers;
         b->rst.running = 0;
-        for (size_t i = 0; i < b->n_ctrs; i++)
+        for (size_t i = 0; i < b->n_containers; i++)
                 b->rst.running +=
-                    before.ctr_state[i] == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+                    before.container_state[i] == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
         (void)read_rss(b->daemon_pid, &b->rst.rss_before_kib, &hwm);
 
         if (kill(b->daemon_pid, SIGKILL) < 0)
@@ -945,7 +951,7 @@ static int scenario_restart(bench *b)
         deadline = t0 + b->settle_usec * 1000;
         b->rst.done = true;
         b->rst.timed_out = true;
-        now.ctr_state = rkl_xnew0(int, b->n_ctrs + 1);
+        now.container_state = rkl_xnew0(int, b->n_containers + 1);
         now.pod_state = rkl_xnew0(int, b->n_pods + 1);
         now.pod_phase = rkl_xcalloc(b->n_pods + 1, sizeof(*now.pod_phase));
         while (rkb_now_nsec() < deadline) {
@@ -970,20 +976,20 @@ static int scenario_restart(bench *b)
                 sleep_ms(1);
         }
         while (b->rst.answer_ms > 0 && rkb_now_nsec() < deadline) {
-                int present = list_into(b, now.ctr_state);
+                int present = list_into(b, now.container_state);
                 uint64_t t = rkb_now_nsec();
 
-                if (present == (int)b->n_ctrs && b->rst.list_complete_ms == 0)
+                if (present == (int)b->n_containers && b->rst.list_complete_ms == 0)
                         b->rst.list_complete_ms = ms(t - t0);
-                if (present == (int)b->n_ctrs && same_or_ahead(b, &before, &now)) {
+                if (present == (int)b->n_containers && same_or_ahead(b, &before, &now)) {
                         b->rst.list_correct_ms = ms(t - t0);
                         break;
                 }
                 sleep_ms(1);
         }
         while (b->rst.list_correct_ms > 0 && rkb_now_nsec() < deadline) {
-                if (list_into(b, now.ctr_state) == (int)b->n_ctrs && all_wanted(b, &now) &&
-                    pods_into(b, now.pod_state, now.pod_phase) == 0 &&
+                if (list_into(b, now.container_state) == (int)b->n_containers &&
+                    all_wanted(b, &now) && pods_into(b, now.pod_state, now.pod_phase) == 0 &&
                     memcmp(now.pod_state, before.pod_state, b->n_pods * sizeof(int)) == 0 &&
                     memcmp(now.pod_phase, before.pod_phase, b->n_pods * sizeof(*now.pod_phase)) ==
                         0) {
@@ -1026,7 +1032,7 @@ static size_t targets(const bench *b, target *t, size_t max)
 {
         size_t n = 0;
 
-        for (rkb_rpc rpc = RKB_POD_STATUS; rpc <= RKB_CTR_STATUS && n < max; rpc++) {
+        for (rkb_rpc rpc = RKB_POD_STATUS; rpc <= RKB_CONTAINER_STATUS && n < max; rpc++) {
                 const lat_row *l = pick_row(b, rpc, false);
                 t[n++] = (target){rpc == RKB_POD_STATUS
                                       ? "PodSandboxStatus p50 / Version p50, largest scale"
@@ -1034,7 +1040,7 @@ static size_t targets(const bench *b, target *t, size_t max)
                                   l ? l->s.p50_us / l->ref_p50_us : 0, 1.5, "x", l != NULL};
         }
         if (n < max) {
-                const lat_row *l = pick_row(b, RKB_LIST_CTRS, false);
+                const lat_row *l = pick_row(b, RKB_LIST_CONTAINERS, false);
                 t[n++] =
                     (target){"ListContainers p50 at 1,000 containers", l ? l->s.p50_us / 1000 : 0,
                              3.0, "ms", l && l->containers >= 1000};
@@ -1185,7 +1191,8 @@ static int write_json(const bench *b, const char *path)
         fprintf(f,
                 ",\n  \"time\": %lld,\n  \"iterations\": %u,\n  \"containers_per_pod\": %zu,\n"
                 "  \"containers_started\": %s,\n",
-                (long long)time(NULL), b->iterations, b->per_pod, b->start_ctrs ? "true" : "false");
+                (long long)time(NULL), b->iterations, b->per_pod,
+                b->start_containers ? "true" : "false");
         fprintf(f, "  \"latency\": [");
         for (size_t i = 0; i < b->n_lat; i++) {
                 const lat_row *r = &b->lat[i];
@@ -1356,14 +1363,14 @@ static int parse_args(int argc, char **argv)
                 O_NO_START,
                 O_INFLIGHT,
                 O_DURATION,
-                O_THR_CTRS,
+                O_THR_CONTAINERS,
                 O_PODS,
-                O_CTRS,
+                O_CONTAINERS,
                 O_MAX_ACTIONS,
                 O_READY,
                 O_ADD,
                 O_START,
-                O_RST_CTRS,
+                O_RST_CONTAINERS,
                 O_RST_CMD,
                 O_SETTLE,
                 O_IMAGE,
@@ -1384,15 +1391,15 @@ static int parse_args(int argc, char **argv)
             {"no-start", no_argument, NULL, O_NO_START},
             {"inflight", required_argument, NULL, O_INFLIGHT},
             {"duration", required_argument, NULL, O_DURATION},
-            {"throughput-containers", required_argument, NULL, O_THR_CTRS},
+            {"throughput-containers", required_argument, NULL, O_THR_CONTAINERS},
             {"pods", required_argument, NULL, O_PODS},
-            {"containers", required_argument, NULL, O_CTRS},
+            {"containers", required_argument, NULL, O_CONTAINERS},
             {"max-actions", required_argument, NULL, O_MAX_ACTIONS},
             {"ready-s", required_argument, NULL, O_READY},
             {"add-s", required_argument, NULL, O_ADD},
             {"start-s", required_argument, NULL, O_START},
             {"uuid-s", required_argument, NULL, O_UUID},
-            {"restart-containers", required_argument, NULL, O_RST_CTRS},
+            {"restart-containers", required_argument, NULL, O_RST_CONTAINERS},
             {"restart-cmd", required_argument, NULL, O_RST_CMD},
             {"settle", required_argument, NULL, O_SETTLE},
             {"image", required_argument, NULL, O_IMAGE},
@@ -1440,14 +1447,14 @@ static int parse_args(int argc, char **argv)
                 case O_DURATION:
                         r = parse_d(optarg, &arg_duration);
                         break;
-                case O_THR_CTRS:
+                case O_THR_CONTAINERS:
                         r = parse_u(optarg, &arg_thr_containers);
                         break;
                 case O_PODS:
                         r = parse_u(optarg, &arg_pods);
                         break;
-                case O_CTRS:
-                        r = parse_u(optarg, &arg_ctrs_per_pod);
+                case O_CONTAINERS:
+                        r = parse_u(optarg, &arg_containers_per_pod);
                         break;
                 case O_MAX_ACTIONS:
                         r = parse_u(optarg, &arg_max_actions);
@@ -1464,7 +1471,7 @@ static int parse_args(int argc, char **argv)
                 case O_UUID:
                         r = parse_d(optarg, &arg_uuid_s);
                         break;
-                case O_RST_CTRS:
+                case O_RST_CONTAINERS:
                         r = parse_u(optarg, &arg_restart_containers);
                         break;
                 case O_RST_CMD:
@@ -1500,7 +1507,7 @@ static int parse_args(int argc, char **argv)
                 }
         }
         if (!arg_endpoint || optind < argc || arg_per_pod == 0 || arg_max_actions == 0 ||
-            arg_ctrs_per_pod == 0 || arg_iterations == 0) {
+            arg_containers_per_pod == 0 || arg_iterations == 0) {
                 fprintf(stderr,
                         "rkl-bench: --endpoint is required (and counts must be > 0); see --help\n");
                 return -EINVAL;
@@ -1556,7 +1563,7 @@ int main(int argc, char **argv)
         b.daemon_pid = (pid_t)arg_daemon_pid;
         b.iterations = arg_iterations;
         b.per_pod = arg_per_pod;
-        b.start_ctrs = !arg_no_start;
+        b.start_containers = !arg_no_start;
         b.settle_usec = (uint64_t)(arg_settle * 1e6);
         b.cri = (rkb_cri_opts){
             .image = arg_image,

@@ -73,7 +73,7 @@ int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerR
 {
         char id[RKL_ID_LEN + 1];
 
-        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
         if (r < 0)
                 return r;
         /* The store, not the cache, decides, in the transaction that writes: the checks
@@ -93,7 +93,7 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
         char id[RKL_ID_LEN + 1];
 
         /* CRI: stopping a container that is gone succeeds. */
-        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 return 0;
@@ -123,7 +123,7 @@ int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContaine
         char id[RKL_ID_LEN + 1];
 
         /* CRI: removing a container that is gone succeeds. */
-        int r = rkl_api_ctr_resolve(ctx, "container_id", req->container_id, id, reterr);
+        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 return 0;
@@ -178,7 +178,7 @@ static json_object *strv_json(char *const *l)
 
 /* What the reconciler knows and kubelet's fields cannot say: for people debugging. The
  * environment is left out: it often carries secrets. */
-static json_object *ctr_info(const rkl_ctr_view *v)
+static json_object *container_info(const rkl_container_view *v)
 {
         const rkl_container_record *c = v->rec;
         const rkl_container_observed *o = &c->observed;
@@ -188,8 +188,9 @@ static json_object *ctr_info(const rkl_ctr_view *v)
         json_object_object_add(j, "id", json_object_new_string(c->id));
         json_object_object_add(j, "sandboxId", json_object_new_string(c->sandbox_id));
         json_object_object_add(j, "desired",
-                               rkl_api_json_str(rkl_ctr_desired_to_string(c->desired)));
-        json_object_object_add(j, "phase", rkl_api_json_str(rkl_ctr_phase_to_string(o->phase)));
+                               rkl_api_json_str(rkl_container_desired_to_string(c->desired)));
+        json_object_object_add(j, "phase",
+                               rkl_api_json_str(rkl_container_phase_to_string(o->phase)));
         json_object_object_add(j, "appName", rkl_api_json_str(c->app_name));
         json_object_object_add(j, "pid", o->pid > 0 ? json_object_new_int64(o->pid) : NULL);
         json_object_object_add(j, "exitCode",
@@ -216,10 +217,10 @@ static json_object *ctr_info(const rkl_ctr_view *v)
 int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
                              Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
 {
-        _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = NULL;
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
         rkl_arena *a = ctx->arena;
 
-        int r = rkl_api_ctr_lookup(ctx, "container_id", req->container_id, &v, reterr);
+        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
@@ -240,9 +241,9 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         st->image_ref = st->image_id = image_ref(a, c, image);
         st->reason = rkl_api_pb_text(a, o->reason);
         st->message = rkl_api_pb_text(a, o->message);
-        if (o->phase == RKL_CTR_PHASE_CREATED && !o->reason && c->book.last_error) {
+        if (o->phase == RKL_CONTAINER_PHASE_CREATED && !o->reason && c->book.last_error) {
                 /* Still created because rkt keeps failing: say why, before it gives up. */
-                st->reason = rkl_api_pb_str(a, RKL_CTR_START_ERROR);
+                st->reason = rkl_api_pb_str(a, RKL_CONTAINER_START_ERROR);
                 st->message = rkl_arena_printf(a, "attempt %u failed, retrying: %s",
                                                c->book.attempts, c->book.last_error);
         }
@@ -274,7 +275,7 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
                     rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry, a, 1);
                 runtime__v1__container_status_response__info_entry__init(e);
                 e->key = (char *)"info";
-                e->value = rkl_api_pb_json(a, ctr_info(v));
+                e->value = rkl_api_pb_json(a, container_info(v));
                 resp->info =
                     rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry *, a, 1);
                 resp->info[resp->n_info++] = e;
@@ -284,7 +285,7 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
 
 /* The container as a ListContainers item, encoded once per view: the strings point into
  * the view, which the caller holds while this packs them. */
-static const rkl_blob *ctr_wire(rkl_ctr_view *v)
+static const rkl_blob *container_wire(rkl_container_view *v)
 {
         const rkl_blob *b = atomic_load(&v->memo);
         if (b)
@@ -314,20 +315,20 @@ static const rkl_blob *ctr_wire(rkl_ctr_view *v)
         return rkl_api_pb_wire(&v->memo, &p.base);
 }
 
-typedef struct ctr_views {
-        rkl_ctr_view **v;
+typedef struct container_views {
+        rkl_container_view **v;
         size_t n;
-} ctr_views;
+} container_views;
 
-static void ctr_views_release(ctr_views *p)
+static void container_views_release(container_views *p)
 {
-        rkl_ctr_views_unref(p->v, p->n);
+        rkl_container_views_unref(p->v, p->n);
 }
 
 int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersRequest *req,
                             Runtime__V1__ListContainersResponse *resp, rkl_error *reterr)
 {
-        _cleanup_(ctr_views_release) ctr_views l = {0};
+        _cleanup_(container_views_release) container_views l = {0};
         rkl_arena *a = ctx->arena;
         rkl_view_filter f = {0};
         rkl_kvs selector = {0};
@@ -343,13 +344,13 @@ int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersR
                 RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, &selector);
                 f.label_selector = &selector;
         }
-        int r = rkl_cache_ctr_list(ctx->cache, &f, &l.v, &l.n);
+        int r = rkl_cache_container_list(ctx->cache, &f, &l.v, &l.n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
 
         const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
         for (size_t i = 0; i < l.n; i++)
-                items[i] = ctr_wire(l.v[i]);
+                items[i] = container_wire(l.v[i]);
         rkl_api_pb_raw_repeated(ctx, 1 /* ListContainersResponse.containers */, items, l.n);
         return 0;
 }

@@ -252,11 +252,11 @@ int rkl_api_pull_image(rkl_api_ctx *ctx, const Runtime__V1__PullImageRequest *re
 bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *image_id,
                           char **ret_user)
 {
-        rkl_ctr_view **v = NULL;
+        rkl_container_view **v = NULL;
         size_t n = 0;
         bool used = false;
 
-        if (rkl_cache_ctr_list(cache, NULL, &v, &n) < 0)
+        if (rkl_cache_container_list(cache, NULL, &v, &n) < 0)
                 return false;
         for (size_t i = 0; i < n && !used; i++) {
                 const rkl_container_record *c = v[i]->rec;
@@ -265,7 +265,7 @@ bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *imag
                 if (used && ret_user)
                         *ret_user = rkl_xasprintf("container %s", c->id);
         }
-        rkl_ctr_views_unref(v, n);
+        rkl_container_views_unref(v, n);
         return used;
 }
 

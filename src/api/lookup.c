@@ -34,13 +34,13 @@ int rkl_api_pod_lookup(rkl_api_ctx *ctx, const char *field, const char *given, r
         return 0;
 }
 
-int rkl_api_ctr_lookup(rkl_api_ctx *ctx, const char *field, const char *given, rkl_ctr_view **ret,
-                       rkl_error *reterr)
+int rkl_api_container_lookup(rkl_api_ctx *ctx, const char *field, const char *given,
+                             rkl_container_view **ret, rkl_error *reterr)
 {
-        rkl_ctr_view *v = NULL;
+        rkl_container_view *v = NULL;
         if (isempty(given))
                 return rkl_error_set(reterr, -EINVAL, "%s: required", field);
-        int r = rkl_cache_ctr_resolve(ctx->cache, given, &v);
+        int r = rkl_cache_container_resolve(ctx->cache, given, &v);
         if (r < 0)
                 return lookup_failed(ctx, r, "container", given, reterr);
         *ret = v;
@@ -63,11 +63,11 @@ int rkl_api_pod_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
         return 0;
 }
 
-int rkl_api_ctr_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
-                        char ret[static RKL_ID_LEN + 1], rkl_error *reterr)
+int rkl_api_container_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
+                              char ret[static RKL_ID_LEN + 1], rkl_error *reterr)
 {
-        _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = NULL;
-        int r = rkl_api_ctr_lookup(ctx, field, given, &v, reterr);
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        int r = rkl_api_container_lookup(ctx, field, given, &v, reterr);
         if (r == -ENOENT && rkl_id_is_valid(given)) {
                 rkl_error_clear(reterr);
                 memcpy(ret, given, RKL_ID_LEN + 1);

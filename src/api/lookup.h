@@ -6,22 +6,22 @@
 #include "base/model.h"
 
 typedef struct rkl_pod_view rkl_pod_view;
-typedef struct rkl_ctr_view rkl_ctr_view;
+typedef struct rkl_container_view rkl_container_view;
 
 /* The cached view of the object named by full ID or unique prefix (given, from the request
  * field named field): -EINVAL when empty, -ENOENT when nothing matches, -ENOTUNIQ when the
  * prefix is ambiguous. Reads only the cache. */
 int rkl_api_pod_lookup(rkl_api_ctx *ctx, const char *field, const char *given, rkl_pod_view **ret,
                        rkl_error *reterr);
-int rkl_api_ctr_lookup(rkl_api_ctx *ctx, const char *field, const char *given, rkl_ctr_view **ret,
-                       rkl_error *reterr);
+int rkl_api_container_lookup(rkl_api_ctx *ctx, const char *field, const char *given,
+                             rkl_container_view **ret, rkl_error *reterr);
 
 /* The full ID for a write. Like the lookups, except that a well-formed full ID the cache
  * does not know is returned as is, so that the store has the last word. */
 int rkl_api_pod_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
                         char ret[static RKL_ID_LEN + 1], rkl_error *reterr);
-int rkl_api_ctr_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
-                        char ret[static RKL_ID_LEN + 1], rkl_error *reterr);
+int rkl_api_container_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
+                              char ret[static RKL_ID_LEN + 1], rkl_error *reterr);
 
 /* Wakes the reconciler (if there is one: unit tests run without). */
 void rkl_api_kick(rkl_api_ctx *ctx);

@@ -219,7 +219,7 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         return 0;
 }
 
-/* The sandbox as a ListPodSandbox item, encoded once per view (see ctr_wire()). */
+/* The sandbox as a ListPodSandbox item, encoded once per view (see container_wire()). */
 static const rkl_blob *pod_wire(rkl_pod_view *v)
 {
         const rkl_blob *b = atomic_load(&v->memo);

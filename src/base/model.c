@@ -87,9 +87,9 @@ void rkl_container_spec_done(rkl_container_spec *s)
 }
 
 static const char *const pod_desired[] = {"ready", "stopped"};
-static const char *const ctr_desired[] = {"created", "running", "stopped"};
+static const char *const container_desired[] = {"created", "running", "stopped"};
 static const char *const pod_phase[] = {"pending", "running", "failed", "stopped"};
-static const char *const ctr_phase[] = {"created", "running", "exited", "unknown"};
+static const char *const container_phase[] = {"created", "running", "exited", "unknown"};
 
 static const char *to_string(const char *const *table, size_t n, int v)
 {
@@ -115,9 +115,9 @@ static int from_string(const char *const *table, size_t n, const char *s)
         }
 
 DEFINE_STRING_TABLE(rkl_pod_desired, rkl_pod_desired, pod_desired)
-DEFINE_STRING_TABLE(rkl_ctr_desired, rkl_ctr_desired, ctr_desired)
+DEFINE_STRING_TABLE(rkl_container_desired, rkl_container_desired, container_desired)
 DEFINE_STRING_TABLE(rkl_pod_phase, rkl_pod_phase, pod_phase)
-DEFINE_STRING_TABLE(rkl_ctr_phase, rkl_ctr_phase, ctr_phase)
+DEFINE_STRING_TABLE(rkl_container_phase, rkl_container_phase, container_phase)
 
 bool rkl_id_is_valid(const char *id)
 {

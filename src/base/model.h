@@ -130,13 +130,13 @@ typedef enum rkl_pod_desired {
         _RKL_POD_DESIRED_INVALID = -22,
 } rkl_pod_desired;
 
-typedef enum rkl_ctr_desired {
-        RKL_CTR_DESIRED_CREATED = 0, /* CreateContainer accepted */
-        RKL_CTR_DESIRED_RUNNING = 1, /* StartContainer accepted */
-        RKL_CTR_DESIRED_STOPPED = 2, /* StopContainer (or a stop of its pod) accepted */
-        _RKL_CTR_DESIRED_MAX,
-        _RKL_CTR_DESIRED_INVALID = -22,
-} rkl_ctr_desired;
+typedef enum rkl_container_desired {
+        RKL_CONTAINER_DESIRED_CREATED = 0, /* CreateContainer accepted */
+        RKL_CONTAINER_DESIRED_RUNNING = 1, /* StartContainer accepted */
+        RKL_CONTAINER_DESIRED_STOPPED = 2, /* StopContainer (or a stop of its pod) accepted */
+        _RKL_CONTAINER_DESIRED_MAX,
+        _RKL_CONTAINER_DESIRED_INVALID = -22,
+} rkl_container_desired;
 
 /* Observed phases: what the reconciler last saw. */
 typedef enum rkl_pod_phase {
@@ -148,23 +148,23 @@ typedef enum rkl_pod_phase {
         _RKL_POD_PHASE_INVALID = -22,
 } rkl_pod_phase;
 
-typedef enum rkl_ctr_phase {
-        RKL_CTR_PHASE_CREATED = 0, /* CRI CONTAINER_CREATED */
-        RKL_CTR_PHASE_RUNNING = 1, /* CRI CONTAINER_RUNNING */
-        RKL_CTR_PHASE_EXITED = 2,  /* CRI CONTAINER_EXITED */
-        RKL_CTR_PHASE_UNKNOWN = 3, /* CRI CONTAINER_UNKNOWN */
-        _RKL_CTR_PHASE_MAX,
-        _RKL_CTR_PHASE_INVALID = -22,
-} rkl_ctr_phase;
+typedef enum rkl_container_phase {
+        RKL_CONTAINER_PHASE_CREATED = 0, /* CRI CONTAINER_CREATED */
+        RKL_CONTAINER_PHASE_RUNNING = 1, /* CRI CONTAINER_RUNNING */
+        RKL_CONTAINER_PHASE_EXITED = 2,  /* CRI CONTAINER_EXITED */
+        RKL_CONTAINER_PHASE_UNKNOWN = 3, /* CRI CONTAINER_UNKNOWN */
+        _RKL_CONTAINER_PHASE_MAX,
+        _RKL_CONTAINER_PHASE_INVALID = -22,
+} rkl_container_phase;
 
 const char *rkl_pod_desired_to_string(rkl_pod_desired d);
 rkl_pod_desired rkl_pod_desired_from_string(const char *s);
-const char *rkl_ctr_desired_to_string(rkl_ctr_desired d);
-rkl_ctr_desired rkl_ctr_desired_from_string(const char *s);
+const char *rkl_container_desired_to_string(rkl_container_desired d);
+rkl_container_desired rkl_container_desired_from_string(const char *s);
 const char *rkl_pod_phase_to_string(rkl_pod_phase p);
 rkl_pod_phase rkl_pod_phase_from_string(const char *s);
-const char *rkl_ctr_phase_to_string(rkl_ctr_phase p);
-rkl_ctr_phase rkl_ctr_phase_from_string(const char *s);
+const char *rkl_container_phase_to_string(rkl_container_phase p);
+rkl_container_phase rkl_container_phase_from_string(const char *s);
 
 /* True for exactly 64 lowercase hex digits. */
 bool rkl_id_is_valid(const char *id);

@@ -45,7 +45,7 @@ void rkl_reconciler__action_free(action *a)
                 return;
         free(a->app);
         free(a->unit_name);
-        rkl_ctr_view_unref(a->container);
+        rkl_container_view_unref(a->container);
         free(a->image);
         free(a->log_file);
         free(a);
@@ -257,7 +257,7 @@ static bool pod_going_down(rkl_reconciler *r, const char *uuid)
 static bool reaches_goal(act_kind kind, const rkl_container_record *c)
 {
         if (kind == ACT_APP_ADD)
-                return c->desired != RKL_CTR_DESIRED_RUNNING;
+                return c->desired != RKL_CONTAINER_DESIRED_RUNNING;
         return kind == ACT_APP_START || kind == ACT_APP_STOP;
 }
 
@@ -294,14 +294,14 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         }
                 }
         } else {
-                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v =
-                    rkl_cache_ctr_get(r->cache, a->key);
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(r->cache, a->key);
                 if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
                         rkl_reconciler__undo_mark(r, a->key);
                 else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
                         rkl_reconciler__undo_clear(r, a->key);
                 if (v && a->result < 0) {
-                        rkl_reconciler__ctr_failed_attempt(r, v->rec, a->error);
+                        rkl_reconciler__container_failed_attempt(r, v->rec, a->error);
                 } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
                            reaches_goal(a->kind, v->rec)) {
                         int k = rkl_state_container_clear_error(r->state, a->key, &err);

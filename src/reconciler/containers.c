@@ -28,14 +28,14 @@ void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id)
 
 /* The container will never run (it failed for good, or was stopped before its start was
  * carried out): EXITED with code, reason and message (taken), recorded and published. What
- * rkt shows of its app no longer changes that (rkl_ctr_never_ran()). */
-static void ctr_never_runs(rkl_reconciler *r, const rkl_container_record *rec, int exit_code,
-                           const char *reason, char *message)
+ * rkt shows of its app no longer changes that (rkl_container_never_ran()). */
+static void container_never_runs(rkl_reconciler *r, const rkl_container_record *rec, int exit_code,
+                                 const char *reason, char *message)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_container_observed o;
         rkl_container_observed_copy(&o, &rec->observed);
-        o.phase = RKL_CTR_PHASE_EXITED;
+        o.phase = RKL_CONTAINER_PHASE_EXITED;
         o.pid = 0;
         o.has_exit_code = true;
         o.exit_code = exit_code;
@@ -53,22 +53,22 @@ static void ctr_never_runs(rkl_reconciler *r, const rkl_container_record *rec, i
 /* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
  * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
  * (its restart policy) instead of waiting on a container that never runs. */
-void rkl_reconciler__ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
-                                        const char *msg)
+void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
+                                              const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
         int64_t now = rkl_realtime_nsec();
         int64_t next = now + rkl_reconciler__backoff_ns(rec->book.attempts);
         int n = rkl_state_container_record_error(r->state, rec->id, msg, next, &err);
         rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
-        if (n >= CTR_MAX_ATTEMPTS) {
+        if (n >= CONTAINER_MAX_ATTEMPTS) {
                 char *m = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
                 rkl_log_warning("container %.12s: %s", rec->id, m);
-                ctr_never_runs(r, rec, START_ERROR_EXIT, RKL_CTR_START_ERROR, m);
+                container_never_runs(r, rec, START_ERROR_EXIT, RKL_CONTAINER_START_ERROR, m);
                 return;
         }
         rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg, n < 0 ? 0 : n,
-                        CTR_MAX_ATTEMPTS);
+                        CONTAINER_MAX_ATTEMPTS);
         rkl_reconciler__wake_at(r, next);
 }
 
@@ -104,24 +104,25 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
         rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
         action *a = NULL;
 
-        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_ctr_never_ran(&c->observed))
+        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_container_never_ran(&c->observed))
                 return;
-        if (c->desired == RKL_CTR_DESIRED_STOPPED && c->observed.phase == RKL_CTR_PHASE_CREATED &&
+        if (c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
+            c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
             (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
                 /* Stopped before its start was carried out (a stop right after a start, or
                  * during its app add): no start follows, so it is over (issue 19, defect 4:
                  * such containers stayed CREATED). RemoveContainer takes the app along. */
                 rkl_log_info("container %.12s: stopped before it started", c->id);
-                ctr_never_runs(r, c, 0, RKL_CTR_NOT_STARTED,
-                               rkl_xstrdup("stopped before it started"));
+                container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,
+                                     rkl_xstrdup("stopped before it started"));
                 return;
         }
         if (c->book.next_retry_ns > now) {
                 rkl_reconciler__wake_at(r, c->book.next_retry_ns);
                 return;
         }
-        if (c->desired != RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
-            c->observed.phase == RKL_CTR_PHASE_CREATED) {
+        if (c->desired != RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
+            c->observed.phase == RKL_CONTAINER_PHASE_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
@@ -134,18 +135,18 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
                 else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) <
                          0) {
-                        rkl_reconciler__ctr_failed_attempt(r, c, err.msg);
+                        rkl_reconciler__container_failed_attempt(r, c, err.msg);
                         return;
                 }
                 a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
-                a->container = rkl_cache_ctr_get(r->cache, c->id);
+                a->container = rkl_cache_container_get(r->cache, c->id);
                 if (!a->container) { /* removed meanwhile: the next pass removes the rest */
                         rkl_reconciler__action_free(a);
                         return;
                 }
                 a->image = TAKE_PTR(image);
                 a->log_file = TAKE_PTR(log_file);
-        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
+        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
@@ -160,8 +161,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid,
                                                        c->app_name);
                 }
-        } else if (c->desired == RKL_CTR_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
-                   c->observed.phase == RKL_CTR_PHASE_CREATED && c->book.last_error) {
+        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
+                   c->observed.phase == RKL_CONTAINER_PHASE_CREATED && c->book.last_error) {
                 /* The last start failed after rkt wrote <app>-started (it was killed, or timed
                  * out): if no process came of it, start again. rkt's app start clears that
                  * state first, as it does to restart an exited app. */
@@ -171,7 +172,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
-        } else if (c->desired == RKL_CTR_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
+        } else if (c->desired == RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
                 if (!rkl_reconciler__can_start(r, c->id))
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);

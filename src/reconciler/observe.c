@@ -100,7 +100,7 @@ static int32_t exit_code_of(const rkl_container_record *rec, const rkl_pod_recor
                 return EXIT_UNKNOWN;
         /* rkt writes systemd's ExecMainStatus: the bare signal number when killed. Those we
          * sent ourselves are known to be signals. */
-        bool stopped = rec->desired == RKL_CTR_DESIRED_STOPPED ||
+        bool stopped = rec->desired == RKL_CONTAINER_DESIRED_STOPPED ||
                        (pod && pod->desired == RKL_POD_DESIRED_STOPPED);
         if (stopped && (a->exit_code == SIGTERM || a->exit_code == SIGKILL))
                 return 128 + a->exit_code;
@@ -115,7 +115,7 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
 
         rkl_container_observed_copy(&o, &rec->observed);
-        if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_ctr_never_ran(&o)) {
+        if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_container_never_ran(&o)) {
                 /* Not added yet, its pod is gone, or it never ran and never will (whatever
                  * rkt left of it): what we saw last still holds. */
                 *ret = o;
@@ -127,12 +127,12 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
                 o.created_ns = a->created_ns;
         switch (a->state) {
         case RKL_POD_APP_CREATED:
-                o.phase = RKL_CTR_PHASE_CREATED;
+                o.phase = RKL_CONTAINER_PHASE_CREATED;
                 break;
         case RKL_POD_APP_RUNNING:
-                if (proc == RKL_APP_PROC_NONE && o.phase != RKL_CTR_PHASE_RUNNING)
+                if (proc == RKL_APP_PROC_NONE && o.phase != RKL_CONTAINER_PHASE_RUNNING)
                         break; /* started, but no process yet: still created */
-                o.phase = RKL_CTR_PHASE_RUNNING;
+                o.phase = RKL_CONTAINER_PHASE_RUNNING;
                 o.pid = proc == RKL_APP_PROC_SEEN ? pid : o.pid;
                 o.started_ns = a->started_ns;
                 o.finished_ns = 0;
@@ -143,7 +143,7 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
                 break;
         case RKL_POD_APP_EXITED: {
                 const char *reason;
-                o.phase = RKL_CTR_PHASE_EXITED;
+                o.phase = RKL_CONTAINER_PHASE_EXITED;
                 o.pid = 0;
                 if (a->started_ns)
                         o.started_ns = a->started_ns;

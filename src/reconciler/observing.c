@@ -44,7 +44,7 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
 }
 
-static bool ctr_oom_killed(const rkl_container_record *rec, const rkl_poddir_pod *p)
+static bool container_oom_killed(const rkl_container_record *rec, const rkl_poddir_pod *p)
 {
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
@@ -82,7 +82,7 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
                 return RKL_APP_PROC_NONE;
         /* The first sight of its process: give the app a memory cgroup of its own, so that
          * its OOM kills are its own (idempotent; after a restart it moves nothing). */
-        if (rec->observed.phase != RKL_CTR_PHASE_RUNNING) {
+        if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING) {
                 k = rkl_cgroup_memory_adopt(procs, memory);
                 if (k < 0)
                         rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
@@ -104,11 +104,11 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         rkl_pod_observed_done(&o);
 
         rkl_view_filter f = {.sandbox_id = rec->id};
-        rkl_ctr_view **ctrs;
+        rkl_container_view **containers;
         size_t n;
-        rkl_cache_ctr_list(r->cache, &f, &ctrs, &n);
+        rkl_cache_container_list(r->cache, &f, &containers, &n);
         for (size_t i = 0; i < n; i++) {
-                const rkl_container_record *c = ctrs[i]->rec;
+                const rkl_container_record *c = containers[i]->rec;
                 rkl_container_observed co;
                 rkl_error err = RKL_ERROR_INIT;
 
@@ -120,18 +120,18 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         rkl_strv_push(&r->recheck, p->uuid);
                         rkl_reconciler__wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
                 }
-                rkl_observe_container(c, rec, p, proc, pid, ctr_oom_killed(c, p), &co);
+                rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
                                 rkl_log_info("container %.12s: %s -> %s", c->id,
-                                             rkl_ctr_phase_to_string(c->observed.phase),
-                                             rkl_ctr_phase_to_string(co.phase));
+                                             rkl_container_phase_to_string(c->observed.phase),
+                                             rkl_container_phase_to_string(co.phase));
                         int k = rkl_state_container_set_observed(r->state, c->id, &co, &err);
                         rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
                 }
                 rkl_container_observed_done(&co);
         }
-        rkl_ctr_views_unref(ctrs, n);
+        rkl_container_views_unref(containers, n);
 }
 
 /* ---- Observing pod directories ---- */

@@ -33,7 +33,8 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 if (!app->in_manifest || !cid || !rkl_id_is_valid(cid) ||
                     !rkl_reconciler__can_start(r, cid))
                         continue;
-                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(r->cache, cid);
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(r->cache, cid);
                 if (v)
                         continue;
                 action *a;

@@ -18,9 +18,10 @@
 #include "state/state.h"
 
 #define MAX_ATTEMPTS                                                                               \
-        5                   /* failed sandbox creations or container adds/starts before the        \
-                             * object fails for good */
-#define CTR_MAX_ATTEMPTS  8 /* adds/starts, ~2 min of backoff, before a container fails for good */
+        5 /* failed sandbox creations or container adds/starts before the                          \
+           * object fails for good */
+#define CONTAINER_MAX_ATTEMPTS                                                                     \
+        8 /* adds/starts, ~2 min of backoff, before a container fails for good */
 #define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
@@ -47,7 +48,7 @@ typedef struct action {
         char *unit_name; /* ACT_POD_RM: "system.slice/<unit>", whose leftover cgroups go */
         /* ACT_APP_ADD: the container (a reference: views never change), the image ID rkt
          * gets and the app's log file name. */
-        rkl_ctr_view *container;
+        rkl_container_view *container;
         char *image, *log_file;
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
@@ -162,8 +163,8 @@ void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id);
 /* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
  * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
  * (its restart policy) instead of waiting on a container that never runs. */
-void rkl_reconciler__ctr_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
-                                        const char *msg);
+void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
+                                              const char *msg);
 /* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
  * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
  * two containers created together). One at a time per pod; app stop may overlap them. */

@@ -180,12 +180,12 @@ static void pass(rkl_reconciler *r)
                         continue;
 
                 rkl_view_filter f = {.sandbox_id = rec->id};
-                rkl_ctr_view **ctrs;
+                rkl_container_view **containers;
                 size_t n;
-                rkl_cache_ctr_list(r->cache, &f, &ctrs, &n);
+                rkl_cache_container_list(r->cache, &f, &containers, &n);
                 for (size_t j = 0; j < n; j++)
-                        rkl_reconciler__step_container(r, rec, p, ctrs[j]->rec, now);
-                rkl_ctr_views_unref(ctrs, n);
+                        rkl_reconciler__step_container(r, rec, p, containers[j]->rec, now);
+                rkl_container_views_unref(containers, n);
                 rkl_reconciler__reap_orphan_apps(r, p, now);
         }
         rkl_pod_views_unref(pods, n_pods);

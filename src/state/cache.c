@@ -15,7 +15,7 @@
 typedef struct entry {
         char id[RKL_ID_LEN + 1]; /* the map's key */
         uint64_t version;
-        void *view;         /* rkl_pod_view or rkl_ctr_view; NULL for a tombstone */
+        void *view;         /* rkl_pod_view or rkl_container_view; NULL for a tombstone */
         int64_t deleted_ns; /* tombstones: when */
         /* Containers: the sandbox whose by_pod list holds this entry ("" until a view of
          * it was put: a tombstone of an unknown ID is in no list). */
@@ -24,17 +24,17 @@ typedef struct entry {
 
 /* The container entries of one sandbox: "containers of this pod" is what the reconciler's
  * pass asks for every pod, and kubelet's GetPodStatus for one. */
-typedef struct pod_ctrs {
+typedef struct pod_containers {
         char id[RKL_ID_LEN + 1]; /* the by_pod key */
         entry **items;
         size_t n, cap;
-} pod_ctrs;
+} pod_containers;
 
 struct rkl_cache {
         pthread_rwlock_t lock;
-        rkl_hashmap *pods, *ctrs; /* id -> entry */
-        rkl_hashmap *by_pod;      /* sandbox id -> pod_ctrs, over ctrs' entries */
-        int64_t swept_ns;         /* the last sweep of expired tombstones */
+        rkl_hashmap *pods, *containers; /* id -> entry */
+        rkl_hashmap *by_pod;            /* sandbox id -> pod_containers, over containers' entries */
+        int64_t swept_ns;               /* the last sweep of expired tombstones */
         pthread_mutex_t health_lock;
         rkl_health health;
         rkl_latch probed; /* opened by the first rkl_cache_set_health() */
@@ -75,11 +75,11 @@ rkl_container_state rkl_container_state_of(const rkl_container_record *rec)
 {
         /* Never running before rkt has really started the process. */
         switch (rec->observed.phase) {
-        case RKL_CTR_PHASE_CREATED:
+        case RKL_CONTAINER_PHASE_CREATED:
                 return RKL_CONTAINER_CREATED;
-        case RKL_CTR_PHASE_RUNNING:
+        case RKL_CONTAINER_PHASE_RUNNING:
                 return RKL_CONTAINER_RUNNING;
-        case RKL_CTR_PHASE_EXITED:
+        case RKL_CONTAINER_PHASE_EXITED:
                 return RKL_CONTAINER_EXITED;
         default:
                 return RKL_CONTAINER_UNKNOWN;
@@ -95,9 +95,9 @@ rkl_pod_view *rkl_pod_view_new(rkl_pod_record *rec)
         return v;
 }
 
-rkl_ctr_view *rkl_ctr_view_new(rkl_container_record *rec, const char *log_directory)
+rkl_container_view *rkl_container_view_new(rkl_container_record *rec, const char *log_directory)
 {
-        rkl_ctr_view *v = rkl_xnew0(rkl_ctr_view, 1);
+        rkl_container_view *v = rkl_xnew0(rkl_container_view, 1);
         v->refs = 1;
         v->rec = rec;
         v->state = rkl_container_state_of(rec);
@@ -115,7 +115,7 @@ rkl_pod_view *rkl_pod_view_ref(rkl_pod_view *v)
         return v;
 }
 
-rkl_ctr_view *rkl_ctr_view_ref(rkl_ctr_view *v)
+rkl_container_view *rkl_container_view_ref(rkl_container_view *v)
 {
         __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
         return v;
@@ -131,7 +131,7 @@ rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v)
         return NULL;
 }
 
-rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v)
+rkl_container_view *rkl_container_view_unref(rkl_container_view *v)
 {
         if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 rkl_container_record_free(v->rec);
@@ -158,10 +158,10 @@ void rkl_pod_views_unref(rkl_pod_view **v, size_t n)
         free(v);
 }
 
-void rkl_ctr_views_unref(rkl_ctr_view **v, size_t n)
+void rkl_container_views_unref(rkl_container_view **v, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                rkl_ctr_view_unref(v[i]);
+                rkl_container_view_unref(v[i]);
         free(v);
 }
 
@@ -173,7 +173,7 @@ rkl_cache *rkl_cache_new(void)
         pthread_mutex_init(&c->stale_lock, NULL);
         rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
-        c->ctrs = rkl_hashmap_new();
+        c->containers = rkl_hashmap_new();
         c->by_pod = rkl_hashmap_new();
         return c;
 }
@@ -187,7 +187,7 @@ static void entries_free(rkl_hashmap *m, bool pods)
                 if (pods)
                         rkl_pod_view_unref(e->view);
                 else
-                        rkl_ctr_view_unref(e->view);
+                        rkl_container_view_unref(e->view);
                 free(e);
         }
         rkl_hashmap_free(m);
@@ -198,11 +198,11 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         if (!c)
                 return NULL;
         entries_free(c->pods, true);
-        entries_free(c->ctrs, false);
+        entries_free(c->containers, false);
         size_t i = 0;
         void *pc;
         while (rkl_hashmap_iterate(c->by_pod, &i, NULL, &pc)) {
-                free(((pod_ctrs *)pc)->items);
+                free(((pod_containers *)pc)->items);
                 free(pc);
         }
         rkl_hashmap_free(c->by_pod);
@@ -250,9 +250,9 @@ void rkl_cache_get_health(rkl_cache *c, rkl_health *ret)
 /* Lock held for writing. */
 static void by_pod_add(rkl_cache *c, entry *e, const char *sandbox_id)
 {
-        pod_ctrs *pc = rkl_hashmap_get(c->by_pod, sandbox_id);
+        pod_containers *pc = rkl_hashmap_get(c->by_pod, sandbox_id);
         if (!pc) {
-                pc = rkl_xnew0(pod_ctrs, 1);
+                pc = rkl_xnew0(pod_containers, 1);
                 memcpy(pc->id, sandbox_id, sizeof(pc->id));
                 rkl_hashmap_put(c->by_pod, pc->id, pc);
         }
@@ -267,7 +267,7 @@ static void by_pod_add(rkl_cache *c, entry *e, const char *sandbox_id)
 /* Lock held for writing; e is about to be freed. */
 static void by_pod_del(rkl_cache *c, entry *e)
 {
-        pod_ctrs *pc = *e->sandbox_id ? rkl_hashmap_get(c->by_pod, e->sandbox_id) : NULL;
+        pod_containers *pc = *e->sandbox_id ? rkl_hashmap_get(c->by_pod, e->sandbox_id) : NULL;
         for (size_t i = 0; pc && i < pc->n; i++)
                 if (pc->items[i] == e) {
                         pc->items[i] = pc->items[--pc->n];
@@ -315,10 +315,10 @@ bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v)
         return d != v;
 }
 
-bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v)
+bool rkl_cache_container_put(rkl_cache *c, rkl_container_view *v)
 {
-        void *d = put(c, c->ctrs, v->rec->id, v->rec->book.version, v, v->rec->sandbox_id);
-        rkl_ctr_view_unref(d);
+        void *d = put(c, c->containers, v->rec->id, v->rec->book.version, v, v->rec->sandbox_id);
+        rkl_container_view_unref(d);
         return d != v;
 }
 
@@ -361,7 +361,7 @@ static void *tombstone(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t ve
         if (c->swept_ns + TOMBSTONE_TTL_NS / 2 < now) {
                 c->swept_ns = now;
                 sweep(c, c->pods, now);
-                sweep(c, c->ctrs, now);
+                sweep(c, c->containers, now);
         }
         pthread_rwlock_unlock(&c->lock);
         return displaced;
@@ -372,9 +372,9 @@ void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version)
         rkl_pod_view_unref(tombstone(c, c->pods, id, version));
 }
 
-void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version)
+void rkl_cache_container_remove(rkl_cache *c, const char *id, uint64_t version)
 {
-        rkl_ctr_view_unref(tombstone(c, c->ctrs, id, version));
+        rkl_container_view_unref(tombstone(c, c->containers, id, version));
 }
 
 static void *get_locked(rkl_hashmap *m, const char *id)
@@ -393,12 +393,12 @@ rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id)
         return v;
 }
 
-rkl_ctr_view *rkl_cache_ctr_get(rkl_cache *c, const char *id)
+rkl_container_view *rkl_cache_container_get(rkl_cache *c, const char *id)
 {
         pthread_rwlock_rdlock(&c->lock);
-        rkl_ctr_view *v = get_locked(c->ctrs, id);
+        rkl_container_view *v = get_locked(c->containers, id);
         if (v)
-                rkl_ctr_view_ref(v);
+                rkl_container_view_ref(v);
         pthread_rwlock_unlock(&c->lock);
         return v;
 }
@@ -439,13 +439,13 @@ int rkl_cache_pod_resolve(rkl_cache *c, const char *prefix, rkl_pod_view **ret)
         return r;
 }
 
-int rkl_cache_ctr_resolve(rkl_cache *c, const char *prefix, rkl_ctr_view **ret)
+int rkl_cache_container_resolve(rkl_cache *c, const char *prefix, rkl_container_view **ret)
 {
         void *v = NULL;
         pthread_rwlock_rdlock(&c->lock);
-        int r = resolve_locked(c->ctrs, prefix, &v);
+        int r = resolve_locked(c->containers, prefix, &v);
         if (r >= 0)
-                *ret = rkl_ctr_view_ref(v);
+                *ret = rkl_container_view_ref(v);
         pthread_rwlock_unlock(&c->lock);
         return r;
 }
@@ -473,10 +473,10 @@ static int pod_cmp(const void *a, const void *b)
         return by_accepted(x->book.accepted_ns, x->id, y->book.accepted_ns, y->id);
 }
 
-static int ctr_cmp(const void *a, const void *b)
+static int container_cmp(const void *a, const void *b)
 {
-        const rkl_container_record *x = (*(rkl_ctr_view *const *)a)->rec;
-        const rkl_container_record *y = (*(rkl_ctr_view *const *)b)->rec;
+        const rkl_container_record *x = (*(rkl_container_view *const *)a)->rec;
+        const rkl_container_record *y = (*(rkl_container_view *const *)b)->rec;
         return by_accepted(x->book.accepted_ns, x->id, y->book.accepted_ns, y->id);
 }
 
@@ -524,10 +524,11 @@ int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***r
         return 0;
 }
 
-int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***ret, size_t *ret_n)
+int rkl_cache_container_list(rkl_cache *c, const rkl_view_filter *f, rkl_container_view ***ret,
+                             size_t *ret_n)
 {
         static const rkl_view_filter all = {0};
-        rkl_ctr_view **out = NULL;
+        rkl_container_view **out = NULL;
         size_t n = 0;
         char sandbox[RKL_ID_LEN + 1] = "";
         bool no_match = false;
@@ -546,42 +547,42 @@ int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***r
                         no_match = true;
         }
         if (no_match) {
-                out = rkl_xnew0(rkl_ctr_view *, 1);
+                out = rkl_xnew0(rkl_container_view *, 1);
         } else if (*sandbox && isempty(f->id)) {
-                pod_ctrs *pc = rkl_hashmap_get(c->by_pod, sandbox);
-                out = rkl_xnew0(rkl_ctr_view *, (pc ? pc->n : 0) + 1);
+                pod_containers *pc = rkl_hashmap_get(c->by_pod, sandbox);
+                out = rkl_xnew0(rkl_container_view *, (pc ? pc->n : 0) + 1);
                 for (size_t i = 0; pc && i < pc->n; i++)
                         if (pc->items[i]->view)
-                                out[n++] = rkl_ctr_view_ref(pc->items[i]->view);
+                                out[n++] = rkl_container_view_ref(pc->items[i]->view);
         } else if (!isempty(f->id)) {
                 void *v;
-                out = rkl_xnew0(rkl_ctr_view *, 1);
-                if (resolve_locked(c->ctrs, f->id, &v) >= 0)
-                        out[n++] = rkl_ctr_view_ref(v);
+                out = rkl_xnew0(rkl_container_view *, 1);
+                if (resolve_locked(c->containers, f->id, &v) >= 0)
+                        out[n++] = rkl_container_view_ref(v);
         } else {
-                out = rkl_xnew0(rkl_ctr_view *, rkl_hashmap_size(c->ctrs) + 1);
+                out = rkl_xnew0(rkl_container_view *, rkl_hashmap_size(c->containers) + 1);
                 size_t i = 0;
                 void *v;
-                while (rkl_hashmap_iterate(c->ctrs, &i, NULL, &v)) {
+                while (rkl_hashmap_iterate(c->containers, &i, NULL, &v)) {
                         entry *e = v;
                         if (e->view)
-                                out[n++] = rkl_ctr_view_ref(e->view);
+                                out[n++] = rkl_container_view_ref(e->view);
                 }
         }
         pthread_rwlock_unlock(&c->lock);
 
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-                rkl_ctr_view *v = out[i];
+                rkl_container_view *v = out[i];
                 if ((f->by_state && (int)v->state != f->state) ||
                     (*sandbox && !streq(v->rec->sandbox_id, sandbox)) ||
                     !labels_match(&v->rec->spec.labels, f->label_selector))
-                        rkl_ctr_view_unref(v);
+                        rkl_container_view_unref(v);
                 else
                         out[k++] = v;
         }
         if (k > 1)
-                qsort(out, k, sizeof(*out), ctr_cmp);
+                qsort(out, k, sizeof(*out), container_cmp);
         *ret = out;
         *ret_n = k;
         return 0;

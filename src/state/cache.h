@@ -59,13 +59,13 @@ typedef struct rkl_pod_view {
         _Atomic(rkl_blob *) memo;
 } rkl_pod_view;
 
-typedef struct rkl_ctr_view {
+typedef struct rkl_container_view {
         int refs;
         rkl_container_record *rec;
         rkl_container_state state;
         char *log_path; /* the sandbox's log_directory joined with the container's log_path */
         _Atomic(rkl_blob *) memo;
-} rkl_ctr_view;
+} rkl_container_view;
 
 /* The blob in slot, or candidate installed there; the loser of a race is freed. */
 const rkl_blob *rkl_blob_publish(_Atomic(rkl_blob *) *slot, rkl_blob *candidate);
@@ -73,15 +73,15 @@ const rkl_blob *rkl_blob_publish(_Atomic(rkl_blob *) *slot, rkl_blob *candidate)
 /* Wrap a record (taken over) in a view with one reference. log_directory is the sandbox's
  * (for the container's full log path), may be NULL. */
 rkl_pod_view *rkl_pod_view_new(rkl_pod_record *rec);
-rkl_ctr_view *rkl_ctr_view_new(rkl_container_record *rec, const char *log_directory);
+rkl_container_view *rkl_container_view_new(rkl_container_record *rec, const char *log_directory);
 rkl_pod_view *rkl_pod_view_ref(rkl_pod_view *v);
 rkl_pod_view *rkl_pod_view_unref(rkl_pod_view *v);
-rkl_ctr_view *rkl_ctr_view_ref(rkl_ctr_view *v);
-rkl_ctr_view *rkl_ctr_view_unref(rkl_ctr_view *v);
+rkl_container_view *rkl_container_view_ref(rkl_container_view *v);
+rkl_container_view *rkl_container_view_unref(rkl_container_view *v);
 RKL_DEFINE_CLEANUP(rkl_pod_view *, rkl_pod_view_unref)
-RKL_DEFINE_CLEANUP(rkl_ctr_view *, rkl_ctr_view_unref)
+RKL_DEFINE_CLEANUP(rkl_container_view *, rkl_container_view_unref)
 void rkl_pod_views_unref(rkl_pod_view **v, size_t n); /* and frees the array */
-void rkl_ctr_views_unref(rkl_ctr_view **v, size_t n);
+void rkl_container_views_unref(rkl_container_view **v, size_t n);
 
 rkl_pod_readiness rkl_pod_readiness_of(const rkl_pod_record *rec);
 rkl_container_state rkl_container_state_of(const rkl_container_record *rec);
@@ -102,10 +102,10 @@ bool rkl_cache_wait_health(rkl_cache *c, uint64_t timeout_usec);
 /* Takes over the caller's reference. Returns false (and drops v) when the cache already
  * holds a newer version of the object, or a newer tombstone. */
 bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v);
-bool rkl_cache_ctr_put(rkl_cache *c, rkl_ctr_view *v);
+bool rkl_cache_container_put(rkl_cache *c, rkl_container_view *v);
 /* Removes the object, leaving a tombstone at version: older puts are ignored from now. */
 void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
-void rkl_cache_ctr_remove(rkl_cache *c, const char *id, uint64_t version);
+void rkl_cache_container_remove(rkl_cache *c, const char *id, uint64_t version);
 
 /* Objects whose committed change could not be published (reading it back failed): the
  * state layer marks them and publishes them again later (rkl_state_republish()). take
@@ -115,10 +115,10 @@ void rkl_cache_take_stale(rkl_cache *c, char ***ret_pods, char ***ret_containers
 
 /* A new reference, or NULL. */
 rkl_pod_view *rkl_cache_pod_get(rkl_cache *c, const char *id);
-rkl_ctr_view *rkl_cache_ctr_get(rkl_cache *c, const char *id);
+rkl_container_view *rkl_cache_container_get(rkl_cache *c, const char *id);
 /* By full ID or unique prefix: -ENOENT none, -ENOTUNIQ several. */
 int rkl_cache_pod_resolve(rkl_cache *c, const char *prefix, rkl_pod_view **ret);
-int rkl_cache_ctr_resolve(rkl_cache *c, const char *prefix, rkl_ctr_view **ret);
+int rkl_cache_container_resolve(rkl_cache *c, const char *prefix, rkl_container_view **ret);
 
 typedef struct rkl_view_filter {
         const char *id;         /* full ID or unique prefix */
@@ -130,4 +130,5 @@ typedef struct rkl_view_filter {
 
 /* Matching views (new references), oldest first. */
 int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***ret, size_t *ret_n);
-int rkl_cache_ctr_list(rkl_cache *c, const rkl_view_filter *f, rkl_ctr_view ***ret, size_t *ret_n);
+int rkl_cache_container_list(rkl_cache *c, const rkl_view_filter *f, rkl_container_view ***ret,
+                             size_t *ret_n);

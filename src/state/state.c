@@ -48,8 +48,8 @@ static void put_container(rkl_state *st, rkl_container_record *rec)
 {
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
             rkl_cache_pod_get(st->cache, rec->sandbox_id);
-        rkl_cache_ctr_put(st->cache,
-                          rkl_ctr_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
+        rkl_cache_container_put(
+            st->cache, rkl_container_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
 }
 
 /* Newer than the delete: the generation read after it committed. IDs are never reused, so
@@ -64,21 +64,21 @@ static void forget_pod(rkl_state *st, const char *id)
 {
         uint64_t version = tombstone_version(st);
         rkl_view_filter f = {.sandbox_id = id};
-        rkl_ctr_view **containers;
+        rkl_container_view **containers;
         size_t n;
 
         /* The sandbox first: a container published after this finds it gone and asks the
          * store again (recheck_sandbox()), so none can outlive it. */
         rkl_cache_pod_remove(st->cache, id, version);
-        rkl_cache_ctr_list(st->cache, &f, &containers, &n);
+        rkl_cache_container_list(st->cache, &f, &containers, &n);
         for (size_t i = 0; i < n; i++)
-                rkl_cache_ctr_remove(st->cache, containers[i]->rec->id, version);
-        rkl_ctr_views_unref(containers, n);
+                rkl_cache_container_remove(st->cache, containers[i]->rec->id, version);
+        rkl_container_views_unref(containers, n);
 }
 
 static void forget_container(rkl_state *st, const char *id)
 {
-        rkl_cache_ctr_remove(st->cache, id, tombstone_version(st));
+        rkl_cache_container_remove(st->cache, id, tombstone_version(st));
 }
 
 /* Reads the object back and publishes it. A failure leaves it marked stale: the commit
@@ -151,7 +151,8 @@ static int after_container_write(rkl_state *st, const char *id, int r)
         if (r == -ENOENT)
                 forget_container(st, id);
         else if (r >= 0 && publish_container(st, id, NULL) >= 0) {
-                _cleanup_(rkl_ctr_view_unrefp) rkl_ctr_view *v = rkl_cache_ctr_get(st->cache, id);
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(st->cache, id);
                 if (v)
                         recheck_sandbox(st, id, v->rec->sandbox_id);
         }
@@ -231,11 +232,11 @@ int rkl_state_pod_stop(rkl_state *st, const char *pod_id, rkl_error *reterr)
         if (rkl_store_container_list(st->store, &f, &recs, &n, NULL) < 0) {
                 /* Committed all the same: the ones the cache holds catch up later. */
                 rkl_view_filter vf = {.sandbox_id = pod_id};
-                rkl_ctr_view **views;
-                rkl_cache_ctr_list(st->cache, &vf, &views, &n);
+                rkl_container_view **views;
+                rkl_cache_container_list(st->cache, &vf, &views, &n);
                 for (size_t i = 0; i < n; i++)
                         rkl_cache_mark_stale(st->cache, false, views[i]->rec->id);
-                rkl_ctr_views_unref(views, n);
+                rkl_container_views_unref(views, n);
                 return 0;
         }
         for (size_t i = 0; i < n; i++)

@@ -40,7 +40,7 @@ rkl_container_record **rkl_container_record_array_free(rkl_container_record **a,
         return NULL;
 }
 
-static int read_ctr_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error *reterr)
+static int read_container_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_container_record_freep) rkl_container_record *c =
             rkl_xnew0(rkl_container_record, 1);
@@ -56,8 +56,9 @@ static int read_ctr_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error 
         if (r < 0)
                 return rkl_error_prefix(reterr, "container '%s'", c->id);
         c->app_name = rkl_store__column_strdup(st, 6);
-        c->desired = rkl_ctr_desired_from_string((const char *)sqlite3_column_text(st, 7));
-        c->observed.phase = rkl_ctr_phase_from_string((const char *)sqlite3_column_text(st, 8));
+        c->desired = rkl_container_desired_from_string((const char *)sqlite3_column_text(st, 7));
+        c->observed.phase =
+            rkl_container_phase_from_string((const char *)sqlite3_column_text(st, 8));
         if ((int)c->desired < 0 || (int)c->observed.phase < 0)
                 return rkl_error_set(reterr, -EUCLEAN, "container '%s': unknown state", c->id);
         c->observed.pid = rkl_store__column_i64(st, 9);
@@ -82,15 +83,16 @@ static int read_ctr_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error 
         return 0;
 }
 
-int rkl_store__ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
-                       rkl_error *reterr)
+int rkl_store__container_get(rkl_store *s, const char *container_id, rkl_container_record **ret,
+                             rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = rkl_store__select_one(s, STMT_CTR_SELECT, "container", ctr_id, &st, reterr);
-        return r < 0 ? r : read_ctr_row(st, ret, reterr);
+        int r =
+            rkl_store__select_one(s, STMT_CONTAINER_SELECT, "container", container_id, &st, reterr);
+        return r < 0 ? r : read_container_row(st, ret, reterr);
 }
 
-int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
+int rkl_store_container_create(rkl_store *s, const char *container_id, const char *pod_id,
                                const char *app_name, const char *image_id, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr)
 {
@@ -99,7 +101,7 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         int64_t accepted;
         int r;
 
-        if ((r = rkl_store__check_id("container_id", ctr_id, reterr)) < 0 ||
+        if ((r = rkl_store__check_id("container_id", container_id, reterr)) < 0 ||
             (r = rkl_store__check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
             (r = rkl_store__check_app_name(app_name, reterr)) < 0 ||
             (r = rkl_store__check_container_spec(spec, reterr)) < 0)
@@ -121,10 +123,10 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
                 return rkl_error_set(reterr, -ENOENT, "sandbox '%s' not found", pod_id);
         (void)sqlite3_reset(st); /* SQLITE_OK after SQLITE_ROW */
 
-        if ((r = rkl_store__use(s, STMT_CTR_INSERT, &st, reterr)) < 0)
+        if ((r = rkl_store__use(s, STMT_CONTAINER_INSERT, &st, reterr)) < 0)
                 return r;
         accepted = rkl_realtime_nsec(); /* in commit order: List sorts by it */
-        rkl_store__bind_text(st, 1, ctr_id);
+        rkl_store__bind_text(st, 1, container_id);
         rkl_store__bind_text(st, 2, pod_id);
         rkl_store__bind_text(st, 3, spec->name);
         rkl_store__bind_int(st, 4, spec->attempt);
@@ -137,19 +139,19 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         rkl_store__bind_text(st, 11, annotations);
         rkl_store__bind_text(st, 12, image_id);
         if ((r = rkl_store__step_done(s, st, "insert container", reterr)) < 0)
-                return rkl_error_prefix(reterr, "container '%s'", ctr_id);
+                return rkl_error_prefix(reterr, "container '%s'", container_id);
         uint64_t version = s->tx_generation;
         if ((r = rkl_store__tx_commit(&tx, reterr)) < 0)
                 return r;
         if (ret) {
                 rkl_container_record *c = rkl_xnew0(rkl_container_record, 1);
-                memcpy(c->id, ctr_id, sizeof(c->id));
+                memcpy(c->id, container_id, sizeof(c->id));
                 memcpy(c->sandbox_id, pod_id, sizeof(c->sandbox_id));
                 c->spec = *spec;
                 *spec = (rkl_container_spec){0};
                 c->app_name = rkl_xstrdup(app_name);
-                c->desired = RKL_CTR_DESIRED_CREATED;
-                c->observed.phase = RKL_CTR_PHASE_CREATED;
+                c->desired = RKL_CONTAINER_DESIRED_CREATED;
+                c->observed.phase = RKL_CONTAINER_PHASE_CREATED;
                 c->observed.image_ref = image_id ? rkl_xstrdup(image_id) : NULL;
                 c->book.version = version;
                 c->book.accepted_ns = accepted;
@@ -158,15 +160,15 @@ int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod
         return 0;
 }
 
-int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+int rkl_store_container_get(rkl_store *s, const char *container_id, rkl_container_record **ret,
                             rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_(rkl_container_record_freep) rkl_container_record *c = NULL;
         int r;
-        if ((r = rkl_store__check_id("container_id", ctr_id, reterr)) < 0 ||
+        if ((r = rkl_store__check_id("container_id", container_id, reterr)) < 0 ||
             (r = rkl_store__tx_begin_read(s, &tx, reterr)) < 0 ||
-            (r = rkl_store__ctr_get(s, ctr_id, &c, reterr)) < 0 ||
+            (r = rkl_store__container_get(s, container_id, &c, reterr)) < 0 ||
             (r = rkl_store__tx_commit(&tx, reterr)) < 0)
                 return r;
         *ret = TAKE_PTR(c);
@@ -193,20 +195,20 @@ int rkl_store_container_list(rkl_store *s, const rkl_container_filter *f,
         if ((r = rkl_store__tx_begin_read(s, &tx, reterr)) < 0)
                 return r;
         if (f->id) {
-                r = rkl_store__use(s, STMT_CTR_SELECT, &st, reterr);
+                r = rkl_store__use(s, STMT_CONTAINER_SELECT, &st, reterr);
                 if (r >= 0)
                         rkl_store__bind_text(st, 1, f->id);
         } else if (f->sandbox_id) {
-                r = rkl_store__use(s, STMT_CTR_SELECT_BY_SANDBOX, &st, reterr);
+                r = rkl_store__use(s, STMT_CONTAINER_SELECT_BY_SANDBOX, &st, reterr);
                 if (r >= 0)
                         rkl_store__bind_text(st, 1, f->sandbox_id);
         } else
-                r = rkl_store__use(s, STMT_CTR_SELECT_ALL, &st, reterr);
+                r = rkl_store__use(s, STMT_CONTAINER_SELECT_ALL, &st, reterr);
         if (r < 0)
                 return r;
         while ((r = rkl_store__step_row(s, st, "select containers", reterr)) > 0) {
                 rkl_container_record *c = NULL;
-                r = read_ctr_row(st, &c, reterr);
+                r = read_container_row(st, &c, reterr);
                 if (r < 0)
                         break;
                 if ((f->sandbox_id && !streq(c->sandbox_id, f->sandbox_id)) ||
@@ -249,19 +251,19 @@ static int bind_one_int(sqlite3_stmt *st, const void *arg)
         return 3;
 }
 
-int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
+int rkl_store_container_stop(rkl_store *s, const char *container_id, int64_t deadline_ns,
                              rkl_container_record **ret, rkl_error *reterr)
 {
-        int r = rkl_store__check_id("container_id", ctr_id, reterr);
+        int r = rkl_store__check_id("container_id", container_id, reterr);
         if (r < 0)
                 return r;
         if (deadline_ns <= 0)
                 return rkl_error_set(reterr, -EINVAL, "stop deadline: must be positive");
-        return rkl_store__update_one(s, STMT_CTR_STOP, "container", ctr_id, bind_one_int,
-                                     &deadline_ns, NULL, ret, reterr);
+        return rkl_store__update_one(s, STMT_CONTAINER_STOP, "container", container_id,
+                                     bind_one_int, &deadline_ns, NULL, ret, reterr);
 }
 
-int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+int rkl_store_container_start(rkl_store *s, const char *container_id, rkl_container_record **ret,
                               rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
@@ -271,27 +273,27 @@ int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_re
 
         /* Look and change in one write transaction: a stop or remove in between cannot
          * slip past the checks. */
-        if ((r = rkl_store__check_id("container_id", ctr_id, reterr)) < 0 ||
+        if ((r = rkl_store__check_id("container_id", container_id, reterr)) < 0 ||
             (r = rkl_store__tx_begin_write(s, &tx, reterr)) < 0 ||
-            (r = rkl_store__ctr_get(s, ctr_id, &c, reterr)) < 0)
+            (r = rkl_store__container_get(s, container_id, &c, reterr)) < 0)
                 return r;
-        if (c->desired == RKL_CTR_DESIRED_STOPPED)
-                return rkl_error_set(reterr, -EBADFD, "container %s is stopped", ctr_id);
-        if (c->observed.phase == RKL_CTR_PHASE_EXITED)
+        if (c->desired == RKL_CONTAINER_DESIRED_STOPPED)
+                return rkl_error_set(reterr, -EBADFD, "container %s is stopped", container_id);
+        if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
                 return rkl_error_set(reterr, -EBADFD, "container %s has already run and exited",
-                                     ctr_id);
-        if (c->desired == RKL_CTR_DESIRED_RUNNING) {
+                                     container_id);
+        if (c->desired == RKL_CONTAINER_DESIRED_RUNNING) {
                 /* Asked for already: nothing to write (tx rolls back the generation bump). */
                 if (ret)
                         *ret = TAKE_PTR(c);
                 return 0;
         }
-        if ((r = rkl_store__use(s, STMT_CTR_SET_DESIRED, &st, reterr)) < 0)
+        if ((r = rkl_store__use(s, STMT_CONTAINER_SET_DESIRED, &st, reterr)) < 0)
                 return r;
-        rkl_store__bind_text(st, 1, ctr_id);
-        rkl_store__bind_text(st, 2, rkl_ctr_desired_to_string(RKL_CTR_DESIRED_RUNNING));
+        rkl_store__bind_text(st, 1, container_id);
+        rkl_store__bind_text(st, 2, rkl_container_desired_to_string(RKL_CONTAINER_DESIRED_RUNNING));
         rkl_store__bind_int(st, 3, (int64_t)s->tx_generation);
-        c->desired = RKL_CTR_DESIRED_RUNNING;
+        c->desired = RKL_CONTAINER_DESIRED_RUNNING;
         c->book.version = s->tx_generation;
         if ((r = rkl_store__step_done(s, st, "start container", reterr)) < 0 ||
             (r = rkl_store__tx_commit(&tx, reterr)) < 0)
@@ -301,15 +303,15 @@ int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_re
         return 1;
 }
 
-typedef struct ctr_observed_args {
+typedef struct container_observed_args {
         const rkl_container_observed *o;
         char *reason, *message;
-} ctr_observed_args;
+} container_observed_args;
 
-static int bind_ctr_observed(sqlite3_stmt *st, const void *arg)
+static int bind_container_observed(sqlite3_stmt *st, const void *arg)
 {
-        const ctr_observed_args *a = arg;
-        rkl_store__bind_text(st, 2, rkl_ctr_phase_to_string(a->o->phase));
+        const container_observed_args *a = arg;
+        rkl_store__bind_text(st, 2, rkl_container_phase_to_string(a->o->phase));
         rkl_store__bind_int_or_null(st, 3, a->o->pid);
         if (a->o->has_exit_code)
                 rkl_store__bind_int(st, 4, a->o->exit_code);
@@ -324,13 +326,13 @@ static int bind_ctr_observed(sqlite3_stmt *st, const void *arg)
         return 11;
 }
 
-int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
+int rkl_store_container_set_observed(rkl_store *s, const char *container_id,
                                      const rkl_container_observed *o, rkl_error *reterr)
 {
         int r;
-        if ((r = rkl_store__check_id("container_id", ctr_id, reterr)) < 0)
+        if ((r = rkl_store__check_id("container_id", container_id, reterr)) < 0)
                 return r;
-        if (!o || !rkl_ctr_phase_to_string(o->phase))
+        if (!o || !rkl_container_phase_to_string(o->phase))
                 return rkl_error_set(reterr, -EINVAL, "phase: unknown");
         if (o->pid < 0)
                 return rkl_error_set(reterr, -EINVAL, "pid: negative");
@@ -342,40 +344,40 @@ int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
                 return r;
         _cleanup_free_ char *reason = rkl_store__sanitize_text(o->reason);
         _cleanup_free_ char *message = rkl_store__sanitize_text(o->message);
-        ctr_observed_args a = {o, reason, message};
-        return rkl_store__update_one(s, STMT_CTR_SET_OBSERVED, "container", ctr_id,
-                                     bind_ctr_observed, &a, NULL, NULL, reterr);
+        container_observed_args a = {o, reason, message};
+        return rkl_store__update_one(s, STMT_CONTAINER_SET_OBSERVED, "container", container_id,
+                                     bind_container_observed, &a, NULL, NULL, reterr);
 }
 
-int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,
+int rkl_store_container_record_error(rkl_store *s, const char *container_id, const char *error,
                                      int64_t next_retry_ns, rkl_error *reterr)
 {
-        int r = rkl_store__check_id("container_id", ctr_id, reterr);
+        int r = rkl_store__check_id("container_id", container_id, reterr);
         if (r < 0)
                 return r;
-        return rkl_store__record_error(s, STMT_CTR_RECORD_ERROR, "container", ctr_id, error,
-                                       next_retry_ns, reterr);
+        return rkl_store__record_error(s, STMT_CONTAINER_RECORD_ERROR, "container", container_id,
+                                       error, next_retry_ns, reterr);
 }
 
-int rkl_store_container_clear_error(rkl_store *s, const char *ctr_id, rkl_error *reterr)
+int rkl_store_container_clear_error(rkl_store *s, const char *container_id, rkl_error *reterr)
 {
-        int r = rkl_store__check_id("container_id", ctr_id, reterr);
+        int r = rkl_store__check_id("container_id", container_id, reterr);
         if (r < 0)
                 return r;
-        return rkl_store__update_one(s, STMT_CTR_CLEAR_ERROR, "container", ctr_id,
+        return rkl_store__update_one(s, STMT_CONTAINER_CLEAR_ERROR, "container", container_id,
                                      rkl_store__bind_nothing, NULL, NULL, NULL, reterr);
 }
 
-int rkl_store_container_delete(rkl_store *s, const char *ctr_id, rkl_error *reterr)
+int rkl_store_container_delete(rkl_store *s, const char *container_id, rkl_error *reterr)
 {
-        int r = rkl_store__check_id("container_id", ctr_id, reterr);
+        int r = rkl_store__check_id("container_id", container_id, reterr);
         if (r < 0)
                 return r;
-        return rkl_store__delete_one(s, STMT_CTR_DELETE, "container", ctr_id, reterr);
+        return rkl_store__delete_one(s, STMT_CONTAINER_DELETE, "container", container_id, reterr);
 }
 
 int rkl_store_container_resolve(rkl_store *s, const char *prefix,
                                 char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr)
 {
-        return rkl_store__resolve(s, STMT_CTR_RESOLVE, "container", prefix, ret_id, reterr);
+        return rkl_store__resolve(s, STMT_CONTAINER_RESOLVE, "container", prefix, ret_id, reterr);
 }

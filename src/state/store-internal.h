@@ -79,17 +79,17 @@ typedef enum rkl_store__stmt_id {
         STMT_POD_DELETE,
         STMT_POD_RESOLVE,
 
-        STMT_CTR_INSERT,
-        STMT_CTR_SELECT,
-        STMT_CTR_SELECT_ALL,
-        STMT_CTR_SELECT_BY_SANDBOX,
-        STMT_CTR_SET_DESIRED,
-        STMT_CTR_STOP,
-        STMT_CTR_SET_OBSERVED,
-        STMT_CTR_RECORD_ERROR,
-        STMT_CTR_CLEAR_ERROR,
-        STMT_CTR_DELETE,
-        STMT_CTR_RESOLVE,
+        STMT_CONTAINER_INSERT,
+        STMT_CONTAINER_SELECT,
+        STMT_CONTAINER_SELECT_ALL,
+        STMT_CONTAINER_SELECT_BY_SANDBOX,
+        STMT_CONTAINER_SET_DESIRED,
+        STMT_CONTAINER_STOP,
+        STMT_CONTAINER_SET_OBSERVED,
+        STMT_CONTAINER_RECORD_ERROR,
+        STMT_CONTAINER_CLEAR_ERROR,
+        STMT_CONTAINER_DELETE,
+        STMT_CONTAINER_RESOLVE,
         _STMT_MAX,
 } rkl_store__stmt_id;
 
@@ -184,10 +184,10 @@ typedef int (*rkl_store__bind_fn)(sqlite3_stmt *st, const void *arg);
 int rkl_store__bind_nothing(sqlite3_stmt *st, const void *arg);
 int rkl_store__bind_one_text(sqlite3_stmt *st, const void *arg); /* arg: const char * */
 /* One single-row UPDATE in its own write transaction; -ENOENT when no row has obj_id.
- * ret_value: the RETURNING column; ret_ctr: the container as committed. */
+ * ret_value: the RETURNING column; ret_container: the container as committed. */
 int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
                           rkl_store__bind_fn bind, const void *arg, int64_t *ret_value,
-                          rkl_container_record **ret_ctr, rkl_error *reterr);
+                          rkl_container_record **ret_container, rkl_error *reterr);
 /* Counts a failed attempt and returns the attempts so far. */
 int rkl_store__record_error(rkl_store *s, rkl_store__stmt_id id, const char *kind,
                             const char *obj_id, const char *error, int64_t next_retry_ns,
@@ -199,5 +199,5 @@ int rkl_store__resolve(rkl_store *s, rkl_store__stmt_id id, const char *kind, co
                        char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);
 
 /* store-container.c: the container in the transaction under way (update_one() hands it back). */
-int rkl_store__ctr_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
-                       rkl_error *reterr);
+int rkl_store__container_get(rkl_store *s, const char *container_id, rkl_container_record **ret,
+                             rkl_error *reterr);

@@ -9,7 +9,7 @@
 #include "state/store-internal.h"
 #include "base/banned.h"
 
-/* The labels and annotations columns of a row (read_pod_row() and read_ctr_row()). */
+/* The labels and annotations columns of a row (read_pod_row() and read_container_row()). */
 int rkl_store__read_kvs(sqlite3_stmt *st, int col, rkl_kvs *labels, rkl_kvs *annotations,
                         rkl_error *reterr)
 {
@@ -71,7 +71,7 @@ void rkl_store__push_ptr(void ***a, size_t *n, void *p)
  * index of the version parameter. */
 int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
                           rkl_store__bind_fn bind, const void *arg, int64_t *ret_value,
-                          rkl_container_record **ret_ctr, rkl_error *reterr)
+                          rkl_container_record **ret_container, rkl_error *reterr)
 {
         _cleanup_tx_ rkl_store *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
@@ -103,11 +103,11 @@ int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind,
         }
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "%s '%s' not found", kind, obj_id);
-        if ((ret_ctr && (r = rkl_store__ctr_get(s, obj_id, &rec, reterr)) < 0) ||
+        if ((ret_container && (r = rkl_store__container_get(s, obj_id, &rec, reterr)) < 0) ||
             (r = rkl_store__tx_commit(&tx, reterr)) < 0)
                 return r;
-        if (ret_ctr)
-                *ret_ctr = TAKE_PTR(rec);
+        if (ret_container)
+                *ret_container = TAKE_PTR(rec);
         return 0;
 }
 

@@ -9,13 +9,13 @@
 #include "state/store-internal.h"
 #include "base/banned.h"
 
-/* Column order of POD_COLUMNS and CTR_COLUMNS, as read by read_pod_row() (store-pod.c) and
- * read_ctr_row() (store-container.c). */
+/* Column order of POD_COLUMNS and CONTAINER_COLUMNS, as read by read_pod_row() (store-pod.c) and
+ * read_container_row() (store-container.c). */
 #define POD_COLUMNS                                                                                \
         "id, name, namespace, uid, attempt, config, desired, phase, pid, ip, created_ns, "         \
         "started_ns, finished_ns, reason, message, rkt_uuid, unit_name, version, attempts, "       \
         "last_error, next_retry_ns, accepted_ns, labels, annotations"
-#define CTR_COLUMNS                                                                                \
+#define CONTAINER_COLUMNS                                                                          \
         "id, sandbox_id, name, attempt, image, config, app_name, desired, phase, pid, "            \
         "exit_code, created_ns, started_ns, finished_ns, reason, message, image_ref, version, "    \
         "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns, labels, annotations"
@@ -59,31 +59,33 @@ const char *const rkl_store__stmt_sql[_STMT_MAX] = {
     [STMT_POD_RESOLVE] = "SELECT id FROM sandbox WHERE id >= ?1 AND id < ?1 || 'g' "
                          "ORDER BY id LIMIT 2",
 
-    [STMT_CTR_INSERT] = "INSERT INTO container (id, sandbox_id, name, attempt, image, "
-                        "config, app_name, desired, phase, version, accepted_ns, labels, "
-                        "annotations, image_ref) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'created', 'created', ?8, ?9, ?10, "
-                        "?11, ?12)",
-    [STMT_CTR_SELECT] = "SELECT " CTR_COLUMNS " FROM container WHERE id = ?1",
-    [STMT_CTR_SELECT_ALL] = "SELECT " CTR_COLUMNS " FROM container" ORDER,
-    [STMT_CTR_SELECT_BY_SANDBOX] = "SELECT " CTR_COLUMNS " FROM container "
-                                   "WHERE sandbox_id = ?1" ORDER,
-    [STMT_CTR_SET_DESIRED] = "UPDATE container SET desired = ?2, version = ?3 WHERE id = ?1",
-    [STMT_CTR_STOP] = "UPDATE container SET desired = 'stopped', "
-                      "stop_deadline_ns = min(coalesce(stop_deadline_ns, ?2), ?2), version = ?3 "
-                      "WHERE id = ?1",
-    [STMT_CTR_SET_OBSERVED] = "UPDATE container SET phase = ?2, pid = ?3, exit_code = ?4, "
-                              "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
-                              "reason = ?8, message = ?9, image_ref = ?10, version = ?11 "
-                              "WHERE id = ?1",
-    [STMT_CTR_RECORD_ERROR] = "UPDATE container SET attempts = attempts + 1, "
-                              "last_error = ?2, next_retry_ns = ?3, version = ?4 "
-                              "WHERE id = ?1 RETURNING attempts",
-    [STMT_CTR_CLEAR_ERROR] = "UPDATE container SET attempts = 0, last_error = NULL, "
-                             "next_retry_ns = NULL, version = ?2 WHERE id = ?1",
-    [STMT_CTR_DELETE] = "DELETE FROM container WHERE id = ?1",
-    [STMT_CTR_RESOLVE] = "SELECT id FROM container WHERE id >= ?1 AND id < ?1 || 'g' "
-                         "ORDER BY id LIMIT 2",
+    [STMT_CONTAINER_INSERT] =
+        "INSERT INTO container (id, sandbox_id, name, attempt, image, "
+        "config, app_name, desired, phase, version, accepted_ns, labels, "
+        "annotations, image_ref) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'created', 'created', ?8, ?9, ?10, "
+        "?11, ?12)",
+    [STMT_CONTAINER_SELECT] = "SELECT " CONTAINER_COLUMNS " FROM container WHERE id = ?1",
+    [STMT_CONTAINER_SELECT_ALL] = "SELECT " CONTAINER_COLUMNS " FROM container" ORDER,
+    [STMT_CONTAINER_SELECT_BY_SANDBOX] = "SELECT " CONTAINER_COLUMNS " FROM container "
+                                         "WHERE sandbox_id = ?1" ORDER,
+    [STMT_CONTAINER_SET_DESIRED] = "UPDATE container SET desired = ?2, version = ?3 WHERE id = ?1",
+    [STMT_CONTAINER_STOP] =
+        "UPDATE container SET desired = 'stopped', "
+        "stop_deadline_ns = min(coalesce(stop_deadline_ns, ?2), ?2), version = ?3 "
+        "WHERE id = ?1",
+    [STMT_CONTAINER_SET_OBSERVED] = "UPDATE container SET phase = ?2, pid = ?3, exit_code = ?4, "
+                                    "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
+                                    "reason = ?8, message = ?9, image_ref = ?10, version = ?11 "
+                                    "WHERE id = ?1",
+    [STMT_CONTAINER_RECORD_ERROR] = "UPDATE container SET attempts = attempts + 1, "
+                                    "last_error = ?2, next_retry_ns = ?3, version = ?4 "
+                                    "WHERE id = ?1 RETURNING attempts",
+    [STMT_CONTAINER_CLEAR_ERROR] = "UPDATE container SET attempts = 0, last_error = NULL, "
+                                   "next_retry_ns = NULL, version = ?2 WHERE id = ?1",
+    [STMT_CONTAINER_DELETE] = "DELETE FROM container WHERE id = ?1",
+    [STMT_CONTAINER_RESOLVE] = "SELECT id FROM container WHERE id >= ?1 AND id < ?1 || 'g' "
+                               "ORDER BY id LIMIT 2",
 };
 
 /* SQLite → -errno, here and nowhere else (STYLE rule 8). */

@@ -191,7 +191,7 @@ int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static R
 /* Containers. */
 
 typedef struct rkl_container_observed {
-        rkl_ctr_phase phase;
+        rkl_container_phase phase;
         int64_t pid;
         bool has_exit_code;
         int32_t exit_code;
@@ -203,22 +203,23 @@ typedef struct rkl_container_observed {
 void rkl_container_observed_done(rkl_container_observed *o);
 
 /* The reason of a container whose add or start failed for good (containerd's word). */
-#define RKL_CTR_START_ERROR "StartError"
+#define RKL_CONTAINER_START_ERROR "StartError"
 /* The reason of a container stopped before rkt ever started it. */
-#define RKL_CTR_NOT_STARTED "NotStarted"
+#define RKL_CONTAINER_NOT_STARTED "NotStarted"
 /* EXITED without having run, by rktlet's decision (failed for good, or stopped first): it
  * never will run, and what rkt shows of its leftover app no longer changes that. */
-static inline bool rkl_ctr_never_ran(const rkl_container_observed *o)
+static inline bool rkl_container_never_ran(const rkl_container_observed *o)
 {
-        return o->phase == RKL_CTR_PHASE_EXITED && o->reason &&
-               (!strcmp(o->reason, RKL_CTR_START_ERROR) || !strcmp(o->reason, RKL_CTR_NOT_STARTED));
+        return o->phase == RKL_CONTAINER_PHASE_EXITED && o->reason &&
+               (!strcmp(o->reason, RKL_CONTAINER_START_ERROR) ||
+                !strcmp(o->reason, RKL_CONTAINER_NOT_STARTED));
 }
 
 typedef struct rkl_container_record {
         char id[RKL_ID_LEN + 1];
         char sandbox_id[RKL_ID_LEN + 1];
         rkl_container_spec spec;
-        rkl_ctr_desired desired;
+        rkl_container_desired desired;
         rkl_container_observed observed;
         char *app_name;
         int64_t stop_deadline_ns; /* SIGKILL after this (realtime ns); 0: default grace */
@@ -233,9 +234,9 @@ typedef struct rkl_container_filter {
         const char *id;         /* exact ID */
         const char *sandbox_id; /* exact sandbox ID */
         bool by_desired;
-        rkl_ctr_desired desired;
+        rkl_container_desired desired;
         bool by_phase;
-        rkl_ctr_phase phase;
+        rkl_container_phase phase;
         const rkl_kvs *label_selector;
 } rkl_container_filter;
 
@@ -243,30 +244,30 @@ typedef struct rkl_container_filter {
  * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*).
  * image_id is the rkt image ID the image resolved to at create (the container runs that image
  * even if its tag moves), or NULL when it is not known yet (the reconciler resolves it). */
-int rkl_store_container_create(rkl_store *s, const char *ctr_id, const char *pod_id,
+int rkl_store_container_create(rkl_store *s, const char *container_id, const char *pod_id,
                                const char *app_name, const char *image_id, rkl_container_spec *spec,
                                rkl_container_record **ret, rkl_error *reterr);
-int rkl_store_container_get(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+int rkl_store_container_get(rkl_store *s, const char *container_id, rkl_container_record **ret,
                             rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
 int rkl_store_container_list(rkl_store *s, const rkl_container_filter *filter,
                              rkl_container_record ***ret, size_t *ret_n, rkl_error *reterr);
-typedef int (*rkl_store_container_cb)(const rkl_container_record *ctr, void *userdata);
+typedef int (*rkl_store_container_cb)(const rkl_container_record *container, void *userdata);
 int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter,
                                 rkl_store_container_cb cb, void *userdata, rkl_error *reterr);
 /* StopContainer: desired stopped, and SIGKILL at deadline_ns (realtime) for an app still
  * running then. A repeated stop keeps the earliest deadline. */
-int rkl_store_container_stop(rkl_store *s, const char *ctr_id, int64_t deadline_ns,
+int rkl_store_container_stop(rkl_store *s, const char *container_id, int64_t deadline_ns,
                              rkl_container_record **ret, rkl_error *reterr);
 /* StartContainer: desired running, unless the container is stopped or has run and exited
  * (-EBADFD). Returns 1 when it changed, 0 when it was wanted running already. */
-int rkl_store_container_start(rkl_store *s, const char *ctr_id, rkl_container_record **ret,
+int rkl_store_container_start(rkl_store *s, const char *container_id, rkl_container_record **ret,
                               rkl_error *reterr);
-int rkl_store_container_set_observed(rkl_store *s, const char *ctr_id,
+int rkl_store_container_set_observed(rkl_store *s, const char *container_id,
                                      const rkl_container_observed *o, rkl_error *reterr);
-int rkl_store_container_record_error(rkl_store *s, const char *ctr_id, const char *error,
+int rkl_store_container_record_error(rkl_store *s, const char *container_id, const char *error,
                                      int64_t next_retry_ns, rkl_error *reterr);
-int rkl_store_container_clear_error(rkl_store *s, const char *ctr_id, rkl_error *reterr);
-int rkl_store_container_delete(rkl_store *s, const char *ctr_id, rkl_error *reterr);
+int rkl_store_container_clear_error(rkl_store *s, const char *container_id, rkl_error *reterr);
+int rkl_store_container_delete(rkl_store *s, const char *container_id, rkl_error *reterr);
 int rkl_store_container_resolve(rkl_store *s, const char *prefix,
                                 char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);

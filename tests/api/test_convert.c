@@ -152,15 +152,15 @@ static void test_pod_host_network(void **state)
         rkl_pod_spec_done(&s);
 }
 
-static Runtime__V1__ContainerMetadata ctr_md = {
+static Runtime__V1__ContainerMetadata container_md = {
     PROTOBUF_C_MESSAGE_INIT(&runtime__v1__container_metadata__descriptor), (char *)"app", 1};
 static Runtime__V1__ImageSpec image = {
     PROTOBUF_C_MESSAGE_INIT(&runtime__v1__image_spec__descriptor), (char *)"busybox"};
 
-static void ctr_config(Runtime__V1__ContainerConfig *c)
+static void container_config(Runtime__V1__ContainerConfig *c)
 {
         runtime__v1__container_config__init(c);
-        c->metadata = &ctr_md;
+        c->metadata = &container_md;
         c->image = &image;
 }
 
@@ -178,7 +178,7 @@ static void test_container_ok(void **state)
         rkl_container_spec s;
         rkl_error err = RKL_ERROR_INIT;
 
-        ctr_config(&c);
+        container_config(&c);
         env.key = (char *)"GREETING";
         env.value = (char *)"a=b,c";
         c.envs = envs;
@@ -209,7 +209,7 @@ static void test_container_ok(void **state)
         rkl_container_spec_done(&s);
 }
 
-static void expect_ctr_error(Runtime__V1__ContainerConfig *c, const char *field)
+static void expect_container_error(Runtime__V1__ContainerConfig *c, const char *field)
 {
         rkl_container_spec s = {0};
         rkl_error err = RKL_ERROR_INIT;
@@ -223,43 +223,43 @@ static void test_container_bad(void **state)
 {
         Runtime__V1__ContainerConfig c;
 
-        ctr_config(&c);
+        container_config(&c);
         c.image = NULL;
-        expect_ctr_error(&c, "config.image");
+        expect_container_error(&c, "config.image");
 
-        ctr_config(&c);
+        container_config(&c);
         Runtime__V1__Mount m = RUNTIME__V1__MOUNT__INIT;
         Runtime__V1__Mount *ms[] = {&m};
         m.container_path = (char *)"/data";
         m.host_path = (char *)"/srv/a,kind=empty";
         c.mounts = ms;
         c.n_mounts = 1;
-        expect_ctr_error(&c, "mounts[0].host_path");
+        expect_container_error(&c, "mounts[0].host_path");
         m.host_path = (char *)"srv";
-        expect_ctr_error(&c, "mounts[0].host_path");
+        expect_container_error(&c, "mounts[0].host_path");
         m.host_path = (char *)"/srv";
         m.propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_BIDIRECTIONAL;
-        expect_ctr_error(&c, "mounts[0].propagation");
+        expect_container_error(&c, "mounts[0].propagation");
 
-        ctr_config(&c);
+        container_config(&c);
         Runtime__V1__KeyValue env = RUNTIME__V1__KEY_VALUE__INIT;
         Runtime__V1__KeyValue *envs[] = {&env};
         env.key = (char *)"A=B";
         c.envs = envs;
         c.n_envs = 1;
-        expect_ctr_error(&c, "config.envs[0].key");
+        expect_container_error(&c, "config.envs[0].key");
 
-        ctr_config(&c);
+        container_config(&c);
         c.log_path = (char *)"../../etc/passwd";
-        expect_ctr_error(&c, "config.log_path");
+        expect_container_error(&c, "config.log_path");
 
-        ctr_config(&c);
+        container_config(&c);
         char *cmd[] = {(char *)""};
         c.command = cmd;
         c.n_command = 1;
-        expect_ctr_error(&c, "config.command[0]");
+        expect_container_error(&c, "config.command[0]");
 
-        ctr_config(&c);
+        container_config(&c);
         Runtime__V1__LinuxContainerConfig l = RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
         Runtime__V1__LinuxContainerSecurityContext sc =
             RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
@@ -267,7 +267,7 @@ static void test_container_bad(void **state)
         sc.run_as_group = &gid;
         l.security_context = &sc;
         c.linux = &l;
-        expect_ctr_error(&c, "run_as_group");
+        expect_container_error(&c, "run_as_group");
 
         Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
         char *add[] = {(char *)"NET_ADMIN; rm -rf /"};
@@ -275,13 +275,13 @@ static void test_container_bad(void **state)
         caps.n_add_capabilities = 1;
         sc.run_as_group = NULL;
         sc.capabilities = &caps;
-        expect_ctr_error(&c, "is not a capability");
+        expect_container_error(&c, "is not a capability");
 
         Runtime__V1__LinuxContainerResources res = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
         sc.capabilities = NULL;
         res.oom_score_adj = 5000;
         l.resources = &res;
-        expect_ctr_error(&c, "oom_score_adj");
+        expect_container_error(&c, "oom_score_adj");
 }
 
 int main(void)

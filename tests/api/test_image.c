@@ -116,7 +116,7 @@ static void put_container(fixture *f, const char *id, const char *image, const c
         rec->spec.image = rkl_xstrdup(image);
         rec->observed.image_ref = rkl_xstrdup(image_ref);
         rec->book.version = 1;
-        assert_true(rkl_cache_ctr_put(f->cache, rkl_ctr_view_new(rec, NULL)));
+        assert_true(rkl_cache_container_put(f->cache, rkl_container_view_new(rec, NULL)));
 }
 
 static void test_in_use(void **state)

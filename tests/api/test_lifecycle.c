@@ -193,16 +193,16 @@ static char *run_pod(fixture *f, const podcfg *p)
         return id;
 }
 
-typedef struct ctrcfg {
+typedef struct containercfg {
         const char *name;
         uint32_t attempt;
         const char *image;
         const char *const *labels;
         const char *const *annotations;
         const char *log_path;
-} ctrcfg;
+} containercfg;
 
-static Runtime__V1__ContainerConfig *ctr_config(rkl_arena *a, const ctrcfg *p)
+static Runtime__V1__ContainerConfig *container_config(rkl_arena *a, const containercfg *p)
 {
         Runtime__V1__ContainerConfig *c = rkl_arena_newa(Runtime__V1__ContainerConfig, a, 1);
         runtime__v1__container_config__init(c);
@@ -227,12 +227,13 @@ static Runtime__V1__ContainerConfig *ctr_config(rkl_arena *a, const ctrcfg *p)
         return c;
 }
 
-static int create_ctr_r(fixture *f, const char *pod, const ctrcfg *p, char **ret_id, rkl_error *err)
+static int create_container_r(fixture *f, const char *pod, const containercfg *p, char **ret_id,
+                              rkl_error *err)
 {
         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
         Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
         req.pod_sandbox_id = (char *)pod;
-        req.config = ctr_config(f->arena, p);
+        req.config = container_config(f->arena, p);
         int r = rkl_api_create_container(&f->ctx, &req, &resp, err);
         if (r >= 0) {
                 packs(&resp);
@@ -241,11 +242,11 @@ static int create_ctr_r(fixture *f, const char *pod, const ctrcfg *p, char **ret
         return r;
 }
 
-static char *create_ctr(fixture *f, const char *pod, const ctrcfg *p)
+static char *create_container(fixture *f, const char *pod, const containercfg *p)
 {
         rkl_error err = RKL_ERROR_INIT;
         char *id = NULL;
-        expect_ok(create_ctr_r(f, pod, p, &id, &err));
+        expect_ok(create_container_r(f, pod, p, &id, &err));
         assert_true(rkl_id_is_valid(id));
         return id;
 }
@@ -315,7 +316,7 @@ static Runtime__V1__ListPodSandboxResponse list_pods(fixture *f,
             f, &runtime__v1__list_pod_sandbox_response__descriptor);
 }
 
-static int start_ctr(fixture *f, const char *id, rkl_error *err)
+static int start_container(fixture *f, const char *id, rkl_error *err)
 {
         Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
         Runtime__V1__StartContainerResponse resp = RUNTIME__V1__START_CONTAINER_RESPONSE__INIT;
@@ -323,7 +324,7 @@ static int start_ctr(fixture *f, const char *id, rkl_error *err)
         return rkl_api_start_container(&f->ctx, &req, &resp, err);
 }
 
-static int stop_ctr(fixture *f, const char *id, int64_t timeout, rkl_error *err)
+static int stop_container(fixture *f, const char *id, int64_t timeout, rkl_error *err)
 {
         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
         Runtime__V1__StopContainerResponse resp = RUNTIME__V1__STOP_CONTAINER_RESPONSE__INIT;
@@ -332,7 +333,7 @@ static int stop_ctr(fixture *f, const char *id, int64_t timeout, rkl_error *err)
         return rkl_api_stop_container(&f->ctx, &req, &resp, err);
 }
 
-static int remove_ctr(fixture *f, const char *id, rkl_error *err)
+static int remove_container(fixture *f, const char *id, rkl_error *err)
 {
         Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
         Runtime__V1__RemoveContainerResponse resp = RUNTIME__V1__REMOVE_CONTAINER_RESPONSE__INIT;
@@ -340,8 +341,8 @@ static int remove_ctr(fixture *f, const char *id, rkl_error *err)
         return rkl_api_remove_container(&f->ctx, &req, &resp, err);
 }
 
-static int ctr_status(fixture *f, const char *id, bool verbose,
-                      Runtime__V1__ContainerStatusResponse *resp, rkl_error *err)
+static int container_status(fixture *f, const char *id, bool verbose,
+                            Runtime__V1__ContainerStatusResponse *resp, rkl_error *err)
 {
         Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
         *resp = (Runtime__V1__ContainerStatusResponse)RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
@@ -353,8 +354,8 @@ static int ctr_status(fixture *f, const char *id, bool verbose,
         return r;
 }
 
-static Runtime__V1__ListContainersResponse list_ctrs(fixture *f,
-                                                     const Runtime__V1__ContainerFilter *filter)
+static Runtime__V1__ListContainersResponse
+list_containers(fixture *f, const Runtime__V1__ContainerFilter *filter)
 {
         Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
         Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
@@ -375,7 +376,7 @@ static size_t store_pods(fixture *f)
         return n;
 }
 
-static size_t store_ctrs(fixture *f)
+static size_t store_containers(fixture *f)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_container_record **a = NULL;
@@ -517,38 +518,40 @@ static void test_stop_remove_pod(void **state)
         Runtime__V1__ContainerStatusResponse cst;
 
         char *id = run_pod(f, &(podcfg){0});
-        char *c1 = create_ctr(f, id, &(ctrcfg){.name = "a"});
-        char *c2 = create_ctr(f, id, &(ctrcfg){.name = "b"});
-        expect_ok(start_ctr(f, c1, &err));
+        char *c1 = create_container(f, id, &(containercfg){.name = "a"});
+        char *c2 = create_container(f, id, &(containercfg){.name = "b"});
+        expect_ok(start_container(f, c1, &err));
 
         expect_ok(stop_pod(f, id, &err));
         expect_ok(pod_status(f, id, true, &st, &err));
         assert_int_equal(st.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY);
         assert_non_null(strstr(st.info[0]->value, "\"desired\":\"stopped\""));
         /* Its containers are wanted stopped too, and the cache says so at once. */
-        expect_ok(ctr_status(f, c1, true, &cst, &err));
+        expect_ok(container_status(f, c1, true, &cst, &err));
         assert_non_null(strstr(cst.info[0]->value, "\"desired\":\"stopped\""));
-        expect_ok(ctr_status(f, c2, true, &cst, &err));
+        expect_ok(container_status(f, c2, true, &cst, &err));
         assert_non_null(strstr(cst.info[0]->value, "\"desired\":\"stopped\""));
         /* No container joins a stopped sandbox. */
         char *c3;
-        expect_error(create_ctr_r(f, id, &(ctrcfg){.name = "c"}, &c3, &err), -EBADFD,
+        expect_error(create_container_r(f, id, &(containercfg){.name = "c"}, &c3, &err), -EBADFD,
                      GRPC_STATUS_FAILED_PRECONDITION, "not ready");
-        expect_error(start_ctr(f, c2, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "stopped");
+        expect_error(start_container(f, c2, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION,
+                     "stopped");
 
         /* Idempotent. */
         expect_ok(stop_pod(f, id, &err));
         expect_ok(remove_pod(f, id, &err));
         expect_error(pod_status(f, id, false, &st, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, id);
-        expect_error(ctr_status(f, c1, false, &cst, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c1);
+        expect_error(container_status(f, c1, false, &cst, &err), -ENOENT, GRPC_STATUS_NOT_FOUND,
+                     c1);
         assert_int_equal(list_pods(f, NULL).n_items, 0);
-        assert_int_equal(list_ctrs(f, NULL).n_containers, 0);
+        assert_int_equal(list_containers(f, NULL).n_containers, 0);
         assert_int_equal(store_pods(f), 0);
-        assert_int_equal(store_ctrs(f), 0);
+        assert_int_equal(store_containers(f), 0);
         expect_ok(remove_pod(f, id, &err));
         expect_ok(stop_pod(f, id, &err));
-        expect_ok(stop_ctr(f, c1, 0, &err));
-        expect_ok(remove_ctr(f, c2, &err));
+        expect_ok(stop_container(f, c1, 0, &err));
+        expect_ok(remove_container(f, c2, &err));
 
         /* Unknown IDs, full or not: nothing to do. Empty: a malformed request. */
         const char *unknown = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -590,7 +593,7 @@ static void test_prefixes(void **state)
         rkl_error err = RKL_ERROR_INIT;
         Runtime__V1__PodSandboxStatusResponse st;
         Runtime__V1__ContainerStatusResponse cst;
-        char *ids[17], *ctrs[17], prefix[2];
+        char *ids[17], *containers[17], prefix[2];
         size_t i, j;
 
         char *pod = run_pod(f, &(podcfg){.name = "holder"});
@@ -598,14 +601,16 @@ static void test_prefixes(void **state)
                 char name[16];
                 (void)snprintf(name, sizeof(name), "p%zu", k);
                 ids[k] = run_pod(f, &(podcfg){.name = rkl_arena_strdup(f->arena, name)});
-                ctrs[k] = create_ctr(f, pod, &(ctrcfg){.name = rkl_arena_strdup(f->arena, name)});
+                containers[k] = create_container(
+                    f, pod, &(containercfg){.name = rkl_arena_strdup(f->arena, name)});
         }
 
         /* A unique prefix is as good as the full ID. */
         expect_ok(pod_status(f, rkl_arena_strndup(f->arena, ids[0], 12), false, &st, &err));
         assert_string_equal(st.status->id, ids[0]);
-        expect_ok(ctr_status(f, rkl_arena_strndup(f->arena, ctrs[0], 12), false, &cst, &err));
-        assert_string_equal(cst.status->id, ctrs[0]);
+        expect_ok(
+            container_status(f, rkl_arena_strndup(f->arena, containers[0], 12), false, &cst, &err));
+        assert_string_equal(cst.status->id, containers[0]);
 
         shared_prefix(ids, 17, prefix, &i, &j);
         expect_error(pod_status(f, prefix, false, &st, &err), -ENOTUNIQ,
@@ -637,22 +642,23 @@ static void test_prefixes(void **state)
                 assert_string_equal(st.status->id, ids[j]);
         }
 
-        shared_prefix(ctrs, 17, prefix, &i, &j);
-        expect_error(start_ctr(f, prefix, &err), -ENOTUNIQ, GRPC_STATUS_FAILED_PRECONDITION,
+        shared_prefix(containers, 17, prefix, &i, &j);
+        expect_error(start_container(f, prefix, &err), -ENOTUNIQ, GRPC_STATUS_FAILED_PRECONDITION,
                      "ambiguous");
-        expect_error(stop_ctr(f, prefix, 1, &err), -ENOTUNIQ, GRPC_STATUS_FAILED_PRECONDITION,
+        expect_error(stop_container(f, prefix, 1, &err), -ENOTUNIQ, GRPC_STATUS_FAILED_PRECONDITION,
                      "ambiguous");
-        expect_error(ctr_status(f, prefix, false, &cst, &err), -ENOTUNIQ,
+        expect_error(container_status(f, prefix, false, &cst, &err), -ENOTUNIQ,
                      GRPC_STATUS_FAILED_PRECONDITION, "ambiguous");
-        expect_ok(start_ctr(f, rkl_arena_strndup(f->arena, ctrs[i], 8), &err));
-        expect_ok(stop_ctr(f, rkl_arena_strndup(f->arena, ctrs[i], 8), 5, &err));
-        expect_ok(remove_ctr(f, rkl_arena_strndup(f->arena, ctrs[i], 8), &err));
-        expect_error(ctr_status(f, ctrs[i], false, &cst, &err), -ENOENT, GRPC_STATUS_NOT_FOUND,
-                     "not found");
+        expect_ok(start_container(f, rkl_arena_strndup(f->arena, containers[i], 8), &err));
+        expect_ok(stop_container(f, rkl_arena_strndup(f->arena, containers[i], 8), 5, &err));
+        expect_ok(remove_container(f, rkl_arena_strndup(f->arena, containers[i], 8), &err));
+        expect_error(container_status(f, containers[i], false, &cst, &err), -ENOENT,
+                     GRPC_STATUS_NOT_FOUND, "not found");
 
         /* CreateContainer takes a sandbox prefix too. */
-        char *c = create_ctr(f, rkl_arena_strndup(f->arena, pod, 10), &(ctrcfg){.name = "x"});
-        expect_ok(ctr_status(f, c, false, &cst, &err));
+        char *c =
+            create_container(f, rkl_arena_strndup(f->arena, pod, 10), &(containercfg){.name = "x"});
+        expect_ok(container_status(f, c, false, &cst, &err));
 }
 
 static void test_pod_filters(void **state)
@@ -753,17 +759,17 @@ static void test_many_labels(void **state)
         }
         pairs[200] = NULL;
         char *pod = run_pod(f, &(podcfg){.labels = pairs, .annotations = pairs});
-        char *c = create_ctr(f, pod, &(ctrcfg){.labels = pairs, .annotations = pairs});
+        char *c = create_container(f, pod, &(containercfg){.labels = pairs, .annotations = pairs});
 
         expect_ok(pod_status(f, pod, false, &st, &err));
         assert_kvs(st.status->labels, st.status->n_labels, pairs);
         assert_kvs(st.status->annotations, st.status->n_annotations, pairs);
         Runtime__V1__ListPodSandboxResponse l = list_pods(f, NULL);
         assert_kvs(l.items[0]->labels, l.items[0]->n_labels, pairs);
-        expect_ok(ctr_status(f, c, false, &cst, &err));
+        expect_ok(container_status(f, c, false, &cst, &err));
         assert_kvs(cst.status->labels, cst.status->n_labels, pairs);
         assert_kvs(cst.status->annotations, cst.status->n_annotations, pairs);
-        Runtime__V1__ListContainersResponse lc = list_ctrs(f, NULL);
+        Runtime__V1__ListContainersResponse lc = list_containers(f, NULL);
         assert_kvs(lc.containers[0]->labels, lc.containers[0]->n_labels, pairs);
         assert_kvs(lc.containers[0]->annotations, lc.containers[0]->n_annotations, pairs);
 
@@ -772,7 +778,7 @@ static void test_many_labels(void **state)
         state_open(f);
         expect_ok(pod_status(f, pod, false, &st, &err));
         assert_kvs(st.status->annotations, st.status->n_annotations, pairs);
-        expect_ok(ctr_status(f, c, false, &cst, &err));
+        expect_ok(container_status(f, c, false, &cst, &err));
         assert_kvs(cst.status->labels, cst.status->n_labels, pairs);
         assert_string_equal(cst.status->log_path, "/var/log/pods/default_web_uid-1/app/0.log");
 }
@@ -788,16 +794,16 @@ static void test_container_lifecycle(void **state)
         int64_t before = rkl_realtime_nsec();
 
         char *pod = run_pod(f, &(podcfg){.log_directory = "/var/log/pods/ns_web_u"});
-        char *c = create_ctr(f, pod,
-                             &(ctrcfg){.name = "app",
-                                       .attempt = 2,
-                                       .image = "busybox",
-                                       .labels = labels,
-                                       .annotations = annotations,
-                                       .log_path = "app/2.log"});
-        assert_int_equal(store_ctrs(f), 1);
+        char *c = create_container(f, pod,
+                                   &(containercfg){.name = "app",
+                                                   .attempt = 2,
+                                                   .image = "busybox",
+                                                   .labels = labels,
+                                                   .annotations = annotations,
+                                                   .log_path = "app/2.log"});
+        assert_int_equal(store_containers(f), 1);
 
-        expect_ok(ctr_status(f, c, false, &st, &err));
+        expect_ok(container_status(f, c, false, &st, &err));
         Runtime__V1__ContainerStatus *s = st.status;
         assert_string_equal(s->id, c);
         assert_string_equal(s->metadata->name, "app");
@@ -816,7 +822,7 @@ static void test_container_lifecycle(void **state)
         assert_kvs(s->annotations, s->n_annotations, annotations);
         assert_int_equal(st.n_info, 0);
 
-        Runtime__V1__ListContainersResponse l = list_ctrs(f, NULL);
+        Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
         assert_int_equal(l.n_containers, 1);
         Runtime__V1__Container *lc = l.containers[0];
         assert_string_equal(lc->id, c);
@@ -831,42 +837,43 @@ static void test_container_lifecycle(void **state)
         assert_kvs(lc->annotations, lc->n_annotations, annotations);
 
         /* Started: wanted running, but reported created until rkt has really run it. */
-        expect_ok(start_ctr(f, c, &err));
-        expect_ok(ctr_status(f, c, true, &st, &err));
+        expect_ok(start_container(f, c, &err));
+        expect_ok(container_status(f, c, true, &st, &err));
         assert_int_equal(st.status->state, RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED);
         assert_non_null(strstr(st.info[0]->value, "\"desired\":\"running\""));
         assert_non_null(strstr(st.info[0]->value, "\"phase\":\"created\""));
         assert_non_null(strstr(st.info[0]->value, "\"appName\":\"c"));
         assert_non_null(strstr(st.info[0]->value, "\"stopDeadline\":null"));
-        expect_ok(start_ctr(f, c, &err)); /* again: fine */
+        expect_ok(start_container(f, c, &err)); /* again: fine */
 
         /* Stop with a grace period: the deadline is kept for the reconciler. */
         int64_t t0 = rkl_realtime_nsec();
-        expect_ok(stop_ctr(f, c, 30, &err));
+        expect_ok(stop_container(f, c, 30, &err));
         rkl_container_record *rec = NULL;
         expect_ok(rkl_store_container_get(f->store, c, &rec, &err));
-        assert_int_equal(rec->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(rec->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_true(rec->stop_deadline_ns >= t0 + 30 * (int64_t)NSEC_PER_SEC);
         assert_true(rec->stop_deadline_ns <= rkl_realtime_nsec() + 30 * (int64_t)NSEC_PER_SEC);
         rkl_container_record_free(rec);
-        expect_ok(ctr_status(f, c, true, &st, &err));
+        expect_ok(container_status(f, c, true, &st, &err));
         assert_non_null(strstr(st.info[0]->value, "\"desired\":\"stopped\""));
         assert_null(strstr(st.info[0]->value, "\"stopDeadline\":null"));
         /* A second stop with 0 moves the deadline to now; stop stays idempotent. */
-        expect_ok(stop_ctr(f, c, 0, &err));
+        expect_ok(stop_container(f, c, 0, &err));
         expect_ok(rkl_store_container_get(f->store, c, &rec, &err));
         assert_true(rec->stop_deadline_ns <= rkl_realtime_nsec());
         rkl_container_record_free(rec);
-        expect_ok(stop_ctr(f, c, -5, &err));
-        expect_error(start_ctr(f, c, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "is stopped");
+        expect_ok(stop_container(f, c, -5, &err));
+        expect_error(start_container(f, c, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION,
+                     "is stopped");
 
-        expect_ok(remove_ctr(f, c, &err));
-        expect_error(ctr_status(f, c, false, &st, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
-        assert_int_equal(list_ctrs(f, NULL).n_containers, 0);
-        assert_int_equal(store_ctrs(f), 0);
-        expect_ok(remove_ctr(f, c, &err));
-        expect_ok(stop_ctr(f, c, 10, &err));
-        expect_error(start_ctr(f, c, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, "not found");
+        expect_ok(remove_container(f, c, &err));
+        expect_error(container_status(f, c, false, &st, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
+        assert_int_equal(list_containers(f, NULL).n_containers, 0);
+        assert_int_equal(store_containers(f), 0);
+        expect_ok(remove_container(f, c, &err));
+        expect_ok(stop_container(f, c, 10, &err));
+        expect_error(start_container(f, c, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, "not found");
         /* The sandbox is untouched. */
         assert_int_equal(list_pods(f, NULL).n_items, 1);
 }
@@ -880,45 +887,48 @@ static void test_container_invalid(void **state)
 
         char *pod = run_pod(f, &(podcfg){0});
         const char *unknown = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
-        expect_error(create_ctr_r(f, unknown, &(ctrcfg){0}, &id, &err), -ENOENT,
+        expect_error(create_container_r(f, unknown, &(containercfg){0}, &id, &err), -ENOENT,
                      GRPC_STATUS_NOT_FOUND, "sandbox");
-        expect_error(create_ctr_r(f, "", &(ctrcfg){0}, &id, &err), -EINVAL,
+        expect_error(create_container_r(f, "", &(containercfg){0}, &id, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "pod_sandbox_id");
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.name = ""}, &id, &err), -EINVAL,
+        expect_error(create_container_r(f, pod, &(containercfg){.name = ""}, &id, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "config.metadata.name");
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.image = "-rf"}, &id, &err), -EINVAL,
-                     GRPC_STATUS_INVALID_ARGUMENT, "config.image.image");
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.log_path = "../../etc/passwd"}, &id, &err),
-                     -EINVAL, GRPC_STATUS_INVALID_ARGUMENT, "config.log_path");
+        expect_error(create_container_r(f, pod, &(containercfg){.image = "-rf"}, &id, &err),
+                     -EINVAL, GRPC_STATUS_INVALID_ARGUMENT, "config.image.image");
+        expect_error(
+            create_container_r(f, pod, &(containercfg){.log_path = "../../etc/passwd"}, &id, &err),
+            -EINVAL, GRPC_STATUS_INVALID_ARGUMENT, "config.log_path");
         const char *const bad[] = {"k", "\xc3", NULL};
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.labels = bad}, &id, &err), -EINVAL,
+        expect_error(create_container_r(f, pod, &(containercfg){.labels = bad}, &id, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "config.labels");
         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
         Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
         req.pod_sandbox_id = pod;
         expect_error(rkl_api_create_container(&f->ctx, &req, &resp, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "config");
-        assert_int_equal(store_ctrs(f), 0);
-        assert_int_equal(list_ctrs(f, NULL).n_containers, 0);
+        assert_int_equal(store_containers(f), 0);
+        assert_int_equal(list_containers(f, NULL).n_containers, 0);
 
         /* One name and attempt per sandbox. */
-        char *c = create_ctr(f, pod, &(ctrcfg){.name = "app", .attempt = 1});
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.name = "app", .attempt = 1}, &id, &err),
-                     -EEXIST, GRPC_STATUS_ALREADY_EXISTS, "already exists");
-        create_ctr(f, pod, &(ctrcfg){.name = "app", .attempt = 2});
-        assert_int_equal(store_ctrs(f), 2);
+        char *c = create_container(f, pod, &(containercfg){.name = "app", .attempt = 1});
+        expect_error(
+            create_container_r(f, pod, &(containercfg){.name = "app", .attempt = 1}, &id, &err),
+            -EEXIST, GRPC_STATUS_ALREADY_EXISTS, "already exists");
+        create_container(f, pod, &(containercfg){.name = "app", .attempt = 2});
+        assert_int_equal(store_containers(f), 2);
 
-        expect_error(start_ctr(f, unknown, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, unknown);
-        expect_error(start_ctr(f, "abc", &err), -ENOENT, GRPC_STATUS_NOT_FOUND, "abc");
-        expect_error(start_ctr(f, "", &err), -EINVAL, GRPC_STATUS_INVALID_ARGUMENT, "container_id");
-        expect_error(ctr_status(f, unknown, false, &st, &err), -ENOENT, GRPC_STATUS_NOT_FOUND,
-                     unknown);
-        expect_error(stop_ctr(f, NULL, 0, &err), -EINVAL, GRPC_STATUS_INVALID_ARGUMENT,
+        expect_error(start_container(f, unknown, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, unknown);
+        expect_error(start_container(f, "abc", &err), -ENOENT, GRPC_STATUS_NOT_FOUND, "abc");
+        expect_error(start_container(f, "", &err), -EINVAL, GRPC_STATUS_INVALID_ARGUMENT,
                      "container_id");
-        expect_ok(stop_ctr(f, unknown, 0, &err));
-        expect_ok(remove_ctr(f, unknown, &err));
-        expect_ok(remove_ctr(f, "zzz", &err));
-        expect_ok(ctr_status(f, c, false, &st, &err));
+        expect_error(container_status(f, unknown, false, &st, &err), -ENOENT, GRPC_STATUS_NOT_FOUND,
+                     unknown);
+        expect_error(stop_container(f, NULL, 0, &err), -EINVAL, GRPC_STATUS_INVALID_ARGUMENT,
+                     "container_id");
+        expect_ok(stop_container(f, unknown, 0, &err));
+        expect_ok(remove_container(f, unknown, &err));
+        expect_ok(remove_container(f, "zzz", &err));
+        expect_ok(container_status(f, c, false, &st, &err));
 }
 
 static void test_container_filters(void **state)
@@ -935,21 +945,21 @@ static void test_container_filters(void **state)
         char *p2 = run_pod(f, &(podcfg){.name = "two"});
         const char *const la[] = {"io.kubernetes.container.name", "a", NULL};
         const char *const lb[] = {"io.kubernetes.container.name", "b", NULL};
-        char *a1 = create_ctr(f, p1, &(ctrcfg){.name = "a", .labels = la});
-        char *b1 = create_ctr(f, p1, &(ctrcfg){.name = "b", .labels = lb});
-        char *a2 = create_ctr(f, p2, &(ctrcfg){.name = "a", .labels = la});
+        char *a1 = create_container(f, p1, &(containercfg){.name = "a", .labels = la});
+        char *b1 = create_container(f, p1, &(containercfg){.name = "b", .labels = lb});
+        char *a2 = create_container(f, p2, &(containercfg){.name = "a", .labels = la});
 
         /* The reconciler reports one running and one exited. */
-        rkl_container_observed o = {.phase = RKL_CTR_PHASE_RUNNING, .started_ns = 5};
+        rkl_container_observed o = {.phase = RKL_CONTAINER_PHASE_RUNNING, .started_ns = 5};
         expect_ok(rkl_state_container_set_observed(f->state, a1, &o, &err));
-        o = (rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED,
+        o = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED,
                                      .has_exit_code = true,
                                      .exit_code = 137,
                                      .started_ns = 5,
                                      .finished_ns = 6};
         expect_ok(rkl_state_container_set_observed(f->state, a2, &o, &err));
 
-        Runtime__V1__ListContainersResponse l = list_ctrs(f, NULL);
+        Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
         assert_int_equal(l.n_containers, 3);
         assert_string_equal(l.containers[0]->id, a1);
         assert_string_equal(l.containers[1]->id, b1);
@@ -957,36 +967,36 @@ static void test_container_filters(void **state)
 
         runtime__v1__container_filter__init(&cf);
         cf.pod_sandbox_id = p1;
-        assert_int_equal(list_ctrs(f, &cf).n_containers, 2);
+        assert_int_equal(list_containers(f, &cf).n_containers, 2);
         cf.pod_sandbox_id = rkl_arena_strndup(f->arena, p2, 16);
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, a2);
         cf.pod_sandbox_id =
             (char *)"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
-        assert_int_equal(list_ctrs(f, &cf).n_containers, 0);
+        assert_int_equal(list_containers(f, &cf).n_containers, 0);
 
         runtime__v1__container_filter__init(&cf);
         cf.id = rkl_arena_strndup(f->arena, b1, 9);
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, b1);
         cf.id = a2;
         cf.pod_sandbox_id = p1; /* both must hold */
-        assert_int_equal(list_ctrs(f, &cf).n_containers, 0);
+        assert_int_equal(list_containers(f, &cf).n_containers, 0);
 
         runtime__v1__container_filter__init(&cf);
         cf.state = &sv;
         sv.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, a1);
         sv.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED;
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, a2);
         sv.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, b1);
 
@@ -995,18 +1005,18 @@ static void test_container_filters(void **state)
         sel.value = (char *)"a";
         cf.label_selector = selp;
         cf.n_label_selector = 1;
-        assert_int_equal(list_ctrs(f, &cf).n_containers, 2);
+        assert_int_equal(list_containers(f, &cf).n_containers, 2);
         cf.pod_sandbox_id = p2;
-        l = list_ctrs(f, &cf);
+        l = list_containers(f, &cf);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, a2);
 
         /* Removing a sandbox takes its containers out of every answer. */
         expect_ok(remove_pod(f, p1, &err));
-        l = list_ctrs(f, NULL);
+        l = list_containers(f, NULL);
         assert_int_equal(l.n_containers, 1);
         assert_string_equal(l.containers[0]->id, a2);
-        assert_int_equal(store_ctrs(f), 1);
+        assert_int_equal(store_containers(f), 1);
 }
 
 static void test_observed(void **state)
@@ -1017,7 +1027,7 @@ static void test_observed(void **state)
         Runtime__V1__PodSandboxStatusResponse ps;
 
         char *pod = run_pod(f, &(podcfg){0});
-        char *c = create_ctr(f, pod, &(ctrcfg){.image = "docker://busybox"});
+        char *c = create_container(f, pod, &(containercfg){.image = "docker://busybox"});
 
         /* What the reconciler records shows at once, made valid UTF-8 where rkt said it. */
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING, .ip = (char *)"10.1.2.3"};
@@ -1039,7 +1049,7 @@ static void test_observed(void **state)
         assert_null(strstr(ps.info[0]->value, "\"nextRetryAt\":null"));
 
         rkl_container_observed o = {
-            .phase = RKL_CTR_PHASE_EXITED,
+            .phase = RKL_CONTAINER_PHASE_EXITED,
             .has_exit_code = true,
             .exit_code = 137,
             .created_ns = 100,
@@ -1050,7 +1060,7 @@ static void test_observed(void **state)
             .image_ref = (char *)"sha512-0123abcd",
         };
         expect_ok(rkl_state_container_set_observed(f->state, c, &o, &err));
-        expect_ok(ctr_status(f, c, true, &st, &err));
+        expect_ok(container_status(f, c, true, &st, &err));
         assert_int_equal(st.status->state, RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED);
         assert_int_equal(st.status->created_at, 100);
         assert_int_equal(st.status->started_at, 200);
@@ -1062,11 +1072,12 @@ static void test_observed(void **state)
         assert_string_equal(st.status->image_ref, "sha512-0123abcd");
         assert_string_equal(st.status->image_id, "sha512-0123abcd");
         assert_non_null(strstr(st.info[0]->value, "\"exitCode\":137"));
-        Runtime__V1__ListContainersResponse l = list_ctrs(f, NULL);
+        Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
         assert_string_equal(l.containers[0]->image_ref, "sha512-0123abcd");
         assert_int_equal(l.containers[0]->created_at, 100);
         /* An exited container does not start again (kubelet makes a new one). */
-        expect_error(start_ctr(f, c, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "exited");
+        expect_error(start_container(f, c, &err), -EBADFD, GRPC_STATUS_FAILED_PRECONDITION,
+                     "exited");
 
         /* A sandbox whose pod failed for good is NOTREADY and takes no container. */
         po = (rkl_pod_observed){.phase = RKL_POD_PHASE_FAILED, .reason = (char *)"Died"};
@@ -1074,8 +1085,8 @@ static void test_observed(void **state)
         expect_ok(pod_status(f, pod, false, &ps, &err));
         assert_int_equal(ps.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY);
         char *id;
-        expect_error(create_ctr_r(f, pod, &(ctrcfg){.name = "late"}, &id, &err), -EBADFD,
-                     GRPC_STATUS_FAILED_PRECONDITION, "not ready");
+        expect_error(create_container_r(f, pod, &(containercfg){.name = "late"}, &id, &err),
+                     -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "not ready");
 }
 
 static void test_update_runtime_config(void **state)
@@ -1129,12 +1140,12 @@ static void test_cache_follows_store(void **state)
         /* Gone from the store behind the cache's back: a write that finds it gone
          * tombstones it. */
         char *pod = run_pod(f, &(podcfg){0});
-        char *c = create_ctr(f, pod, &(ctrcfg){0});
+        char *c = create_container(f, pod, &(containercfg){0});
         expect_ok(rkl_store_pod_delete(f->store, pod, &err));
-        rkl_container_observed o = {.phase = RKL_CTR_PHASE_RUNNING};
+        rkl_container_observed o = {.phase = RKL_CONTAINER_PHASE_RUNNING};
         assert_int_equal(rkl_state_container_set_observed(f->state, c, &o, &err), -ENOENT);
         rkl_error_clear(&err);
-        expect_error(ctr_status(f, c, false, &cs, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
+        expect_error(container_status(f, c, false, &cs, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING};
         assert_int_equal(rkl_state_pod_set_observed(f->state, pod, &po, &err), -ENOENT);
         rkl_error_clear(&err);
@@ -1144,8 +1155,8 @@ static void test_cache_follows_store(void **state)
         memcpy(rec->id, c, RKL_ID_LEN + 1);
         memcpy(rec->sandbox_id, pod, RKL_ID_LEN + 1);
         rec->book.version = 1;
-        assert_false(rkl_cache_ctr_put(f->cache, rkl_ctr_view_new(rec, NULL)));
-        assert_int_equal(list_ctrs(f, NULL).n_containers, 0);
+        assert_false(rkl_cache_container_put(f->cache, rkl_container_view_new(rec, NULL)));
+        assert_int_equal(list_containers(f, NULL).n_containers, 0);
 }
 
 /* A kubelet-sized node: lists stay complete and well-formed (speed is for bench/). */
@@ -1166,12 +1177,13 @@ static void test_list_many(void **state)
         for (size_t i = 0; i < 20; i++) {
                 pods[i] = run_pod(f, &(podcfg){.name = rkl_arena_printf(f->arena, "p%zu", i)});
                 for (size_t j = 0; j < 50; j++)
-                        create_ctr(f, pods[i],
-                                   &(ctrcfg){.name = rkl_arena_printf(f->arena, "c%zu", j),
-                                             .labels = labels,
-                                             .annotations = labels});
+                        create_container(
+                            f, pods[i],
+                            &(containercfg){.name = rkl_arena_printf(f->arena, "c%zu", j),
+                                            .labels = labels,
+                                            .annotations = labels});
         }
-        Runtime__V1__ListContainersResponse l = list_ctrs(f, NULL);
+        Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
         assert_int_equal(l.n_containers, 1000);
         for (size_t i = 0; i < l.n_containers; i++) {
                 assert_true(rkl_id_is_valid(l.containers[i]->id));

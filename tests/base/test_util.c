@@ -96,8 +96,9 @@ static void test_fileio(void **state)
 static void test_model_tables(void **state)
 {
         assert_string_equal(rkl_pod_phase_to_string(RKL_POD_PHASE_FAILED), "failed");
-        assert_int_equal(rkl_ctr_desired_from_string("running"), RKL_CTR_DESIRED_RUNNING);
-        assert_int_equal(rkl_ctr_phase_from_string("bogus"), _RKL_CTR_PHASE_INVALID);
+        assert_int_equal(rkl_container_desired_from_string("running"),
+                         RKL_CONTAINER_DESIRED_RUNNING);
+        assert_int_equal(rkl_container_phase_from_string("bogus"), _RKL_CONTAINER_PHASE_INVALID);
         assert_null(rkl_pod_desired_to_string(_RKL_POD_DESIRED_MAX));
         assert_true(
             rkl_id_is_valid("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));

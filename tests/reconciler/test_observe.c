@@ -94,7 +94,8 @@ static rkl_poddir_app app(rkl_pod_app_state st, bool known, int code)
         };
 }
 
-static rkl_container_observed ctr(rkl_ctr_desired d, rkl_pod_desired pd, rkl_poddir_app a, bool oom)
+static rkl_container_observed container(rkl_container_desired d, rkl_pod_desired pd,
+                                        rkl_poddir_app a, bool oom)
 {
         rkl_container_record rec = {.app_name = (char *)"c1", .desired = d};
         rkl_pod_record pod = pod_rec(pd, RKL_POD_PHASE_RUNNING);
@@ -110,24 +111,24 @@ static void test_container_states(void **state)
 {
         rkl_container_observed o;
 
-        o = ctr(RKL_CTR_DESIRED_CREATED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_CREATED, 0, 0),
-                false);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_CREATED);
+        o = container(RKL_CONTAINER_DESIRED_CREATED, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_CREATED, 0, 0), false);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_CREATED);
         assert_int_equal(o.created_ns, 10);
         assert_string_equal(o.image_ref, "sha512-abc");
         rkl_container_observed_done(&o);
 
-        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_RUNNING, 0, 0),
-                false);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
+        o = container(RKL_CONTAINER_DESIRED_RUNNING, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_RUNNING, 0, 0), false);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_RUNNING);
         assert_int_equal(o.started_ns, 20);
         assert_false(o.has_exit_code);
         rkl_container_observed_done(&o);
 
         /* An app that exits by itself keeps its own code. */
-        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, 7),
-                false);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_EXITED);
+        o = container(RKL_CONTAINER_DESIRED_RUNNING, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_EXITED, 1, 7), false);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(o.exit_code, 7);
         assert_null(o.reason); /* kubelet derives Completed/Error */
         assert_int_equal(o.finished_ns, 30);
@@ -137,8 +138,8 @@ static void test_container_states(void **state)
 static void test_running_only_with_a_process(void **state)
 {
         rkl_container_record rec = {.app_name = (char *)"c1",
-                                    .desired = RKL_CTR_DESIRED_RUNNING,
-                                    .observed = {.phase = RKL_CTR_PHASE_CREATED}};
+                                    .desired = RKL_CONTAINER_DESIRED_RUNNING,
+                                    .observed = {.phase = RKL_CONTAINER_PHASE_CREATED}};
         rkl_poddir_app a = app(RKL_POD_APP_RUNNING, 0, 0);
         rkl_poddir_pod p = running_pod(true);
         rkl_container_observed o;
@@ -147,15 +148,15 @@ static void test_running_only_with_a_process(void **state)
 
         /* rkt says started, the cgroup is still empty: not running yet. */
         rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_NONE, 0, false, &o);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_CREATED);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_CREATED);
         rkl_container_observed_done(&o);
         rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_SEEN, 4321, false, &o);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_RUNNING);
         assert_int_equal(o.pid, 4321);
         rkl_container_observed_done(&o);
         /* No cgroup to ask (another layout): rkt's word is taken. */
         rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_UNKNOWN, 0, false, &o);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_RUNNING);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_RUNNING);
         rkl_container_observed_done(&o);
 }
 
@@ -164,30 +165,30 @@ static void test_exit_codes(void **state)
         rkl_container_observed o;
 
         /* Our stop: rkt's bare signal number becomes Kubernetes' 128+N. */
-        o = ctr(RKL_CTR_DESIRED_STOPPED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGTERM),
-                false);
+        o = container(RKL_CONTAINER_DESIRED_STOPPED, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_EXITED, 1, SIGTERM), false);
         assert_int_equal(o.exit_code, 143);
         rkl_container_observed_done(&o);
-        o = ctr(RKL_CTR_DESIRED_STOPPED, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGKILL),
-                false);
+        o = container(RKL_CONTAINER_DESIRED_STOPPED, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_EXITED, 1, SIGKILL), false);
         assert_int_equal(o.exit_code, 137);
         rkl_container_observed_done(&o);
         /* A stop of the whole pod counts too. */
-        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_STOPPED,
-                app(RKL_POD_APP_EXITED, 1, SIGTERM), false);
+        o = container(RKL_CONTAINER_DESIRED_RUNNING, RKL_POD_DESIRED_STOPPED,
+                      app(RKL_POD_APP_EXITED, 1, SIGTERM), false);
         assert_int_equal(o.exit_code, 143);
         rkl_container_observed_done(&o);
 
         /* OOM: 137 and OOMKilled, whoever wanted what. */
-        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 1, SIGKILL),
-                true);
+        o = container(RKL_CONTAINER_DESIRED_RUNNING, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_EXITED, 1, SIGKILL), true);
         assert_int_equal(o.exit_code, 137);
         assert_string_equal(o.reason, "OOMKilled");
         rkl_container_observed_done(&o);
 
         /* Unknown (the pod stopped first): 255, and says why. */
-        o = ctr(RKL_CTR_DESIRED_RUNNING, RKL_POD_DESIRED_READY, app(RKL_POD_APP_EXITED, 0, 0),
-                false);
+        o = container(RKL_CONTAINER_DESIRED_RUNNING, RKL_POD_DESIRED_READY,
+                      app(RKL_POD_APP_EXITED, 0, 0), false);
         assert_true(o.has_exit_code);
         assert_int_equal(o.exit_code, 255);
         assert_non_null(strstr(o.message, "unknown"));
@@ -196,14 +197,15 @@ static void test_exit_codes(void **state)
 
 static void test_not_added_keeps_last(void **state)
 {
-        rkl_container_record rec = {
-            .app_name = (char *)"c9",
-            .desired = RKL_CTR_DESIRED_RUNNING,
-            .observed = {.phase = RKL_CTR_PHASE_EXITED, .has_exit_code = true, .exit_code = 3}};
+        rkl_container_record rec = {.app_name = (char *)"c9",
+                                    .desired = RKL_CONTAINER_DESIRED_RUNNING,
+                                    .observed = {.phase = RKL_CONTAINER_PHASE_EXITED,
+                                                 .has_exit_code = true,
+                                                 .exit_code = 3}};
         rkl_container_observed o;
         /* The pod is gone (rkt rm after a stop): what was seen last still holds. */
         rkl_observe_container(&rec, NULL, NULL, RKL_APP_PROC_UNKNOWN, 0, false, &o);
-        assert_int_equal(o.phase, RKL_CTR_PHASE_EXITED);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(o.exit_code, 3);
         assert_true(rkl_container_observed_equal(&o, &rec.observed));
         rkl_container_observed_done(&o);

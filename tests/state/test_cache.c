@@ -30,7 +30,8 @@ static rkl_pod_record *pod(unsigned n, uint64_t version, rkl_pod_desired d, rkl_
         return r;
 }
 
-static rkl_container_record *ctr(unsigned n, unsigned pod_n, uint64_t version, rkl_ctr_phase p)
+static rkl_container_record *container(unsigned n, unsigned pod_n, uint64_t version,
+                                       rkl_container_phase p)
 {
         rkl_container_record *r = rkl_xnew0(rkl_container_record, 1);
         _cleanup_free_ char *id = rkl_xasprintf("%08x%056x", n, 1u);
@@ -126,53 +127,55 @@ static void test_list_and_resolve(void **state)
 static void test_containers(void **state)
 {
         _cleanup_(rkl_cache_freep) rkl_cache *c = rkl_cache_new();
-        rkl_ctr_view **l = NULL;
+        rkl_container_view **l = NULL;
         size_t n;
 
         rkl_cache_pod_put(
             c, rkl_pod_view_new(pod(1, 1, RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING, "a")));
         for (unsigned i = 1; i <= 6; i++)
-                rkl_cache_ctr_put(
-                    c, rkl_ctr_view_new(ctr(i, i <= 4 ? 1 : 2, i,
-                                            i == 3 ? RKL_CTR_PHASE_RUNNING : RKL_CTR_PHASE_CREATED),
-                                        "/var/log/pods/x"));
+                rkl_cache_container_put(
+                    c, rkl_container_view_new(container(i, i <= 4 ? 1 : 2, i,
+                                                        i == 3 ? RKL_CONTAINER_PHASE_RUNNING
+                                                               : RKL_CONTAINER_PHASE_CREATED),
+                                              "/var/log/pods/x"));
         rkl_view_filter f = {.sandbox_id = "00000001"};
-        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        assert_int_equal(rkl_cache_container_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 4);
         assert_string_equal(l[0]->log_path, "/var/log/pods/x/ctr/0.log");
-        rkl_ctr_views_unref(l, n);
+        rkl_container_views_unref(l, n);
 
         f = (rkl_view_filter){.by_state = true, .state = RKL_CONTAINER_RUNNING};
-        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        assert_int_equal(rkl_cache_container_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(l[0]->rec->spec.name, "ctr-3");
-        rkl_ctr_views_unref(l, n);
+        rkl_container_views_unref(l, n);
 
         /* By sandbox (the full ID of one the cache does not hold): newer versions replace,
          * never duplicate; a removed container leaves, and a late put keeps it out. */
         _cleanup_free_ char *pod2 = hex_id(2), *ctr5 = rkl_xasprintf("%08x%056x", 5, 1u);
         f = (rkl_view_filter){.sandbox_id = pod2};
-        rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(6, 2, 60, RKL_CTR_PHASE_RUNNING), NULL));
-        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        rkl_cache_container_put(
+            c, rkl_container_view_new(container(6, 2, 60, RKL_CONTAINER_PHASE_RUNNING), NULL));
+        assert_int_equal(rkl_cache_container_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(l[0]->rec->spec.name, "ctr-5");
         assert_int_equal(l[1]->rec->book.version, 60);
-        rkl_ctr_views_unref(l, n);
-        rkl_cache_ctr_remove(c, ctr5, 61);
-        assert_false(
-            rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(5, 2, 5, RKL_CTR_PHASE_RUNNING), NULL)));
-        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        rkl_container_views_unref(l, n);
+        rkl_cache_container_remove(c, ctr5, 61);
+        assert_false(rkl_cache_container_put(
+            c, rkl_container_view_new(container(5, 2, 5, RKL_CONTAINER_PHASE_RUNNING), NULL)));
+        assert_int_equal(rkl_cache_container_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(l[0]->rec->spec.name, "ctr-6");
-        rkl_ctr_views_unref(l, n);
+        rkl_container_views_unref(l, n);
         /* A tombstone for an ID never seen, then the object after all (a newer version). */
         _cleanup_free_ char *ctr9 = rkl_xasprintf("%08x%056x", 9, 1u);
-        rkl_cache_ctr_remove(c, ctr9, 70);
-        assert_true(
-            rkl_cache_ctr_put(c, rkl_ctr_view_new(ctr(9, 2, 71, RKL_CTR_PHASE_RUNNING), NULL)));
-        assert_int_equal(rkl_cache_ctr_list(c, &f, &l, &n), 0);
+        rkl_cache_container_remove(c, ctr9, 70);
+        assert_true(rkl_cache_container_put(
+            c, rkl_container_view_new(container(9, 2, 71, RKL_CONTAINER_PHASE_RUNNING), NULL)));
+        assert_int_equal(rkl_cache_container_list(c, &f, &l, &n), 0);
         assert_int_equal(n, 2);
-        rkl_ctr_views_unref(l, n);
+        rkl_container_views_unref(l, n);
 }
 
 typedef struct race {

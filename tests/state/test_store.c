@@ -136,7 +136,7 @@ static void assert_pod_spec_eq(const rkl_pod_spec *a, const rkl_pod_spec *b)
         assert_str_eq(a->runtime_handler, b->runtime_handler);
 }
 
-static void fill_ctr_spec(rkl_container_spec *c, const char *name, uint32_t attempt)
+static void fill_container_spec(rkl_container_spec *c, const char *name, uint32_t attempt)
 {
         *c = (rkl_container_spec){0};
         c->name = S(name);
@@ -183,7 +183,7 @@ static void fill_ctr_spec(rkl_container_spec *c, const char *name, uint32_t atte
         c->seccomp_localhost_ref = S("profiles/audit.json");
 }
 
-static void minimal_ctr_spec(rkl_container_spec *c, const char *name, uint32_t attempt)
+static void minimal_container_spec(rkl_container_spec *c, const char *name, uint32_t attempt)
 {
         *c = (rkl_container_spec){0};
         c->name = S(name);
@@ -191,7 +191,7 @@ static void minimal_ctr_spec(rkl_container_spec *c, const char *name, uint32_t a
         c->image = S("busybox");
 }
 
-static void assert_ctr_spec_eq(const rkl_container_spec *a, const rkl_container_spec *b)
+static void assert_container_spec_eq(const rkl_container_spec *a, const rkl_container_spec *b)
 {
         assert_str_eq(a->name, b->name);
         assert_int_equal(a->attempt, b->attempt);
@@ -328,11 +328,11 @@ static void create_pod(rkl_store *s, const char *id, const char *name, uint32_t 
         rkl_pod_spec_done(&p);
 }
 
-static void create_ctr(rkl_store *s, const char *id, const char *pod_id, const char *app,
-                       const char *name, uint32_t attempt)
+static void create_container(rkl_store *s, const char *id, const char *pod_id, const char *app,
+                             const char *name, uint32_t attempt)
 {
         rkl_container_spec c;
-        minimal_ctr_spec(&c, name, attempt);
+        minimal_container_spec(&c, name, attempt);
         OK(rkl_store_container_create(s, id, pod_id, app, NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
 }
@@ -585,7 +585,7 @@ static void test_migration_labels_inline(void **state)
         fixture *f = *state;
         static const char pod[] =
             "00000000000000000000000000000000000000000000000000000000000000a1",
-                          ctr[] =
+                          container[] =
                               "00000000000000000000000000000000000000000000000000000000000000c1",
                           bare[] =
                               "00000000000000000000000000000000000000000000000000000000000000c2";
@@ -645,7 +645,7 @@ static void test_migration_labels_inline(void **state)
         p = rkl_pod_record_free(p);
 
         rkl_container_record *c = NULL;
-        OK(rkl_store_container_get(f->s, ctr, &c, &e_));
+        OK(rkl_store_container_get(f->s, container, &c, &e_));
         assert_int_equal(c->spec.labels.n, 3);
         assert_string_equal(c->spec.labels.items[0].key, "io.kubernetes.container.name");
         assert_string_equal(c->spec.labels.items[1].key, "q");
@@ -803,27 +803,27 @@ static void test_container_roundtrip(void **state)
         rkl_container_record *c = NULL;
 
         create_pod(f->s, pod, "p", 0);
-        fill_ctr_spec(&spec, "busybox", 3);
+        fill_container_spec(&spec, "busybox", 3);
         OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", NULL, &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
         assert_string_equal(c->id, id);
         assert_string_equal(c->sandbox_id, pod);
         assert_string_equal(c->app_name, "c000000000000001");
-        assert_ctr_spec_eq(&c->spec, &spec);
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
-        assert_int_equal(c->observed.phase, RKL_CTR_PHASE_CREATED);
+        assert_container_spec_eq(&c->spec, &spec);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_CREATED);
+        assert_int_equal(c->observed.phase, RKL_CONTAINER_PHASE_CREATED);
         assert_false(c->observed.has_exit_code);
         c = rkl_container_record_free(c);
         rkl_container_spec_done(&spec);
 
         char reason[] = "OOMKilled", message[] = "killed: memory", ref[] = "sha512-abc";
         rkl_container_observed o = {
-            RKL_CTR_PHASE_EXITED, 77, true, 137, 10, 20, 30, reason, message, ref};
+            RKL_CONTAINER_PHASE_EXITED, 77, true, 137, 10, 20, 30, reason, message, ref};
         OK(rkl_store_container_start(f->s, id, NULL, &e_));
         OK(rkl_store_container_set_observed(f->s, id, &o, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
-        assert_int_equal(c->observed.phase, RKL_CTR_PHASE_EXITED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
+        assert_int_equal(c->observed.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(c->observed.pid, 77);
         assert_true(c->observed.has_exit_code);
         assert_int_equal(c->observed.exit_code, 137);
@@ -836,7 +836,7 @@ static void test_container_roundtrip(void **state)
         c = rkl_container_record_free(c);
 
         /* Exit code 0 is a value, not "unknown". */
-        o = (rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED, .has_exit_code = true};
+        o = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED, .has_exit_code = true};
         OK(rkl_store_container_set_observed(f->s, id, &o, &e_));
         OK(rkl_store_container_get(f->s, id, &c, &e_));
         assert_true(c->observed.has_exit_code);
@@ -852,10 +852,10 @@ static void test_container_roundtrip(void **state)
 
         /* A minimal spec. */
         const char *id2 = "c000000000000000000000000000000000000000000000000000000000000002";
-        minimal_ctr_spec(&spec, "min", 0);
+        minimal_container_spec(&spec, "min", 0);
         OK(rkl_store_container_create(f->s, id2, pod, "c2", NULL, &spec, NULL, &e_));
         OK(rkl_store_container_get(f->s, id2, &c, &e_));
-        assert_ctr_spec_eq(&c->spec, &spec);
+        assert_container_spec_eq(&c->spec, &spec);
         assert_false(c->spec.has_run_as_user);
         assert_null(c->spec.mounts);
         c = rkl_container_record_free(c);
@@ -883,8 +883,8 @@ static void test_constraints(void **state)
         OK(rkl_store_pod_create(f->s, p2, &ps, NULL, &e_)); /* next attempt */
         rkl_pod_spec_done(&ps);
 
-        create_ctr(f->s, c1, p1, "app1", "nginx", 0);
-        minimal_ctr_spec(&cs, "nginx", 0);
+        create_container(f->s, c1, p1, "app1", "nginx", 0);
+        minimal_container_spec(&cs, "nginx", 0);
         FAILS(-EEXIST,
               rkl_store_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
         FAILS(-EEXIST,
@@ -1022,7 +1022,7 @@ static void test_invalid_input(void **state)
 {
         fixture *f = *state;
         const char *pod = "00000000000000000000000000000000000000000000000000000000000000a1";
-        const char *ctr = "00000000000000000000000000000000000000000000000000000000000000c1";
+        const char *container = "00000000000000000000000000000000000000000000000000000000000000c1";
         rkl_pod_spec p;
         rkl_container_spec c;
         rkl_error e = RKL_ERROR_INIT;
@@ -1067,38 +1067,41 @@ static void test_invalid_input(void **state)
         assert_int_equal(g1, g0 + 1); /* every refusal above committed nothing */
         const char *bad_apps[] = {"", "App", "-a", "a-", "a--b", "a_b", "a/b", NULL};
         for (size_t i = 0; i < ELEMENTSOF(bad_apps); i++) {
-                minimal_ctr_spec(&c, "c", 0);
-                FAILS(-EINVAL,
-                      rkl_store_container_create(f->s, ctr, pod, bad_apps[i], NULL, &c, NULL, &e_));
+                minimal_container_spec(&c, "c", 0);
+                FAILS(-EINVAL, rkl_store_container_create(f->s, container, pod, bad_apps[i], NULL,
+                                                          &c, NULL, &e_));
                 rkl_container_spec_done(&c);
         }
-        minimal_ctr_spec(&c, "c", 0);
+        minimal_container_spec(&c, "c", 0);
         free(c.image);
         c.image = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e),
-                         -EINVAL);
+        assert_int_equal(
+            rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "image"));
         rkl_container_spec_done(&c);
-        fill_ctr_spec(&c, "c", 0);
+        fill_container_spec(&c, "c", 0);
         free(c.mounts[1].container_path);
         c.mounts[1].container_path = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e),
-                         -EINVAL);
+        assert_int_equal(
+            rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e), -EINVAL);
         assert_non_null(strstr(e.msg, "mounts[1].container_path"));
         rkl_container_spec_done(&c);
-        fill_ctr_spec(&c, "c", 0);
+        fill_container_spec(&c, "c", 0);
         c.seccomp = 9;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e_));
+        FAILS(-EINVAL,
+              rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
         c.seccomp = RKL_SECCOMP_UNCONFINED;
         c.mounts[0].propagation = 5;
-        FAILS(-EINVAL, rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, &e_));
+        FAILS(-EINVAL,
+              rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
-        FAILS(-ENOENT, rkl_store_container_get(f->s, ctr, &(rkl_container_record *){NULL}, &e_));
+        FAILS(-ENOENT,
+              rkl_store_container_get(f->s, container, &(rkl_container_record *){NULL}, &e_));
 
         /* Updates. */
-        create_ctr(f->s, ctr, pod, "app", "c", 0);
+        create_container(f->s, container, pod, "app", "c", 0);
         uint64_t g2 = generation(f->s);
         FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, 7, &e_));
         FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, _RKL_POD_DESIRED_INVALID, &e_));
@@ -1107,7 +1110,7 @@ static void test_invalid_input(void **state)
         FAILS(-EINVAL,
               rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.started_ns = -5}, &e_));
         FAILS(-EINVAL, rkl_store_container_set_observed(
-                           f->s, ctr, &(rkl_container_observed){.phase = -22}, &e_));
+                           f->s, container, &(rkl_container_observed){.phase = -22}, &e_));
         FAILS(-EINVAL, rkl_store_pod_set_rkt_uuid(f->s, pod, "not-a-uuid", &e_));
         FAILS(-EINVAL,
               rkl_store_pod_set_rkt_uuid(f->s, pod, "8D6B1A0E-3C2F-4E5D-9A8B-7C6D5E4F3A2B", &e_));
@@ -1129,7 +1132,7 @@ static void test_all_or_nothing(void **state)
 {
         fixture *f = *state;
         const char *pod = "00000000000000000000000000000000000000000000000000000000000000a1";
-        const char *ctr = "00000000000000000000000000000000000000000000000000000000000000c1";
+        const char *container = "00000000000000000000000000000000000000000000000000000000000000c1";
         rkl_pod_spec p;
         rkl_container_spec c;
         sqlite3 *db = raw_open(f->path);
@@ -1153,14 +1156,15 @@ static void test_all_or_nothing(void **state)
 
         create_pod(f->s, pod, "web", 0);
         g = generation(f->s);
-        fill_ctr_spec(&c, "c", 0);
+        fill_container_spec(&c, "c", 0);
         rkl_kvs_add(&c.annotations, "boom", "");
-        assert_true(rkl_store_container_create(f->s, ctr, pod, "app", NULL, &c, NULL, NULL) < 0);
+        assert_true(rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, NULL) <
+                    0);
         rkl_container_spec_done(&c);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 0);
         /* The store is still usable after a rolled-back transaction. */
-        create_ctr(f->s, ctr, pod, "app", "c", 0);
+        create_container(f->s, container, pod, "app", "c", 0);
         assert_int_equal(generation(f->s), g + 1);
         sqlite3_close(db);
 }
@@ -1197,7 +1201,7 @@ static void test_resolve(void **state)
 
         char cid[RKL_ID_LEN + 1];
         make_id(cid, "abc0", 9); /* a container ID may share a sandbox's prefix */
-        create_ctr(f->s, cid, ids[0], "app", "c", 0);
+        create_container(f->s, cid, ids[0], "app", "c", 0);
         OK(rkl_store_container_resolve(f->s, "abc", got, &e_));
         assert_string_equal(got, cid);
         FAILS(-ENOENT, rkl_store_container_resolve(f->s, "d", got, &e_));
@@ -1207,7 +1211,7 @@ static void test_generation(void **state)
 {
         fixture *f = *state;
         const char *pod = "00000000000000000000000000000000000000000000000000000000000000a1";
-        const char *ctr = "00000000000000000000000000000000000000000000000000000000000000c1";
+        const char *container = "00000000000000000000000000000000000000000000000000000000000000c1";
         uint64_t g = generation(f->s), dv1 = 0, dv2 = 0;
         rkl_store *other = NULL;
         rkl_pod_record *p = NULL;
@@ -1217,10 +1221,10 @@ static void test_generation(void **state)
         create_pod(f->s, pod, "a", 0);
         assert_int_equal(generation(f->s), g + 1);
         assert_int_equal(generation(other), g + 1); /* seen by every connection */
-        create_ctr(f->s, ctr, pod, "app", "c", 0);
+        create_container(f->s, container, pod, "app", "c", 0);
         OK(rkl_store_pod_set_desired(f->s, pod, RKL_POD_DESIRED_READY, &e_));
         OK(rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){0}, &e_));
-        OK(rkl_store_container_set_observed(f->s, ctr, &(rkl_container_observed){0}, &e_));
+        OK(rkl_store_container_set_observed(f->s, container, &(rkl_container_observed){0}, &e_));
         assert_int_equal(generation(f->s), g + 5);
         /* Reads and refused writes do not count. */
         OK(rkl_store_pod_get(f->s, pod, &p, &e_));
@@ -1255,25 +1259,25 @@ static void test_cascade_and_stop(void **state)
 
         create_pod(f->s, p1, "a", 0);
         create_pod(f->s, p2, "b", 0);
-        fill_ctr_spec(&cs, "one", 0);
+        fill_container_spec(&cs, "one", 0);
         OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
-        fill_ctr_spec(&cs, "two", 0);
+        fill_container_spec(&cs, "two", 0);
         OK(rkl_store_container_create(f->s, c2, p1, "two", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
-        create_ctr(f->s, c3, p2, "one", "one", 0);
+        create_container(f->s, c3, p2, "one", "one", 0);
         OK(rkl_store_container_start(f->s, c2, NULL, &e_));
 
         /* StopPodSandbox: the sandbox and its containers, not the neighbour's. */
         OK(rkl_store_pod_stop(f->s, p1, &e_));
         OK(rkl_store_container_get(f->s, c1, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         c = rkl_container_record_free(c);
         OK(rkl_store_container_get(f->s, c2, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         c = rkl_container_record_free(c);
         OK(rkl_store_container_get(f->s, c3, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_CREATED);
         c = rkl_container_record_free(c);
 
         /* Deleting a container takes only it; deleting a sandbox takes its containers. */
@@ -1299,7 +1303,7 @@ static void test_container_stop_deadline(void **state)
         rkl_container_record *c = NULL;
 
         create_pod(f->s, p1, "a", 0);
-        create_ctr(f->s, c1, p1, "one", "one", 0);
+        create_container(f->s, c1, p1, "one", "one", 0);
         OK(rkl_store_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->stop_deadline_ns, 0);
         uint64_t v0 = c->book.version;
@@ -1309,7 +1313,7 @@ static void test_container_stop_deadline(void **state)
         OK(rkl_store_container_stop(f->s, c1, 2000, NULL, &e_));
         OK(rkl_store_container_stop(f->s, c1, 5000, NULL, &e_));
         OK(rkl_store_container_get(f->s, c1, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_int_equal(c->stop_deadline_ns, 2000);
         assert_true(c->book.version > v0);
         c = rkl_container_record_free(c);
@@ -1367,11 +1371,11 @@ static void test_checkpoint_elsewhere(void **state)
 }
 
 /* What a write hands back is what it committed: the record a get reads afterwards. */
-static void assert_same_ctr(rkl_store *s, const rkl_container_record *got)
+static void assert_same_container(rkl_store *s, const rkl_container_record *got)
 {
         rkl_container_record *c = NULL;
         OK(rkl_store_container_get(s, got->id, &c, &e_));
-        assert_ctr_spec_eq(&got->spec, &c->spec);
+        assert_container_spec_eq(&got->spec, &c->spec);
         assert_string_equal(got->sandbox_id, c->sandbox_id);
         assert_int_equal(got->observed.has_exit_code, c->observed.has_exit_code);
         assert_int_equal(got->desired, c->desired);
@@ -1409,36 +1413,36 @@ static void test_writes_hand_back_records(void **state)
         p = rkl_pod_record_free(p);
         rkl_pod_spec_done(&ps);
 
-        fill_ctr_spec(&cs, "one", 0);
+        fill_container_spec(&cs, "one", 0);
         OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_CREATED);
-        assert_same_ctr(f->s, c);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_CREATED);
+        assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
         rkl_container_spec_done(&cs);
 
         /* Start: changed once, then asked for already (nothing written). */
         uint64_t g = generation(f->s);
         assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 1);
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
         assert_int_equal(c->book.version, g + 1);
-        assert_same_ctr(f->s, c);
+        assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
         assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 0);
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_RUNNING);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
         assert_int_equal(generation(f->s), g + 1);
         c = rkl_container_record_free(c);
 
         /* Not after it ran and exited, nor once stopped. */
         OK(rkl_store_container_set_observed(
-            f->s, c1, &(rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED}, &e_));
+            f->s, c1, &(rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED}, &e_));
         rkl_error e = RKL_ERROR_INIT;
         assert_int_equal(rkl_store_container_start(f->s, c1, NULL, &e), -EBADFD);
         assert_non_null(strstr(e.msg, "exited"));
-        create_ctr(f->s, c2, p1, "two", "two", 0);
+        create_container(f->s, c2, p1, "two", "two", 0);
         OK(rkl_store_container_stop(f->s, c2, 1000, &c, &e_));
-        assert_int_equal(c->desired, RKL_CTR_DESIRED_STOPPED);
+        assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_int_equal(c->stop_deadline_ns, 1000);
-        assert_same_ctr(f->s, c);
+        assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
         e = (rkl_error)RKL_ERROR_INIT;
         assert_int_equal(rkl_store_container_start(f->s, c2, NULL, &e), -EBADFD);
@@ -1494,7 +1498,7 @@ static int count_pods(const rkl_pod_record *p, void *userdata)
         return ++c->n == c->stop_at ? 42 : 0;
 }
 
-static int count_ctrs(const rkl_container_record *r, void *userdata)
+static int count_containers(const rkl_container_record *r, void *userdata)
 {
         count_ctx *c = userdata;
         c->n++;
@@ -1565,9 +1569,9 @@ static void test_list_filters(void **state)
         make_id(c1, "c", 1);
         make_id(c2, "c", 2);
         make_id(c3, "c", 3);
-        create_ctr(f->s, c1, ids[0], "a1", "one", 0);
-        create_ctr(f->s, c2, ids[0], "a2", "two", 0);
-        create_ctr(f->s, c3, ids[1], "a1", "one", 0);
+        create_container(f->s, c1, ids[0], "a1", "one", 0);
+        create_container(f->s, c2, ids[0], "a2", "two", 0);
+        create_container(f->s, c3, ids[1], "a1", "one", 0);
         OK(rkl_store_container_start(f->s, c2, NULL, &e_));
         OK(rkl_store_container_list(f->s, &(rkl_container_filter){.sandbox_id = ids[0]}, &ca, &n,
                                     &e_));
@@ -1576,7 +1580,8 @@ static void test_list_filters(void **state)
         assert_string_equal(ca[1]->id, c2);
         ca = rkl_container_record_array_free(ca, n);
         OK(rkl_store_container_list(
-            f->s, &(rkl_container_filter){.by_desired = true, .desired = RKL_CTR_DESIRED_RUNNING},
+            f->s,
+            &(rkl_container_filter){.by_desired = true, .desired = RKL_CONTAINER_DESIRED_RUNNING},
             &ca, &n, &e_));
         assert_int_equal(n, 1);
         ca = rkl_container_record_array_free(ca, n);
@@ -1591,7 +1596,7 @@ static void test_list_filters(void **state)
         assert_int_equal(n, 0);
         ca = rkl_container_record_array_free(ca, n);
         cc = (count_ctx){0};
-        OK(rkl_store_container_foreach(f->s, NULL, count_ctrs, &cc, &e_));
+        OK(rkl_store_container_foreach(f->s, NULL, count_containers, &cc, &e_));
         assert_int_equal(cc.n, 3);
 }
 
@@ -1607,8 +1612,8 @@ static void test_views(void **state)
 
         create_pod(f->s, p1, "a", 0);
         create_pod(f->s, p2, "b", 0);
-        create_ctr(f->s, c1, p1, "one", "one", 0);
-        create_ctr(f->s, c2, p1, "two", "two", 0);
+        create_container(f->s, c1, p1, "one", "one", 0);
+        create_container(f->s, c2, p1, "two", "two", 0);
         OK(rkl_store_pod_set_observed(
             f->s, p1,
             &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING,
@@ -1616,7 +1621,7 @@ static void test_views(void **state)
             &e_));
         OK(rkl_store_container_start(f->s, c2, NULL, &e_));
         OK(rkl_store_container_set_observed(
-            f->s, c2, &(rkl_container_observed){.phase = RKL_CTR_PHASE_EXITED}, &e_));
+            f->s, c2, &(rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED}, &e_));
         OK(rkl_store_pod_record_error(f->s, p2, "boom", 5, &e_));
 
         assert_int_equal(raw_int(db, "SELECT count(*) FROM sandboxes"), 2);

@@ -37,7 +37,7 @@ static const char *self = "/proc/self/exe";
 #define IDS_PER_ROUND  100000u /* each round writes its own ID range */
 #define ACK_FD         3
 
-enum { OP_POD = 1, OP_CTR = 2, OP_DELETE = 3, OP_ERROR = 4 };
+enum { OP_POD = 1, OP_CONTAINER = 2, OP_DELETE = 3, OP_ERROR = 4 };
 
 typedef struct ack {
         uint32_t op;
@@ -49,7 +49,7 @@ static void pod_id(char id[static RKL_ID_LEN + 1], uint32_t i)
         (void)snprintf(id, RKL_ID_LEN + 1, "%064x", i);
 }
 
-static void ctr_id(char id[static RKL_ID_LEN + 1], uint32_t i)
+static void container_id(char id[static RKL_ID_LEN + 1], uint32_t i)
 {
         (void)snprintf(id, RKL_ID_LEN + 1, "c%063x", i);
 }
@@ -101,11 +101,11 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                         char name[] = "c", image[] = "busybox", app[32];
                         (void)snprintf(app, sizeof(app), "app-%u", i);
                         rkl_container_spec c = {.name = name, .image = image};
-                        ctr_id(cid, i);
+                        container_id(cid, i);
                         if ((r = rkl_store_container_create(s, cid, id, app, NULL, &c, NULL, &e)) <
                             0)
                                 break;
-                        send_ack(OP_CTR, i);
+                        send_ack(OP_CONTAINER, i);
                 }
                 if (i % 4 == 0) {
                         if ((r = rkl_store_pod_record_error(s, id, "backoff", 1, &e)) < 0)
@@ -132,14 +132,14 @@ typedef struct round_acks {
 } round_acks;
 
 /* The child's steps for one i, in order (child_main). */
-static const uint32_t step_order[] = {OP_POD, OP_CTR, OP_ERROR, OP_DELETE};
+static const uint32_t step_order[] = {OP_POD, OP_CONTAINER, OP_ERROR, OP_DELETE};
 
 static bool has_step(uint32_t op, uint32_t i, uint32_t start)
 {
         switch (op) {
         case OP_POD:
                 return true;
-        case OP_CTR:
+        case OP_CONTAINER:
                 return i % 3 == 0;
         case OP_ERROR:
                 return i % 4 == 0;
@@ -269,9 +269,9 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
                 if (ops & (1u << OP_ERROR))
                         assert_int_equal(p->book.attempts, 1);
                 p = rkl_pod_record_free(p);
-                if (ops & (1u << OP_CTR)) {
+                if (ops & (1u << OP_CONTAINER)) {
                         rkl_container_record *c = NULL;
-                        ctr_id(id, start + k);
+                        container_id(id, start + k);
                         if (rkl_store_container_get(s, id, &c, &e) < 0)
                                 fail_msg("round %u: acknowledged container %u lost: %s", round,
                                          start + k, e.msg);
