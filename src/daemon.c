@@ -15,6 +15,7 @@
 #include "state/cache.h"
 #include "state/state.h"
 #include "images/images.h"
+#include "logs/logs.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
 #include "base/banned.h"
@@ -28,6 +29,7 @@ struct rkl_daemon {
         rkl_api_config api_cfg;
         rkl_cache *cache;
         rkl_images *images;
+        rkl_logs *logs;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
         rkl_store_gate *gate; /* writes wait for the check of the file */
@@ -120,11 +122,15 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_images_new(&ic, &d->images, reterr);
         if (r < 0)
                 return r;
+        r = rkl_logs_new(&d->logs, reterr);
+        if (r < 0)
+                return r;
         rkl_reconciler_config rc = {
             .db_path = d->db_path, /* the thread opens its own connection */
             .store_opts = &d->store_opts,
             .state_dir = cfg->state_dir,
             .images = d->images,
+            .logs = d->logs,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
             .systemd_bus = cfg->systemd_bus,
@@ -151,6 +157,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .n_threads = cfg->api_threads,
             .socket_gid = cfg->socket_gid,
             .images = d->images,
+            .logs = d->logs,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
@@ -209,6 +216,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
          * reconciler, whose thread lists images. */
         d->server = rkl_api_server_free(d->server);
         d->reconciler = rkl_reconciler_free(d->reconciler);
+        d->logs = rkl_logs_free(d->logs);
         d->images = rkl_images_free(d->images);
         d->cache = rkl_cache_free(d->cache);
         if (d->checking)

@@ -2,6 +2,7 @@
 
 #include "convert.h"
 #include "pb.h"
+#include "logs.h"
 #include "lookup.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -35,6 +36,9 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &pod, reterr);
         if (r < 0)
                 return r;
+        r = rkl_api_log_path_check(pod->rec->spec.log_directory, spec.log_path, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "config");
         /* Like containerd: a container joins a sandbox that is ready, not one that was
          * stopped or whose pod failed for good (kubelet makes a new sandbox then). */
         if (pod->state != RKL_POD_READY)
@@ -76,6 +80,14 @@ int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerR
         int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
         if (r < 0)
                 return r;
+        /* The log file is there from the start on (kubelet may read it at once). */
+        {
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(ctx->cache, id);
+                if (v && v->state == RKL_CONTAINER_CREATED &&
+                    (r = rkl_api_log_file_make(ctx, v, reterr)) < 0)
+                        return r;
+        }
         /* The store, not the cache, decides, in the transaction that writes: the checks
          * are about what was committed. */
         r = rkl_state_container_start(ctx->state, id, reterr);

@@ -3,6 +3,7 @@
 #include "api.h"
 #include "container.h"
 #include "image.h"
+#include "logs.h"
 #include "runtime.h"
 #include "sandbox.h"
 
@@ -48,6 +49,8 @@ THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
       Runtime__V1__ListContainersResponse)
 THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
+THUNK(rkl_api_reopen_container_log, Runtime__V1__ReopenContainerLogRequest,
+      Runtime__V1__ReopenContainerLogResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -70,6 +73,7 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "RemoveContainer", rkl_api_remove_container_thunk},
     {"RuntimeService", "ListContainers", rkl_api_list_containers_thunk},
     {"RuntimeService", "ContainerStatus", rkl_api_container_status_thunk},
+    {"RuntimeService", "ReopenContainerLog", rkl_api_reopen_container_log_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

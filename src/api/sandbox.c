@@ -2,6 +2,7 @@
 
 #include "convert.h"
 #include "pb.h"
+#include "logs.h"
 #include "lookup.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -52,6 +53,9 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
         r = rkl_api_pod_spec_from_pb(req->config, &spec, reterr);
         if (r < 0)
                 return r;
+        r = rkl_api_log_directory_check(ctx, spec.log_directory, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "config");
 
         rkl_id_new(id);
         rkl_log_debug("sandbox %s for %s/%s (attempt %u)", id, spec.namespace, spec.name,

@@ -8,6 +8,7 @@
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/time-util.h"
+#include "logs/logs.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
 #include "state/state.h"
@@ -183,4 +184,56 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
         }
         if (a)
                 rkl_reconciler__submit(r, a);
+}
+
+/* Containers whose app ran: rkt's output file exists, or will. */
+static bool has_output(const rkl_container_record *c)
+{
+        return (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING ||
+                c->observed.phase == RKL_CONTAINER_PHASE_EXITED) &&
+               !rkl_container_never_ran(&c->observed);
+}
+
+void rkl_reconciler__sync_logs(rkl_reconciler *r)
+{
+        rkl_container_view **v;
+        size_t n;
+        if (!r->cfg.logs)
+                return;
+        rkl_cache_container_list(r->cache, NULL, &v, &n);
+        /* Views are immutable and versioned: the same versions, the same answer. */
+        uint64_t told = n;
+        for (size_t i = 0; i < n; i++)
+                told = told * 1000003 + v[i]->rec->book.version;
+        if (told == r->logs_told) {
+                rkl_container_views_unref(v, n);
+                return;
+        }
+        r->logs_told = told;
+
+        rkl_log_target *t = rkl_xnew0(rkl_log_target, n ? n : 1);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                const rkl_container_record *c = v[i]->rec;
+                if (!has_output(c))
+                        continue;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
+                    rkl_cache_pod_get(r->cache, c->sandbox_id);
+                t[k++] = (rkl_log_target){
+                    .container_id = c->id,
+                    .source = rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+                    .progress = rkl_log_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+                    .log_directory = pod ? rkl_xstrdup(pod->rec->spec.log_directory) : NULL,
+                    .log_path = c->spec.log_path,
+                    .exited = c->observed.phase == RKL_CONTAINER_PHASE_EXITED,
+                };
+        }
+        rkl_logs_sync(r->cfg.logs, t, k);
+        for (size_t i = 0; i < k; i++) {
+                free((char *)t[i].source);
+                free((char *)t[i].progress);
+                free((char *)t[i].log_directory);
+        }
+        free(t);
+        rkl_container_views_unref(v, n);
 }

@@ -95,6 +95,7 @@ struct rkl_reconciler {
         rkl_hashmap *undo;
         int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
         char **recheck;     /* pods to read again at the next pass: what inotify cannot see */
+        uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
 };
 
@@ -126,6 +127,11 @@ int64_t rkl_reconciler__attempt_start_ns(const rkl_pod_record *rec);
 bool rkl_reconciler__pod_adoptable(const rkl_pod_record *rec, const rkl_poddir_pod *p);
 void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid);
 void rkl_reconciler__rescan(rkl_reconciler *r);
+
+/* containers.c */
+/* Tells the log follower which containers to follow: those that ran, the exited ones to
+ * finish. Only when the containers changed since it was last told. */
+void rkl_reconciler__sync_logs(rkl_reconciler *r);
 
 /* orphans.c */
 /* Stops a unit no record wants (no wait for the job); a failure is logged, since the next

@@ -190,6 +190,7 @@ static void pass(rkl_reconciler *r)
         }
         rkl_pod_views_unref(pods, n_pods);
         rkl_reconciler__reap_orphan_pods(r);
+        rkl_reconciler__sync_logs(r);
 }
 
 /* ---- Event sources ---- */

@@ -11,6 +11,7 @@
 
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_images rkl_images;
+typedef struct rkl_logs rkl_logs;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store_options rkl_store_options;
 
@@ -19,6 +20,7 @@ typedef struct rkl_reconciler_config {
         const rkl_store_options *store_opts;
         const char *state_dir;
         rkl_images *images;   /* resolves containers' images to IDs */
+        rkl_logs *logs;       /* told which containers' logs to follow; NULL: none */
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */

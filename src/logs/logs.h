@@ -1,0 +1,64 @@
+/* Container logs in kubelet's format (CRI), from what rkt writes.
+ *
+ * rkt's iottymux writes each app's output, with a time and stream per line, into a private
+ * file of the sandbox (<state>/pods/<id>/logs/<app>.log) from inside the pod: that writer
+ * needs no rktlet. This module follows those files on a thread of its own and re-emits every
+ * record into the container's log_directory/log_path in CRI format (record.h). It keeps its
+ * progress next to each source, committed after each write, so that a restart of the daemon
+ * (or a kill -9) neither loses nor doubles a line; what an app printed while the daemon was
+ * down is written once it is back. Consumed parts of a source are punched out, so the
+ * private copy does not grow without bound. Why the follower lives here: docs/logs.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+#include "base/macro.h"
+
+typedef struct rkl_logs rkl_logs;
+
+/* One container to follow. */
+typedef struct rkl_log_target {
+        const char *container_id;
+        const char *source;        /* rkt's file for the app */
+        const char *progress;      /* the follower's progress file, next to source */
+        const char *log_directory; /* the sandbox's, absolute; NULL or "": no log is kept */
+        const char *log_path;      /* the container's, relative to log_directory */
+        bool exited;               /* the app has exited: drain, finish and stop */
+} rkl_log_target;
+
+/* Where rkt writes a container's output (the sandbox's log dir, given to rkt as the
+ * kubernetes-log-dir, then "<app>.log") and where its follower keeps its progress. */
+char *rkl_log_source_path(const char *state_dir, const char *sandbox_id, const char *app);
+char *rkl_log_progress_path(const char *state_dir, const char *sandbox_id, const char *app);
+
+/* Starts the follower thread. */
+int rkl_logs_new(rkl_logs **ret, rkl_error *reterr);
+/* Stops it; what it has not copied yet is copied after the next start. */
+rkl_logs *rkl_logs_free(rkl_logs *l);
+RKL_DEFINE_CLEANUP(rkl_logs *, rkl_logs_free)
+
+/* The containers to follow from now on (copied): new ones are followed, exited ones
+ * finished, those no longer named forgotten. Returns at once. */
+void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n);
+
+/* ReopenContainerLog: copies what the source holds into the current file, then opens
+ * log_path anew (kubelet has renamed the old one), so that every line is in one of the two.
+ * Waits for the follower thread. -ENOENT when the container is not followed (yet). */
+int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr);
+
+/* Opens log_directory/log_path for appending, created (0640, and its missing parent
+ * directories 0755) when absent; the path is resolved beneath log_directory, so that no
+ * ".." or symlink leads out of it (-EXDEV). */
+int rkl_log_file_open(const char *log_directory, const char *log_path, int *ret_fd,
+                      rkl_error *reterr);
+
+/* Checks a sandbox's log_directory: absolute, no "..", and neither the daemon's own
+ * directories (forbidden, a NULL-terminated list) nor a system directory (/etc, /usr, /proc,
+ * ...), nor below one, also once symlinks are resolved. "" is fine (no logs). -EINVAL with
+ * the reason. */
+int rkl_log_directory_check(const char *log_directory, char *const *forbidden, rkl_error *reterr);
+/* Checks a container's log_path: relative, no "." or ".." component, and inside
+ * log_directory once the symlinks that exist are resolved. -EINVAL with the reason. */
+int rkl_log_path_check(const char *log_directory, const char *log_path, rkl_error *reterr);
