@@ -146,6 +146,25 @@ static char *caps_retain(const rkl_container_spec *spec)
         return out;
 }
 
+/* s with every '%' doubled (taken over). */
+static char *percent_doubled(char *s)
+{
+        size_t n = 0;
+        for (const char *p = s; *p; p++)
+                n += *p == '%';
+        if (n == 0)
+                return s;
+        char *d = rkl_xmalloc(strlen(s) + n + 1), *q = d;
+        for (const char *p = s; *p; p++) {
+                *q++ = *p;
+                if (*p == '%')
+                        *q++ = '%';
+        }
+        *q = 0;
+        free(s);
+        return d;
+}
+
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr)
 {
@@ -224,6 +243,11 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                 rkl_strv_push(&argv, *s);
         RKL_STRV_FOREACH (s, spec->args)
                 rkl_strv_push(&argv, *s);
+        /* rkt writes them into the app's ExecStart= quoted but with '%' as is, and systemd
+         * expands '%' specifiers there: "date +%s" would run with the unit's name in it,
+         * and "%0" fails the unit. Doubled, systemd gives back the one '%'. */
+        for (char **s = argv; s && *s; s++)
+                *s = percent_doubled(*s);
         if (argv) {
                 pushf(&a, "--exec=%s", argv[0]);
                 if (argv[1]) {

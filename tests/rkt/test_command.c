@@ -220,6 +220,23 @@ static void test_app_add_args_only_uses_entrypoint(void **state)
         rkl_container_spec_done(&c);
 }
 
+/* systemd expands '%' in ExecStart=, which rkt does not escape: "date +%s" must reach the
+ * app as it was given. */
+static void test_app_add_percent_doubled(void **state)
+{
+        rkl_container_spec c = {.command = strv("/bin/da%te", NULL, NULL),
+                                .args = strv("+%s", "100%%", NULL)};
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        size_t n = rkl_strv_length(a);
+        assert_string_equal(a[n - 5], "--exec=/bin/da%%te");
+        assert_string_equal(a[n - 3], "+%%s");
+        assert_string_equal(a[n - 2], "100%%%%");
+        rkl_container_spec_done(&c);
+}
+
 static void test_app_add_security(void **state)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -255,6 +272,7 @@ int main(void)
             cmocka_unit_test(test_sandbox_sctp_refused),
             cmocka_unit_test(test_app_add),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
+            cmocka_unit_test(test_app_add_percent_doubled),
             cmocka_unit_test(test_app_add_security),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
