@@ -45,6 +45,7 @@ typedef struct sup_stream {
         char buf[8192];
         size_t len;
         const char *name; /* "stdout" / "stderr" */
+        bool mid;         /* a record's start is written, its line goes on */
 } sup_stream;
 
 typedef struct sup_app {
@@ -310,13 +311,29 @@ static struct json_object *isolator(struct json_object *app, const char *name)
 }
 
 /* One k8s-plain line: "<RFC3339Nano> <stream> <line>\n", as rkt's iottymux writes them. */
-static void stream_emit(sup_app *a, sup_stream *st, const char *line, size_t len)
+/* iottymux in k8s-plain mode, as rkt 1.30's stage1 host runs it under systemd 252
+ * (reference/rkt.md, A.1.6): one "<time> stdout <line>\n" record per line, bytes as they
+ * are, a line of any length in one record. Two quirks of the real thing are kept: stderr
+ * comes out labelled stdout (the app's unit says StandardError=fd, but rkt's socket units
+ * name no descriptor "stderr", and systemd 252 hands it the stdout stream), and a last line
+ * without a newline is lost (iomux exits on EOF before writing it). */
+static void stream_emit(sup_app *a, sup_stream *st, const char *line, size_t len, bool end)
 {
         if (a->log_fd < 0)
                 return;
-        _cleanup_free_ char *ts = sim_format_rfc3339nano(rkl_realtime_nsec());
-        _cleanup_free_ char *out = rkl_xasprintf("%s %s %.*s\n", ts, st->name, (int)len, line);
-        (void)write(a->log_fd, out, strlen(out));
+        char head[80] = "";
+        if (!st->mid) {
+                _cleanup_free_ char *ts = sim_format_rfc3339nano(rkl_realtime_nsec());
+                snprintf(head, sizeof(head), "%s stdout ", ts);
+        }
+        size_t h = strlen(head);
+        _cleanup_free_ char *out = rkl_xmalloc(h + len + 1);
+        memcpy(out, head, h);
+        memcpy(out + h, line, len);
+        if (end)
+                out[h + len] = '\n';
+        (void)!write(a->log_fd, out, h + len + (end ? 1 : 0));
+        st->mid = !end;
 }
 
 static void stream_read(sup_app *a, sup_stream *st, bool final)
@@ -325,7 +342,7 @@ static void stream_read(sup_app *a, sup_stream *st, bool final)
                 if (st->fd < 0)
                         break;
                 if (st->len == sizeof(st->buf)) {
-                        stream_emit(a, st, st->buf, st->len);
+                        stream_emit(a, st, st->buf, st->len, false);
                         st->len = 0;
                 }
                 ssize_t k = read(st->fd, st->buf + st->len, sizeof(st->buf) - st->len);
@@ -340,17 +357,15 @@ static void stream_read(sup_app *a, sup_stream *st, bool final)
                 char *nl;
                 while ((nl = memchr(st->buf, '\n', st->len))) {
                         size_t l = (size_t)(nl - st->buf);
-                        stream_emit(a, st, st->buf, l);
+                        stream_emit(a, st, st->buf, l, true);
                         memmove(st->buf, nl + 1, st->len - l - 1);
                         st->len -= l + 1;
                 }
                 if (!final)
                         break;
         }
-        if ((final || st->fd < 0) && st->len > 0) {
-                stream_emit(a, st, st->buf, st->len);
-                st->len = 0;
-        }
+        if (final || st->fd < 0)
+                st->len = 0; /* the last line without a newline: lost, as with iottymux */
 }
 
 static void fa_destroyp(posix_spawn_file_actions_t *fa)
@@ -361,6 +376,26 @@ static void fa_destroyp(posix_spawn_file_actions_t *fa)
 static void attr_destroyp(posix_spawnattr_t *a)
 {
         posix_spawnattr_destroy(a);
+}
+
+/* The app's unit runs ExecStart= as systemd reads it: rkt writes the arguments quoted but
+ * does not escape '%', so "%%" is one '%' (and rktlet doubles them for that). */
+static struct json_object *systemd_exec(struct json_object *exec)
+{
+        struct json_object *out = json_object_new_array();
+        for (size_t i = 0; i < json_object_array_length(exec); i++) {
+                const char *a = json_object_get_string(json_object_array_get_idx(exec, i));
+                _cleanup_free_ char *u = rkl_xstrdup(a ? a : "");
+                char *q = u;
+                for (const char *p = u; *p; p++) {
+                        *q++ = *p;
+                        if (p[0] == '%' && p[1] == '%')
+                                p++;
+                }
+                *q = 0;
+                json_object_array_add(out, json_object_new_string(u));
+        }
+        return out;
 }
 
 static int app_launch(supervisor *s, const char *name, char **ret_err)
@@ -387,7 +422,7 @@ static int app_launch(supervisor *s, const char *name, char **ret_err)
         json_object_object_add(spec, "app", json_object_new_string(name));
         json_object_object_add(spec, "pod", json_object_new_string(s->pod.path));
         if (json_object_object_get_ex(app, "exec", &v))
-                json_object_object_add(spec, "exec", json_object_get(v));
+                json_object_object_add(spec, "exec", systemd_exec(v));
         const char *user = sim_json_str(app, "user"), *group = sim_json_str(app, "group");
         json_object_object_add(spec, "user", json_object_new_string(user ? user : "0"));
         json_object_object_add(spec, "group", json_object_new_string(group ? group : "0"));
