@@ -4,6 +4,7 @@ client whose stubs are generated from proto/ at test time.
 Everything a test starts lives in a temporary directory and is stopped by the test's
 cleanup, by PID; nothing outside it is touched.
 """
+import atexit
 import fcntl
 import os
 import shutil
@@ -22,6 +23,12 @@ RKT_SIM = os.path.join(BUILD_DIR, "rkt-sim")
 MAKE_IMAGES = os.path.join(SOURCE_DIR, "tests", "lib", "make-test-images")
 SYSTEMD_ENV = os.path.join(SOURCE_DIR, "tests", "lib", "systemd-env")
 PYTHON = "/usr/bin/python3"  # the interpreter with Debian's grpcio
+
+
+# Where the tests' pods keep their container logs: the daemon writes real files there, so
+# not below the machine's /var/log/pods. Removed when the tests end.
+LOG_ROOT = tempfile.mkdtemp(prefix="rktlet-test-logs-")
+atexit.register(shutil.rmtree, LOG_ROOT, True)
 
 
 def stubs():

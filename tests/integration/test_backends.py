@@ -97,7 +97,7 @@ class Scenario:
 
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="both", uid="both-uid", namespace="e2e"),
-            hostname="both", log_directory="/var/log/pods/e2e_both",
+            hostname="both", log_directory=harness.LOG_ROOT + "/e2e_both",
             labels={"app": "both"}, annotations={"note": "kept as given"})
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id

@@ -229,7 +229,7 @@ class Chaos:
         return pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="chaos",
                                            attempt=0),
-            hostname=name, log_directory="/var/log/pods/chaos_" + name,
+            hostname=name, log_directory=harness.LOG_ROOT + "/chaos_" + name,
             labels={"app": name, "serial": str(self.serial)},
             annotations={"chaos/seed": str(self.seed), "chaos/name": name})
 

@@ -18,7 +18,7 @@ pb, pbg = harness.stubs()
 def pod_config(name):
     return pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="full"),
-        hostname=name, log_directory="/var/log/pods/full_" + name,
+        hostname=name, log_directory=harness.LOG_ROOT + "/full_" + name,
         # Big rows fill the disk in a few dozen calls, not thousands.
         annotations={"padding": "x" * 16000})
 

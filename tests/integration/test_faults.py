@@ -45,7 +45,7 @@ class FaultsBase(unittest.TestCase):
     def run_pod(self, name):
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="faults"),
-            hostname=name, log_directory="/var/log/pods/faults_" + name,
+            hostname=name, log_directory=harness.LOG_ROOT + "/faults_" + name,
             labels={"app": name})
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
@@ -307,7 +307,7 @@ class SandboxFaultsTest(FaultsBase):
         retried for ever while reported READY."""
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="cg", uid="cg-uid", namespace="faults"),
-            hostname="cg", log_directory="/var/log/pods/faults_cg")
+            hostname="cg", log_directory=harness.LOG_ROOT + "/faults_cg")
         cfg.linux.cgroup_parent = "/kubepods/besteffort/podcg"
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id

@@ -218,7 +218,7 @@ class ImagesTest(unittest.TestCase):
         bid = self.pull("busybox")
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="img", uid="img-uid", namespace="default"),
-            hostname="img", log_directory="/var/log/pods/default_img")
+            hostname="img", log_directory=harness.LOG_ROOT + "/default_img")
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
         ccfg = pb.ContainerConfig(metadata=pb.ContainerMetadata(name="c"),

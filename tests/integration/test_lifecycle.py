@@ -22,7 +22,7 @@ def sandbox_config(name, uid=None, labels=None, annotations=None, host_network=F
         metadata=pb.PodSandboxMetadata(name=name, uid=uid or name + "-uid",
                                        namespace="default", attempt=0),
         hostname=name,
-        log_directory="/var/log/pods/default_%s" % name,
+        log_directory=harness.LOG_ROOT + "/default_%s" % name,
         labels=labels or {"app": name},
         annotations=annotations or {},
     )
@@ -122,7 +122,7 @@ class LifecycleTest(unittest.TestCase):
         self.start(cid)
         s = self.wait_state(cid, pb.CONTAINER_RUNNING)
         self.assertGreater(s.started_at, s.created_at - 1)
-        self.assertEqual(s.log_path, "/var/log/pods/default_web/sleeper/0.log")
+        self.assertEqual(s.log_path, harness.LOG_ROOT + "/default_web/sleeper/0.log")
         self.assertTrue(s.image_ref.startswith("sha512-"))
         # A real process runs: in its cgroup already, its exec may still be landing.
         harness.wait_for("the app's process", lambda: subprocess.run(

@@ -32,7 +32,7 @@ def pod_config(name="web", uid="uid-1", namespace="default", attempt=0, labels=N
         metadata=pb.PodSandboxMetadata(name=name, uid=uid, namespace=namespace,
                                        attempt=attempt),
         hostname=name,
-        log_directory=log_directory or "/var/log/pods/%s_%s_%s" % (namespace, name, uid),
+        log_directory=log_directory or harness.LOG_ROOT + "/%s_%s_%s" % (namespace, name, uid),
         labels=LABELS if labels is None else labels,
         annotations=ANNOTATIONS if annotations is None else annotations)
     if host_network:
@@ -276,7 +276,7 @@ class LifecycleApiTest(unittest.TestCase):
         self.assertEqual(len(self.pods()), 16)
 
     def test_container_lifecycle(self):
-        pod = self.run_pod(log_directory="/var/log/pods/ns_web_u")
+        pod = self.run_pod(log_directory=harness.LOG_ROOT + "/ns_web_u")
         labels = {"io.kubernetes.container.name": "app", "ünïcode": "✓", "e": ""}
         annotations = {"io.kubernetes.container.restartCount": "2", "x": ""}
         before = time.time_ns()
@@ -292,7 +292,7 @@ class LifecycleApiTest(unittest.TestCase):
         self.assertEqual(st.image.image, "busybox")
         self.assertEqual(st.image_ref, "busybox")
         self.assertEqual(st.image_id, "busybox")
-        self.assertEqual(st.log_path, "/var/log/pods/ns_web_u/app/2.log")
+        self.assertEqual(st.log_path, harness.LOG_ROOT + "/ns_web_u/app/2.log")
         self.assertEqual(dict(st.labels), labels)
         self.assertEqual(dict(st.annotations), annotations)
         c = self.ctrs()

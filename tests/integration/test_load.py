@@ -16,7 +16,7 @@ def sandbox_config(name, valid=True):
     return pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=name if valid else "", uid=name + "-uid",
                                        namespace="load"),
-        hostname="load", log_directory="/var/log/pods/load_" + name)
+        hostname="load", log_directory=harness.LOG_ROOT + "/load_" + name)
 
 
 class LoadTest(unittest.TestCase):

@@ -42,7 +42,7 @@ def sandbox_config(name, host_network=False):
         metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="default",
                                        attempt=0),
         hostname=name,
-        log_directory="/var/log/pods/default_%s" % name,
+        log_directory=harness.LOG_ROOT + "/default_%s" % name,
         labels={"app": name},
     )
     if host_network:
