@@ -30,10 +30,15 @@
 #define PUNCH_EVERY     (1024 * 1024) /* bytes of source consumed between hole punches */
 #define TICK_MSEC       1000          /* a look at every follower, whatever inotify said */
 #define EXIT_GRACE_NSEC (2 * (int64_t)NSEC_PER_SEC) /* iottymux's last lines after the exit */
+/* iottymux writes once per line, and inotify says so each time: after a wake by a write,
+ * the thread lets writes gather this long before it reads again, so that a chatty app costs
+ * a copy per batch, not a wake per line. It is also the most a line waits. */
+#define BATCH_MSEC 50
 
 typedef struct follower {
         char *id, *source, *progress, *log_directory, *log_path;
         int src_fd, dst_fd, wd;
+        char wd_key[16]; /* by_wd's key while wd >= 0 */
         /* Committed progress: the source up to src_off is in the log, which was dst_size
          * bytes long then (dst_ino); the source is punched up to punched. */
         uint64_t src_off, dst_size, punched;
@@ -59,9 +64,11 @@ struct rkl_logs {
         rkl_log_target *pending; /* the last sync not yet taken, with has_pending */
         size_t n_pending;
         bool has_pending, quit;
+        bool overflowed; /* the thread's: inotify lost events, every follower is dirty */
         reopen_req *reopens;
         /* The thread's own. */
         rkl_hashmap *followers; /* id -> follower */
+        rkl_hashmap *by_wd;     /* "<wd>" -> follower */
         rkl_log_buf out;
         char *buf;
 };
@@ -200,6 +207,11 @@ static int open_src(rkl_logs *l, follower *f)
         }
         f->src_fd = fd;
         f->wd = inotify_add_watch(l->inotify_fd, f->source, IN_MODIFY | IN_CLOSE_WRITE);
+        if (f->wd >= 0) {
+                (void)snprintf(f->wd_key, sizeof(f->wd_key), "%d", f->wd);
+                rkl_hashmap_put(l->by_wd, f->wd_key, f);
+        }
+        /* Without a watch (the inotify limit), the slow tick still comes. */
         return 0;
 }
 
@@ -270,15 +282,18 @@ static int drain(rkl_logs *l, follower *f, bool final)
                                 strerror(-r));
                 else
                         trouble_over(f);
-                if (eof || used < (size_t)n)
+                /* A record cut by the end of the read comes again with the next read. */
+                if (eof || used == 0)
                         return 0;
         }
 }
 
 static void follower_close(rkl_logs *l, follower *f)
 {
-        if (f->wd >= 0)
+        if (f->wd >= 0) {
+                rkl_hashmap_remove(l->by_wd, f->wd_key);
                 (void)inotify_rm_watch(l->inotify_fd, f->wd); /* gone with the file already */
+        }
         f->wd = -1;
         f->src_fd = safe_close(f->src_fd);
         f->dst_fd = safe_close(f->dst_fd);
@@ -395,20 +410,25 @@ static void do_reopen(rkl_logs *l, reopen_req *q)
 
 /* ---- The thread ---- */
 
-static void take_inotify(rkl_logs *l)
+/* Marks the followers whose files changed; true when there was anything to read. */
+static bool take_inotify(rkl_logs *l)
 {
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool any = false;
         for (;;) {
                 ssize_t n = read(l->inotify_fd, buf, sizeof(buf));
                 if (n <= 0)
-                        return;
+                        return any;
+                any = true;
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *)p;
-                        size_t i = 0;
-                        void *v;
-                        while (rkl_hashmap_iterate(l->followers, &i, NULL, &v))
-                                if (((follower *)v)->wd == e->wd)
-                                        ((follower *)v)->dirty = true;
+                        char key[16];
+                        (void)snprintf(key, sizeof(key), "%d", e->wd);
+                        follower *f = rkl_hashmap_get(l->by_wd, key);
+                        if (f)
+                                f->dirty = true;
+                        else if (e->mask & IN_Q_OVERFLOW)
+                                l->overflowed = true; /* events lost: look at everyone */
                         p += sizeof(*e) + e->len;
                 }
         }
@@ -427,8 +447,7 @@ static void *logs_main(void *userdata)
                 uint64_t x;
                 if (pfd[0].revents && read(l->wake_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
                         break;
-                if (pfd[1].revents)
-                        take_inotify(l);
+                bool written = pfd[1].revents && take_inotify(l);
 
                 pthread_mutex_lock(&l->lock);
                 bool quit = l->quit;
@@ -454,7 +473,8 @@ static void *logs_main(void *userdata)
                 }
 
                 int64_t now = rkl_realtime_nsec();
-                bool tick = now >= next_tick;
+                bool tick = now >= next_tick || l->overflowed;
+                l->overflowed = false;
                 if (tick)
                         next_tick = now + TICK_MSEC * (int64_t)1000000;
                 size_t i = 0;
@@ -474,6 +494,11 @@ static void *logs_main(void *userdata)
                 }
                 if (quit)
                         break;
+                if (written) {
+                        /* Let the writes gather; commands still come in at once. */
+                        struct pollfd w = {.fd = l->wake_fd, .events = POLLIN};
+                        (void)poll(&w, 1, BATCH_MSEC); /* EINTR: a shorter batch */
+                }
         }
         return NULL;
 }
@@ -483,6 +508,7 @@ int rkl_logs_new(rkl_logs **ret, rkl_error *reterr)
         rkl_logs *l = rkl_xnew0(rkl_logs, 1);
         pthread_mutex_init(&l->lock, NULL);
         l->followers = rkl_hashmap_new();
+        l->by_wd = rkl_hashmap_new();
         l->buf = rkl_xmalloc(READ_SIZE);
         l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         l->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -523,6 +549,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
         while (rkl_hashmap_iterate(l->followers, &i, NULL, &v))
                 follower_free(l, v);
         rkl_hashmap_free(l->followers);
+        rkl_hashmap_free(l->by_wd);
         if (l->has_pending)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);
