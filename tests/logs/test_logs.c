@@ -1,9 +1,10 @@
 /* The log follower (src/logs/logs.c) on a real thread, real files and real inotify in a
  * directory under /tmp: it copies rkt's records into the CRI file and follows it, survives a
  * restart and a crash without losing or doubling a line, reopens the file kubelet rotated,
- * and finishes an exited container's last line. The waits poll the files up to a generous deadline:
- * a deadline missed is a failure, never a timing claim. Then the checks of log_directory and
- * log_path, and the open beneath the directory (src/logs/path.c). */
+ * finishes an exited container's last line, and starts over on a truncated source. The waits
+ * poll the files up to a generous deadline: a deadline missed is a failure, never a timing
+ * claim. Then the checks of log_directory and log_path, and the open beneath the directory
+ * (src/logs/path.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -439,6 +440,42 @@ static void test_exited(void **state)
         assert_string_equal(c, b);
 }
 
+static void test_source_truncated(void **state)
+{
+        /* rkt started the app again: iottymux opens its file with O_TRUNC. */
+        fixture *f = *state;
+        append_lines(f->src, 0, 4);
+        start(f);
+        _cleanup_free_ char *a = expected(0, 4, NULL);
+        wait_content(f->log, a);
+        wait_committed(f, false);
+
+        int fd = open(f->src, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        assert_true(fd >= 0);
+        close(fd);
+        append_lines(f->src, 10, 11);
+        _cleanup_free_ char *b = expected(0, 4, NULL);
+        _cleanup_free_ char *l10 = cri_line(10);
+        _cleanup_free_ char *b10 = rkl_xasprintf("%s%s", b, l10);
+        wait_content(f->log, b10);
+        append_lines(f->src, 11, 12);
+        _cleanup_free_ char *l11 = cri_line(11);
+        _cleanup_free_ char *c = rkl_xasprintf("%s%s", b10, l11);
+        wait_content(f->log, c);
+
+        /* The same while the daemon is down. */
+        wait_committed(f, false);
+        stop(f);
+        fd = open(f->src, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        assert_true(fd >= 0);
+        close(fd);
+        append_lines(f->src, 12, 13);
+        start(f);
+        _cleanup_free_ char *l12 = cri_line(12);
+        _cleanup_free_ char *d = rkl_xasprintf("%s%s", c, l12);
+        wait_content(f->log, d);
+}
+
 static void test_no_log_directory(void **state)
 {
         /* A sandbox without log_directory: followed, nothing written anywhere. */
@@ -676,6 +713,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reopen_unknown, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exited, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_source_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_log_directory, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_path_check, setup, teardown),
