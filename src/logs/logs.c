@@ -271,7 +271,9 @@ static int drain(rkl_logs *l, follower *f, bool final)
                                 strerror(-r));
                 else
                         trouble_over(f);
-                if (eof || used < (size_t)n)
+                /* A line cut by the end of the read is read again, with its end: until the
+                 * end of the source, or a final drain would leave all after it behind. */
+                if (eof)
                         return 0;
         }
 }

@@ -440,6 +440,34 @@ static void test_exited(void **state)
         assert_string_equal(c, b);
 }
 
+static void test_exited_backlog(void **state)
+{
+        /* More than one read's worth (what an app printed while the daemon was down), then
+         * the app exits: all of it is copied before the follower is done, not just what it
+         * had read by the end of the grace. */
+        fixture *f = *state;
+        char pad[100];
+        memset(pad, '.', sizeof(pad));
+        size_t cap = 6 * 1024 * 1024, n = 0, w = 0;
+        _cleanup_free_ char *src = rkl_xmalloc(cap);
+        _cleanup_free_ char *want = rkl_xmalloc(cap + cap / 8);
+        for (int i = 0; n < 5 * 1024 * 1024; i++) {
+                int k = 40 + i % 60;
+                n += (size_t)snprintf(src + n, cap - n,
+                                      "2024-01-01T00:00:00.%09dZ stdout %d %.*s\n", i, i, k, pad);
+                w += (size_t)snprintf(want + w, cap + cap / 8 - w,
+                                      "2024-01-01T00:00:00.%09dZ stdout F %d %.*s\n", i, i, k, pad);
+        }
+        append(f->src, src, n);
+        f->t.exited = true;
+        start(f);
+        wait_committed(f, true);
+        _cleanup_free_ char *got = slurp(f->log, NULL);
+        assert_non_null(got);
+        assert_int_equal(strlen(got), w);
+        assert_string_equal(got, want);
+}
+
 static void test_source_truncated(void **state)
 {
         /* rkt started the app again: iottymux opens its file with O_TRUNC. */
@@ -713,6 +741,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reopen_unknown, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exited, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_exited_backlog, setup, teardown),
             cmocka_unit_test_setup_teardown(test_source_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_log_directory, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
