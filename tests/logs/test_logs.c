@@ -572,11 +572,21 @@ static void test_log_directory_check(void **state)
         assert_dir_refused(etc_link, forbidden);
         _cleanup_free_ char *etc_sub = rkl_xasprintf("%s/etc-link/ssl", f->dir);
         assert_dir_refused(etc_sub, forbidden);
+        _cleanup_free_ char *etc_new = rkl_xasprintf("%s/etc-link/not-there-yet/pod", f->dir);
+        assert_dir_refused(etc_new, forbidden);
         _cleanup_free_ char *st_link = rkl_xasprintf("%s/state-link", f->dir);
         assert_int_equal(symlink(st, st_link), 0);
         assert_dir_refused(st_link, forbidden);
         _cleanup_free_ char *st_sub = rkl_xasprintf("%s/state-link/pods", f->dir);
         assert_dir_refused(st_sub, forbidden);
+        /* A daemon directory not made yet, named through a symlink. */
+        _cleanup_free_ char *real = rkl_xasprintf("%s/real", f->dir);
+        assert_int_equal(rkl_mkdir_p(real, 0755), 0);
+        _cleanup_free_ char *alias = rkl_xasprintf("%s/alias", f->dir);
+        assert_int_equal(symlink(real, alias), 0);
+        _cleanup_free_ char *data_alias = rkl_xasprintf("%s/alias/rkt-data", f->dir);
+        _cleanup_free_ char *data_real = rkl_xasprintf("%s/real/rkt-data/pods", f->dir);
+        assert_dir_refused(data_real, RKL_STRV(data_alias));
 
         /* Normal ones. */
         assert_dir_accepted("", forbidden);
