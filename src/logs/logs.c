@@ -199,12 +199,6 @@ static int open_src(rkl_logs *l, follower *f)
         int fd = open(f->source, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0)
                 return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < f->src_off) {
-                /* Truncated since (rkt started the app again): from its start. */
-                f->src_off = f->punched = 0;
-                f->conv = (rkl_log_conv){0};
-        }
         f->src_fd = fd;
         f->wd = inotify_add_watch(l->inotify_fd, f->source, IN_MODIFY | IN_CLOSE_WRITE);
         if (f->wd >= 0) {
@@ -252,6 +246,13 @@ static int drain(rkl_logs *l, follower *f, bool final)
                 return r == -ENOENT ? 0 : r; /* not started yet, or never printed */
         if (f->dst_fd < 0 && (r = open_dst(f)) < 0)
                 return r;
+        /* Truncated since (rkt started the app again: iottymux opens it with O_TRUNC, the
+         * same file, open here or not): from its start. */
+        struct stat st;
+        if (fstat(f->src_fd, &st) < 0 || (uint64_t)st.st_size < f->src_off) {
+                f->src_off = f->punched = 0;
+                f->conv = (rkl_log_conv){0};
+        }
         for (;;) {
                 ssize_t n = pread(f->src_fd, l->buf, READ_SIZE, (off_t)f->src_off);
                 if (n < 0)
@@ -282,7 +283,8 @@ static int drain(rkl_logs *l, follower *f, bool final)
                                 strerror(-r));
                 else
                         trouble_over(f);
-                /* A record cut by the end of the read comes again with the next read. */
+                /* A line cut by the end of the read is read again, with its end: until the
+                 * end of the source, or a final drain would leave all after it behind. */
                 if (eof || used == 0)
                         return 0;
         }

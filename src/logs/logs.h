@@ -45,7 +45,8 @@ void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n);
 
 /* ReopenContainerLog: copies what the source holds into the current file, then opens
  * log_path anew (kubelet has renamed the old one), so that every line is in one of the two.
- * Waits for the follower thread. -ENOENT when the container is not followed (yet). */
+ * Waits for the follower thread; a container not followed yet is followed from then on.
+ * -ESRCH when its log is finished (the container has exited). */
 int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr);
 
 /* Opens log_directory/log_path for appending, created (0640, and its missing parent

@@ -59,6 +59,32 @@ static bool is_at_or_below(const char *path, const char *dir)
         return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
 }
 
+/* realpath() of the longest part of path that exists, with the rest appended: where a
+ * directory not made yet will be (below a symlink to /etc is below /etc, made or not). */
+static char *resolve(const char *path)
+{
+        _cleanup_free_ char *p = rkl_xstrdup(path);
+        for (;;) {
+                _cleanup_free_ char *real = realpath(p, NULL);
+                if (real) {
+                        const char *rest = path + strlen(p);
+                        if (*rest == '/' && real[strlen(real) - 1] == '/')
+                                rest++;
+                        return rkl_xasprintf("%s%s", real, rest);
+                }
+                char *slash = strrchr(p, '/');
+                if (!slash)
+                        return NULL; /* relative: not resolved */
+                if (slash == p) {
+                        if (p[1] == 0)
+                                return NULL; /* "/" itself failed */
+                        slash[1] = 0;        /* "/x": try "/" */
+                } else {
+                        *slash = 0;
+                }
+        }
+}
+
 static int refuse_below(const char *what, const char *path, const char *dir, rkl_error *reterr)
 {
         if (is_at_or_below(path, dir))
@@ -84,7 +110,7 @@ int rkl_log_directory_check(const char *log_directory, char *const *forbidden, r
                 return rkl_error_set(reterr, -EINVAL, "log_directory: '/' is not a log directory");
 
         /* The path as given, then as it resolves (a symlink into /etc is /etc). */
-        _cleanup_free_ char *real = realpath(log_directory, NULL);
+        _cleanup_free_ char *real = resolve(log_directory);
         const char *paths[] = {log_directory, real};
         for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
                 if (!paths[i])
@@ -96,7 +122,7 @@ int rkl_log_directory_check(const char *log_directory, char *const *forbidden, r
                                 return r;
                 }
                 RKL_STRV_FOREACH (d, forbidden) {
-                        _cleanup_free_ char *rd = realpath(*d, NULL);
+                        _cleanup_free_ char *rd = resolve(*d);
                         int r = refuse_below(what, paths[i], rd ? rd : *d, reterr);
                         if (r < 0)
                                 return r;
