@@ -138,15 +138,18 @@ class World:
 
 
 class Chaos:
+    """The churn, the kills and the checks. Subclasses run it on another backend: make_env(),
+    the World class and start_kw are all that differ."""
+    world_class = World
+    start_kw = {}
+
     def __init__(self, test, seed):
         self.test = test
         self.rng = random.Random(seed)
         self.seed = seed
-        self.env = harness.SimEnv(test)
-        for image in IMAGES:
-            self.env.fetch("docker://" + image)
+        self.env = self.make_env(test)
         self.token = "7%06d" % self.rng.randrange(10**6)
-        self.world = World(self.env, self.token)
+        self.world = self.world_class(self.env, self.token)
         self.sandboxes = {}
         self.containers = {}
         self.pending = []  # unknown-outcome calls to resolve after the restart
@@ -159,6 +162,12 @@ class Chaos:
                       "failed_sandboxes": 0, "converge_s_max": 0.0}
         self.cycle = 0
 
+    def make_env(self, test):
+        env = harness.SimEnv(test)
+        for image in IMAGES:
+            env.fetch("docker://" + image)
+        return env
+
     # ---- The daemon ----
 
     def start(self, crash_at=None):
@@ -168,7 +177,7 @@ class Chaos:
             d.env["RKL_CRASH_AT"] = crash_at
         self.prev_log_start = getattr(self, "log_start", 0)
         self.log_start = len(d.log())
-        d.start(timeout=60)
+        d.start(timeout=60, **self.start_kw)
         if self.ch:
             self.ch.close()
         self.ch = d.channel()
@@ -177,7 +186,7 @@ class Chaos:
     def kill(self):
         d = self.env.daemon
         if d.proc and d.proc.poll() is None:
-            d.proc.send_signal(signal.SIGKILL)
+            d.send_signal(signal.SIGKILL)
         if d.proc:
             d.proc.wait(30)
         self.stats["kills"] += 1
@@ -663,7 +672,7 @@ class Chaos:
         delay = self.rng.uniform(0.05, 1.5)
         d = self.env.daemon
         killer = threading.Timer(delay, lambda: d.proc.poll() is None and
-                                 d.proc.send_signal(signal.SIGKILL))
+                                 d.send_signal(signal.SIGKILL))
         killer.start()
         try:
             while self.alive():

@@ -1,0 +1,91 @@
+"""The chaos test (test_chaos.py) on the real rkt 1.30.0 in a private systemd host: random CRI
+churn while the daemon is SIGKILLed at random moments and at every forced crash point,
+restarted on the same state, and checked against rkt's pod directories and locks, the
+host's systemd units and the live app processes. Skipped when the real rkt cannot be built.
+
+RKL_CHAOS_RKT_CYCLES=N (default 12: every crash point once, within CI's time),
+RKL_CHAOS_SEED=S, RKL_CHAOS_REPORT=FILE as in test_chaos.py; docs/reliability.md has the
+long runs."""
+import faulthandler
+import json
+import os
+import random
+import re
+import signal
+import sys
+import unittest
+
+import harness
+import test_chaos
+
+pb, pbg = harness.stubs()
+
+
+class RktWorld(test_chaos.World):
+    """The same look at the machine, inside the host: its system manager's units (the
+    host's own rktlet-host.target is not a sandbox's)."""
+
+    def units(self):
+        r = self.env.run("systemctl", "list-units", "rktlet-*", "--all", "--no-legend",
+                         "--plain", check=False, timeout=30)
+        units = {}
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) >= 3 and re.match(r"^rktlet-[0-9a-f]{64}\.service$", f[0]):
+                units[f[0]] = f[2]
+        return units
+
+
+    def procs(self):
+        """As the daemon sees them: PIDs in the host's PID namespace (NSpid's second)."""
+        out = {}
+        for arg, pids in super().procs().items():
+            for p in pids:
+                try:
+                    with open("/proc/%d/status" % p) as f:
+                        ns = [line.split()[1:] for line in f if line.startswith("NSpid:")]
+                except OSError:
+                    continue
+                if ns and len(ns[0]) >= 2:
+                    out.setdefault(arg, []).append(int(ns[0][1]))
+        return out
+
+
+class RktChaos(test_chaos.Chaos):
+    world_class = RktWorld
+
+    def make_env(self, test):
+        env = harness.RktEnv(test)
+        self.start_kw = {"wrapper": env.enter}
+        return env
+
+    def start(self, crash_at=None):
+        super().start(crash_at)
+        if not getattr(self, "pulled", False):
+            im = pbg.ImageServiceStub(self.ch)
+            for image in test_chaos.IMAGES:
+                im.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image=image)), timeout=120)
+            self.pulled = True
+
+
+class RktChaosTest(unittest.TestCase):
+    def test_chaos(self):
+        faulthandler.register(signal.SIGUSR1)
+        seed = int(os.environ.get("RKL_CHAOS_SEED") or random.randrange(1 << 31))
+        cycles = int(os.environ.get("RKL_CHAOS_RKT_CYCLES") or 12)
+        print("chaos on real rkt: seed %d, %d cycles" % (seed, cycles), file=sys.stderr,
+              flush=True)
+        chaos = RktChaos(self, seed)
+        missed = chaos.run(cycles)
+        print("chaos: %s" % json.dumps(chaos.stats, sort_keys=True), file=sys.stderr,
+              flush=True)
+        report = os.environ.get("RKL_CHAOS_REPORT")
+        if report:
+            with open(report, "w") as f:
+                json.dump(chaos.stats, f, sort_keys=True, indent=1)
+        self.assertEqual(missed, [], "crash points never reached")
+        self.assertGreaterEqual(chaos.stats["cycles"], cycles)
+
+
+if __name__ == "__main__":
+    unittest.main()
