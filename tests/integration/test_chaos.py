@@ -10,10 +10,14 @@ the real world: rkt's pod directories and their locks, the private systemd's uni
 the live processes, found by a per-test unique sleep argument.
 
 Soak: RKL_CHAOS_CYCLES=N (default 50), RKL_CHAOS_SEED=S (default: random, printed),
-RKL_CHAOS_REPORT=FILE (a JSON summary). A failure message names the seed and the cycle.
+RKL_CHAOS_REPORT=FILE (a JSON summary), RKL_CHAOS_THREADS=N (client threads churning at
+once during the random-kill cycles, default 1; each call locks its sandbox in the model, so
+that the model's order is the daemon's). With more than one thread a run is not replayable
+from its seed. A failure message names the seed and the cycle.
 """
 import faulthandler
 import fcntl
+import itertools
 import json
 import os
 import random
@@ -153,7 +157,10 @@ class Chaos:
         self.sandboxes = {}
         self.containers = {}
         self.pending = []  # unknown-outcome calls to resolve after the restart
-        self.serial = 0
+        self.serials = itertools.count(1)  # next() is atomic: threads share it
+        self.threads = int(os.environ.get("RKL_CHAOS_THREADS") or 1)
+        self.lock = threading.Lock()      # the model, when threads churn
+        self.busy = set()                 # sandboxes with a call in flight
         self.ch = None
         self.rs = None
         self.stats = {"cycles": 0, "kills": 0, "random_kills": 0, "forced": {},
@@ -226,25 +233,25 @@ class Chaos:
                 what, obj.id[:12], e.details()))
 
     def live(self, kind=None):
-        return [s for s in self.sandboxes.values() if s.state != "removed" and
+        # Copies (list() of a dict is atomic): other threads may add to it meanwhile.
+        return [s for s in list(self.sandboxes.values()) if s.state != "removed" and
                 (kind is None or s.state == kind)]
 
     def ctrs_of(self, sid, states=None):
-        return [c for c in self.containers.values() if c.sid == sid and c.state != "removed" and
+        return [c for c in list(self.containers.values()) if c.sid == sid and c.state != "removed" and
                 (states is None or c.state in states)]
 
     def pod_config(self, name):
-        self.serial += 1
+        serial = next(self.serials)
         return pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="chaos",
                                            attempt=0),
             hostname=name, log_directory=harness.LOG_ROOT + "/chaos_" + name,
-            labels={"app": name, "serial": str(self.serial)},
+            labels={"app": name, "serial": str(serial)},
             annotations={"chaos/seed": str(self.seed), "chaos/name": name})
 
     def op_run(self):
-        self.serial += 1
-        name = "p%d" % self.serial
+        name = "p%d" % next(self.serials)
         cfg = self.pod_config(name)
         st, r = self.call("RunPodSandbox", pb.RunPodSandboxRequest(config=cfg))
         if st == "ok":
@@ -292,10 +299,10 @@ class Chaos:
             log_path=name + "/0.log")
 
     def op_create(self, s):
-        self.serial += 1
-        name = "c%d" % self.serial
+        serial = next(self.serials)
+        name = "c%d" % serial
         kind = "long" if self.rng.random() < 0.85 else "short"
-        arg = "%s%04d" % (self.token, self.serial % 10000)
+        arg = "%s%04d" % (self.token, serial % 10000)
         cfg = self.ctr_config(name, kind, arg)
         st, r = self.call("CreateContainer", pb.CreateContainerRequest(
             pod_sandbox_id=s.id, config=cfg, sandbox_config=s.cfg))
@@ -332,46 +339,59 @@ class Chaos:
             self.pending.append(("rm_ctr", c))
 
     def choices(self):
-        """[(op name, function, weight)] of what makes sense now."""
-        ready = self.live("ready")
+        """[(op name, function, weight, sandbox ID or None)] of what makes sense now, on
+        sandboxes no other thread has a call in flight for."""
+        ready = [s for s in self.live("ready") if s.id not in self.busy]
         out = []
-        if len(ready) < MAX_READY:
-            out.append(("run", self.op_run, 3))
+        if len(self.live("ready")) < MAX_READY * self.threads:
+            out.append(("run", self.op_run, 3, None))
         for s in ready:
-            out.append(("stop_pod", lambda s=s: self.op_stop_pod(s), 1))
+            out.append(("stop_pod", lambda s=s: self.op_stop_pod(s), 1, s.id))
             if len(self.ctrs_of(s.id)) < MAX_CTRS:
-                out.append(("create", lambda s=s: self.op_create(s), 3))
+                out.append(("create", lambda s=s: self.op_create(s), 3, s.id))
         for s in self.live("stopped"):
-            out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 2))
+            if s.id not in self.busy:
+                out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 2, s.id))
         for s in ready:
             if self.rng.random() < 0.1:
-                out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 1))  # without a stop
-        for c in self.containers.values():
-            if self.sandboxes[c.sid].state != "ready":
+                out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 1, s.id))  # no stop first
+        for c in list(self.containers.values()):
+            if self.sandboxes[c.sid].state != "ready" or c.sid in self.busy:
                 continue
             if c.state == "created":
-                out.append(("start", lambda c=c: self.op_start(c), 3))
+                out.append(("start", lambda c=c: self.op_start(c), 3, c.sid))
             if c.state in ("created", "started"):
-                out.append(("stop_ctr", lambda c=c: self.op_stop_ctr(c), 1))
+                out.append(("stop_ctr", lambda c=c: self.op_stop_ctr(c), 1, c.sid))
             if c.state in ("stopped",) or (c.state == "started" and c.kind == "short"):
-                out.append(("rm_ctr", lambda c=c: self.op_rm_ctr(c), 2))
+                out.append(("rm_ctr", lambda c=c: self.op_rm_ctr(c), 2, c.sid))
         return out
 
     def random_op(self, prefer=None):
-        ops = self.choices()
-        if prefer:
-            preferred = [o for o in ops if o[0] in prefer]
-            if preferred and self.rng.random() < 0.8:
-                ops = preferred
-        total = sum(w for _, _, w in ops)
-        x = self.rng.uniform(0, total)
-        for name, fn, w in ops:
-            x -= w
-            if x <= 0:
-                fn()
-                return name
-        ops[-1][1]()
-        return ops[-1][0]
+        with self.lock:
+            ops = self.choices()
+            if prefer:
+                preferred = [o for o in ops if o[0] in prefer]
+                if preferred and self.rng.random() < 0.8:
+                    ops = preferred
+            if not ops:
+                return None
+            total = sum(o[2] for o in ops)
+            x = self.rng.uniform(0, total)
+            op = ops[-1]
+            for o in ops:
+                x -= o[2]
+                if x <= 0:
+                    op = o
+                    break
+            if op[3]:
+                self.busy.add(op[3])
+        try:
+            op[1]()
+        finally:
+            if op[3]:
+                with self.lock:
+                    self.busy.discard(op[3])
+        return op[0]
 
     # ---- Unknown outcomes, resolved as kubelet would: by asking again ----
 
@@ -674,11 +694,19 @@ class Chaos:
         killer = threading.Timer(delay, lambda: d.proc.poll() is None and
                                  d.send_signal(signal.SIGKILL))
         killer.start()
-        try:
+        def churner():
             while self.alive():
                 self.churn(1, gap=(0.0, 0.1))
+
+        others = [threading.Thread(target=churner) for _ in range(self.threads - 1)]
+        for t in others:
+            t.start()
+        try:
+            churner()
         finally:
             killer.cancel()
+            for t in others:
+                t.join(60)
         d.proc.wait(10)
         self.stats["kills"] += 1
         self.stats["random_kills"] += 1

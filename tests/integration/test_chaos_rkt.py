@@ -4,8 +4,8 @@ restarted on the same state, and checked against rkt's pod directories and locks
 host's systemd units and the live app processes. Skipped when the real rkt cannot be built.
 
 RKL_CHAOS_RKT_CYCLES=N (default 12: every crash point once, within CI's time),
-RKL_CHAOS_SEED=S, RKL_CHAOS_REPORT=FILE as in test_chaos.py; docs/reliability.md has the
-long runs."""
+RKL_CHAOS_THREADS=N (default 8 client threads), RKL_CHAOS_SEED=S, RKL_CHAOS_REPORT=FILE as
+in test_chaos.py; docs/reliability.md has the long runs."""
 import faulthandler
 import json
 import os
@@ -53,6 +53,10 @@ class RktWorld(test_chaos.World):
 
 class RktChaos(test_chaos.Chaos):
     world_class = RktWorld
+
+    def __init__(self, test, seed):
+        super().__init__(test, seed)
+        self.threads = int(os.environ.get("RKL_CHAOS_THREADS") or 8)  # kubelet's many calls
 
     def make_env(self, test):
         env = harness.RktEnv(test)
