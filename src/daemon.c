@@ -279,6 +279,15 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
         if (r < 0)
                 return r;
+        /* Listening before the CRI socket answers: a port in use fails here too, and a
+         * client that sees the socket sees the metrics. */
+        if (d->cfg.metrics_address) {
+                rkl_metrics_set_collector(collect, d);
+                r = rkl_metrics_server_new(d->cfg.metrics_address, &d->metrics, reterr);
+                if (r < 0)
+                        return r;
+                rkl_log_info("metrics on http://%s/metrics", d->cfg.metrics_address);
+        }
         d->t_new = rkl_now_usec(CLOCK_MONOTONIC);
 
         *ret = TAKE_PTR(d);
@@ -300,13 +309,6 @@ int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr)
         r = rkl_api_server_start(d->server, reterr);
         if (r < 0)
                 return r;
-        if (d->cfg.metrics_address) {
-                rkl_metrics_set_collector(collect, d);
-                r = rkl_metrics_server_new(d->cfg.metrics_address, &d->metrics, reterr);
-                if (r < 0)
-                        return r;
-                rkl_log_info("metrics on http://%s/metrics", d->cfg.metrics_address);
-        }
         uint64_t t_end = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_log_info("serving %.1f ms after start: store %.1f, cache %.1f, server setup %.1f, "
                      "threads %.1f",

@@ -10,6 +10,9 @@ import subprocess
 import tempfile
 import time
 import unittest
+
+import grpc
+import urllib.error
 import urllib.request
 
 import harness
@@ -135,6 +138,56 @@ class OperationsTest(unittest.TestCase):
                 out += notify.sock.recv(4096).decode()
         except socket.timeout:
             return out
+
+    def test_units(self):
+        """packaging/rktlet.socket and rktlet.service, as shipped but for paths, in a
+        private systemd: starting the socket starts nothing; the first call starts the
+        service, which reports its STATUS; stopped, the socket starts it again."""
+        w = harness.workdir(self)
+        env = dict(os.environ, XDG_RUNTIME_DIR=os.path.join(self.tmp, "systemd", "xdg"))
+        units = os.path.join(env["XDG_RUNTIME_DIR"], "systemd", "user")
+        os.makedirs(units, exist_ok=True)
+        sock = os.path.join(w, "rktlet.sock")
+        with open(os.path.join(harness.SOURCE_DIR, "packaging", "rktlet.socket")) as f:
+            text = re.sub(r"(?m)^ListenStream=.*$", "ListenStream=" + sock, f.read())
+        with open(os.path.join(units, "rktlet.socket"), "w") as f:
+            f.write(re.sub(r"(?m)^Socket(User|Group)=.*\n", "", text))  # a user manager's
+        with open(os.path.join(harness.SOURCE_DIR, "packaging", "rktlet.service")) as f:
+            text = re.sub(r"(?m)^ExecStart=.*$", "ExecStart=%s --state-dir %s/state "
+                          "--rkt-path %s --rkt-data-dir %s/rkt --systemd-bus %s --config ''" % (
+                              harness.DAEMON, w, self.rkt, w, self.systemd.address), f.read())
+        with open(os.path.join(units, "rktlet.service"), "w") as f:
+            f.write(text)
+
+        def ctl(*args, check=True):
+            return subprocess.run(["systemctl", "--user"] + list(args), env=env, text=True,
+                                  capture_output=True, check=check, timeout=60).stdout.strip()
+
+        ctl("daemon-reload")
+        ctl("start", "rktlet.socket")
+        self.addCleanup(ctl, "stop", "rktlet.service", "rktlet.socket", check=False)
+        self.assertTrue(os.path.exists(sock))
+        self.assertEqual(ctl("is-active", "rktlet.service", check=False), "inactive")
+        for _ in range(2):
+            ch = grpc.insecure_channel("unix://" + sock)
+            try:
+                v = pbg.RuntimeServiceStub(ch).Version(pb.VersionRequest(version="v1"),
+                                                       timeout=30)
+            finally:
+                ch.close()
+            self.assertEqual(v.runtime_name, "rktlet")
+            self.assertEqual(ctl("is-active", "rktlet.service"), "active")
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                status = ctl("show", "-P", "StatusText", "rktlet.service")
+                if status.startswith("serving: "):
+                    break
+                time.sleep(0.5)
+            self.assertRegex(status, r"^serving: 0 pods \(0 running\), 0 containers")
+            self.assertEqual(ctl("show", "-P", "WatchdogUSec", "rktlet.service"), "3min")
+            ctl("stop", "rktlet.service")
+            self.assertEqual(ctl("is-active", "rktlet.socket"), "active")
+            self.assertTrue(os.path.exists(sock))
 
     def test_metrics(self):
         port = free_port()
