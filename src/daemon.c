@@ -18,6 +18,7 @@
 #include "logs/logs.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
+#include "metrics/metrics.h"
 #include "base/banned.h"
 
 #define SHUTDOWN_GRACE_MS 5000
@@ -32,13 +33,127 @@ struct rkl_daemon {
         rkl_logs *logs;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
-        rkl_store_gate *gate; /* writes wait for the check of the file */
+        rkl_metrics_server *metrics; /* NULL: no --metrics-address */
+        rkl_store_gate *gate;        /* writes wait for the check of the file */
         pthread_t check_thread;
         bool checking;
         atomic_bool failed;
         /* Startup phases, monotonic usec, logged once serving: where a slow start went. */
         uint64_t t_begin, t_store, t_cache, t_new;
 };
+
+/* Scrape time: objects by state, counted on views copied out of the cache (its lock is held
+ * only to take references), and the reconciler's atomics. */
+typedef struct census {
+        size_t pods[_RKL_POD_PHASE_MAX], containers[_RKL_CONTAINER_PHASE_MAX];
+        size_t n_pods, n_containers, pods_unconverged, containers_unconverged;
+} census;
+
+static bool pod_converged(const rkl_pod_record *p)
+{
+        if (p->desired == RKL_POD_DESIRED_READY)
+                return p->observed.phase == RKL_POD_PHASE_RUNNING;
+        return p->observed.phase == RKL_POD_PHASE_STOPPED ||
+               p->observed.phase == RKL_POD_PHASE_FAILED;
+}
+
+static bool container_converged(const rkl_container_record *c)
+{
+        switch (c->desired) {
+        case RKL_CONTAINER_DESIRED_CREATED:
+                return c->observed.phase == RKL_CONTAINER_PHASE_CREATED;
+        case RKL_CONTAINER_DESIRED_RUNNING:
+                return c->observed.phase == RKL_CONTAINER_PHASE_RUNNING ||
+                       c->observed.phase == RKL_CONTAINER_PHASE_EXITED;
+        default:
+                return c->observed.phase == RKL_CONTAINER_PHASE_EXITED ||
+                       c->observed.phase == RKL_CONTAINER_PHASE_CREATED;
+        }
+}
+
+static void census_take(rkl_daemon *d, census *ret)
+{
+        rkl_pod_view **pods;
+        rkl_container_view **containers;
+        size_t n_pods, n_containers;
+
+        *ret = (census){0};
+        rkl_cache_pod_list(d->cache, NULL, &pods, &n_pods);
+        for (size_t i = 0; i < n_pods; i++) {
+                const rkl_pod_record *p = pods[i]->rec;
+                if (p->observed.phase >= 0 && p->observed.phase < _RKL_POD_PHASE_MAX)
+                        ret->pods[p->observed.phase]++;
+                ret->pods_unconverged += !pod_converged(p);
+        }
+        rkl_pod_views_unref(pods, n_pods);
+        rkl_cache_container_list(d->cache, NULL, &containers, &n_containers);
+        for (size_t i = 0; i < n_containers; i++) {
+                const rkl_container_record *c = containers[i]->rec;
+                if (c->observed.phase >= 0 && c->observed.phase < _RKL_CONTAINER_PHASE_MAX)
+                        ret->containers[c->observed.phase]++;
+                ret->containers_unconverged += !container_converged(c);
+        }
+        rkl_container_views_unref(containers, n_containers);
+        ret->n_pods = n_pods;
+        ret->n_containers = n_containers;
+}
+
+static void collect(rkl_metrics_buf *b, void *userdata)
+{
+        rkl_daemon *d = userdata;
+        census c;
+        rkl_reconciler_stats st;
+
+        census_take(d, &c);
+        rkl_reconciler_get_stats(d->reconciler, &st);
+        rkl_metrics_gauge_header(b, "rktlet_pods", "pod sandboxes by observed phase");
+        for (int p = 0; p < _RKL_POD_PHASE_MAX; p++)
+                rkl_metrics_gauge_value(b, "rktlet_pods", "phase",
+                                        rkl_pod_phase_to_string((rkl_pod_phase)p),
+                                        (double)c.pods[p]);
+        rkl_metrics_gauge_header(b, "rktlet_containers", "containers by observed phase");
+        for (int p = 0; p < _RKL_CONTAINER_PHASE_MAX; p++)
+                rkl_metrics_gauge_value(b, "rktlet_containers", "phase",
+                                        rkl_container_phase_to_string((rkl_container_phase)p),
+                                        (double)c.containers[p]);
+        rkl_metrics_gauge_header(b, "rktlet_cache_objects",
+                                 "records held in the status cache, by kind");
+        rkl_metrics_gauge_value(b, "rktlet_cache_objects", "kind", "sandbox", (double)c.n_pods);
+        rkl_metrics_gauge_value(b, "rktlet_cache_objects", "kind", "container",
+                                (double)c.n_containers);
+        rkl_metrics_gauge_header(b, "rktlet_reconcile_queue_depth",
+                                 "objects whose observed state is not yet the desired one");
+        rkl_metrics_gauge_value(b, "rktlet_reconcile_queue_depth", "kind", "sandbox",
+                                (double)c.pods_unconverged);
+        rkl_metrics_gauge_value(b, "rktlet_reconcile_queue_depth", "kind", "container",
+                                (double)c.containers_unconverged);
+        rkl_metrics_gauge_header(b, "rktlet_reconcile_lag_seconds",
+                                 "age of the oldest change no reconcile pass has started on");
+        rkl_metrics_gauge_value(b, "rktlet_reconcile_lag_seconds", NULL, NULL,
+                                (double)st.lag_usec / 1e6);
+        rkl_metrics_gauge_header(b, "rktlet_reconcile_actions_in_flight",
+                                 "rkt actions the reconciler runs now");
+        rkl_metrics_gauge_value(b, "rktlet_reconcile_actions_in_flight", NULL, NULL,
+                                (double)st.in_flight);
+        rkl_metrics_gauge_header(b, "rktlet_reconcile_passes", "reconcile passes since start");
+        rkl_metrics_gauge_value(b, "rktlet_reconcile_passes", NULL, NULL, (double)st.passes);
+}
+
+void rkl_daemon_get_status(rkl_daemon *d, rkl_daemon_status *ret)
+{
+        census c;
+        rkl_reconciler_stats st;
+
+        census_take(d, &c);
+        rkl_reconciler_get_stats(d->reconciler, &st);
+        *ret = (rkl_daemon_status){
+            .pods = c.n_pods,
+            .pods_running = c.pods[RKL_POD_PHASE_RUNNING],
+            .containers = c.n_containers,
+            .containers_running = c.containers[RKL_CONTAINER_PHASE_RUNNING],
+            .reconcile_lag_usec = st.lag_usec,
+        };
+}
 
 static double ms_between(uint64_t a, uint64_t b)
 {
@@ -147,6 +262,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
 
         d->api_cfg = (rkl_api_config){
             .listen_path = cfg->listen_path,
+            .listen_fd = cfg->listen_fd,
             .version = RKL_VERSION,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
@@ -163,6 +279,15 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
         if (r < 0)
                 return r;
+        /* Listening before the CRI socket answers: a port in use fails here too, and a
+         * client that sees the socket sees the metrics. */
+        if (d->cfg.metrics_address) {
+                rkl_metrics_set_collector(collect, d);
+                r = rkl_metrics_server_new(d->cfg.metrics_address, &d->metrics, reterr);
+                if (r < 0)
+                        return r;
+                rkl_log_info("metrics on http://%s/metrics", d->cfg.metrics_address);
+        }
         d->t_new = rkl_now_usec(CLOCK_MONOTONIC);
 
         *ret = TAKE_PTR(d);
@@ -195,6 +320,8 @@ int rkl_daemon_start(rkl_daemon *d, rkl_error *reterr)
 
 void rkl_daemon_stop(rkl_daemon *d)
 {
+        d->metrics = rkl_metrics_server_free(d->metrics);
+        rkl_metrics_set_collector(NULL, NULL);
         rkl_api_server_shutdown(d->server, SHUTDOWN_GRACE_MS);
         rkl_reconciler_stop(d->reconciler);
         if (d->checking) {
@@ -214,6 +341,8 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
                 return NULL;
         /* The server first: its handlers read the cache the reconciler writes; then the
          * reconciler, whose thread lists images. */
+        d->metrics = rkl_metrics_server_free(d->metrics);
+        rkl_metrics_set_collector(NULL, NULL);
         d->server = rkl_api_server_free(d->server);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->logs = rkl_logs_free(d->logs);

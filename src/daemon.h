@@ -10,6 +10,7 @@
 
 typedef struct rkl_daemon_config {
         const char *listen_path;
+        int listen_fd; /* inherited from systemd (fd 3 and up); 0: bind listen_path */
         const char *state_dir;
         bool sync_full;       /* fsync every commit: survives power loss, not only crashes */
         const char *rkt_path; /* NULL: not found */
@@ -24,6 +25,7 @@ typedef struct rkl_daemon_config {
         uint64_t sandbox_ready_timeout_usec; /* 0: the reconciler's default */
         uint64_t rkt_timeout_usec;           /* 0: the reconciler's default */
         char *const *registry_mirrors;       /* "HOST=URL" entries, tried in order before HOST */
+        const char *metrics_address;         /* "IPV4:PORT" for /metrics; NULL: none */
 } rkl_daemon_config;
 
 typedef struct rkl_daemon rkl_daemon;
@@ -36,6 +38,13 @@ void rkl_daemon_stop(rkl_daemon *d);
 /* True when the daemon stopped itself: its database failed the check at start (the error
  * is logged, and the process got SIGTERM). */
 bool rkl_daemon_failed(rkl_daemon *d);
+
+/* What systemd's STATUS= and the watchdog are told. */
+typedef struct rkl_daemon_status {
+        size_t pods, pods_running, containers, containers_running;
+        uint64_t reconcile_lag_usec; /* the oldest change no pass has looked at yet; 0: none */
+} rkl_daemon_status;
+void rkl_daemon_get_status(rkl_daemon *d, rkl_daemon_status *ret);
 rkl_daemon *rkl_daemon_free(rkl_daemon *d);
 
 RKL_DEFINE_CLEANUP(rkl_daemon *, rkl_daemon_free)

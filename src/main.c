@@ -1,13 +1,18 @@
 /* rktlet: a Kubernetes CRI runtime that runs pods with rkt. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
 #include "base/alloc.h"
+#include "base/conf.h"
 #include "base/crash.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -15,12 +20,15 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "images/images.h"
+#include "metrics/metrics.h"
 #include "base/banned.h"
 
 #define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
 #define DEFAULT_STATE_DIR    "/var/lib/rktlet"
 #define DEFAULT_RKT_DATA_DIR "/var/lib/rktlet/data"
+#define DEFAULT_CONFIG       "/etc/rktlet/rktlet.conf"
 #define EXIT_USAGE           2
+#define STATUS_INTERVAL_USEC (5 * USEC_PER_SEC)
 
 static char *arg_listen;
 static char *arg_state_dir;
@@ -37,6 +45,7 @@ static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
 static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
 static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
 static char **arg_registry_mirrors;
+static char *arg_metrics_address;
 
 static void help(void)
 {
@@ -65,7 +74,13 @@ static void help(void)
                "                          pull HOST's images from URL first, e.g.\n"
                "                          registry.k8s.io=http://127.0.0.1:5000 (repeatable;\n"
                "                          http:// mirrors are fetched without TLS)\n"
+               "  --metrics-address IPV4:PORT\n"
+               "                          serve Prometheus metrics at http://IPV4:PORT/metrics,\n"
+               "                          e.g. 127.0.0.1:9101 (default: off)\n"
                "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
+               "  --config FILE           read options from FILE, one 'name = value' a line\n"
+               "                          (default " DEFAULT_CONFIG " if it exists; '' for\n"
+               "                          none); flags override it\n"
                "  -h, --help              show this help\n"
                "  --version               show the version\n");
 }
@@ -99,172 +114,285 @@ static char *find_in_path(const char *name)
         return NULL;
 }
 
+/* Every option, once: getopt's table and the configuration file's keys both come from
+ * here, and apply() gives both their meaning. */
+enum {
+        ARG_LISTEN = 0x100,
+        ARG_SOCKET_GROUP,
+        ARG_STATE_DIR,
+        ARG_SYNC_FULL,
+        ARG_RKT_PATH,
+        ARG_RKT_DATA_DIR,
+        ARG_SYSTEMD_BUS,
+        ARG_API_THREADS,
+        ARG_NET,
+        ARG_STAGE1_NAME,
+        ARG_MAX_ACTIONS,
+        ARG_PROBE_INTERVAL,
+        ARG_SANDBOX_READY_TIMEOUT,
+        ARG_RKT_TIMEOUT,
+        ARG_REGISTRY_MIRROR,
+        ARG_METRICS_ADDRESS,
+        ARG_LOG_LEVEL,
+        ARG_CONFIG,
+        ARG_VERSION,
+};
+
+typedef struct option_def {
+        const char *name;
+        int has_arg; /* getopt's no_argument or required_argument */
+        int id;
+        bool in_file; /* a key of the configuration file too */
+} option_def;
+
+static const option_def option_defs[] = {
+    {"listen", required_argument, ARG_LISTEN, true},
+    {"socket-group", required_argument, ARG_SOCKET_GROUP, true},
+    {"state-dir", required_argument, ARG_STATE_DIR, true},
+    {"rkt-path", required_argument, ARG_RKT_PATH, true},
+    {"rkt-data-dir", required_argument, ARG_RKT_DATA_DIR, true},
+    {"systemd-bus", required_argument, ARG_SYSTEMD_BUS, true},
+    {"api-threads", required_argument, ARG_API_THREADS, true},
+    {"sync-full", no_argument, ARG_SYNC_FULL, true},
+    {"net", required_argument, ARG_NET, true},
+    {"stage1-name", required_argument, ARG_STAGE1_NAME, true},
+    {"max-actions", required_argument, ARG_MAX_ACTIONS, true},
+    {"probe-interval", required_argument, ARG_PROBE_INTERVAL, true},
+    {"sandbox-ready-timeout", required_argument, ARG_SANDBOX_READY_TIMEOUT, true},
+    {"rkt-timeout", required_argument, ARG_RKT_TIMEOUT, true},
+    {"registry-mirror", required_argument, ARG_REGISTRY_MIRROR, true},
+    {"metrics-address", required_argument, ARG_METRICS_ADDRESS, true},
+    {"log-level", required_argument, ARG_LOG_LEVEL, true},
+    {"config", required_argument, ARG_CONFIG, false},
+    {"help", no_argument, 'h', false},
+    {"version", no_argument, ARG_VERSION, false},
+};
+
+static const option_def *option_by_id(int id)
+{
+        for (size_t i = 0; i < ELEMENTSOF(option_defs); i++)
+                if (option_defs[i].id == id)
+                        return &option_defs[i];
+        return NULL;
+}
+
+static int bad_seconds(const char *name, const char *value, rkl_error *reterr)
+{
+        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 3600 seconds, not '%s'", name, value);
+}
+
+/* Gives option id its value (NULL for a flag without one; "true"/"false" in a file). name
+ * is how the user wrote it, for errors. */
+static int apply(int id, const char *name, const char *value, rkl_error *reterr)
+{
+        unsigned u;
+        int r;
+
+        switch (id) {
+        case ARG_LISTEN:
+                free(arg_listen);
+                arg_listen = absolute(value);
+                break;
+        case ARG_SOCKET_GROUP: {
+                struct group *g = getgrnam(value);
+                if (g)
+                        arg_socket_gid = g->gr_gid;
+                else if (rkl_safe_atou(value, &u) == 0)
+                        arg_socket_gid = (gid_t)u;
+                else
+                        return rkl_error_set(reterr, -EINVAL, "unknown group '%s'", value);
+                break;
+        }
+        case ARG_STATE_DIR:
+                free(arg_state_dir);
+                arg_state_dir = absolute(value);
+                break;
+        case ARG_SYNC_FULL:
+                if (!value || streq(value, "true") || streq(value, "yes") || streq(value, "1"))
+                        arg_sync_full = true;
+                else if (streq(value, "false") || streq(value, "no") || streq(value, "0"))
+                        arg_sync_full = false;
+                else
+                        return rkl_error_set(reterr, -EINVAL, "%s takes true or false, not '%s'",
+                                             name, value);
+                break;
+        case ARG_RKT_PATH:
+                free(arg_rkt_path);
+                arg_rkt_path = absolute(value);
+                break;
+        case ARG_RKT_DATA_DIR:
+                free(arg_rkt_data_dir);
+                arg_rkt_data_dir = absolute(value);
+                break;
+        case ARG_SYSTEMD_BUS:
+                free(arg_systemd_bus);
+                arg_systemd_bus = streq(value, "system") ? NULL : rkl_xstrdup(value);
+                break;
+        case ARG_API_THREADS:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 64)
+                        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 64, not '%s'", name,
+                                             value);
+                arg_api_threads = u;
+                break;
+        case ARG_NET:
+        case ARG_STAGE1_NAME:
+                /* They become rkt flag values: nothing that splits or reads as one. */
+                if (isempty(value) || value[0] == '-' || strpbrk(value, ", \t\n"))
+                        return rkl_error_set(reterr, -EINVAL, "invalid value '%s' for %s", value,
+                                             name);
+                free(id == ARG_NET ? arg_net : arg_stage1_name);
+                *(id == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(value);
+                break;
+        case ARG_MAX_ACTIONS:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 256)
+                        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 256, not '%s'", name,
+                                             value);
+                arg_max_actions = u;
+                break;
+        case ARG_PROBE_INTERVAL:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
+                        return bad_seconds(name, value, reterr);
+                arg_probe_interval_usec = u * USEC_PER_SEC;
+                break;
+        case ARG_SANDBOX_READY_TIMEOUT:
+        case ARG_RKT_TIMEOUT:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
+                        return bad_seconds(name, value, reterr);
+                *(id == ARG_RKT_TIMEOUT ? &arg_rkt_timeout_usec : &arg_sandbox_ready_timeout_usec) =
+                    u * USEC_PER_SEC;
+                break;
+        case ARG_REGISTRY_MIRROR:
+                r = rkl_images_mirror_check(value, reterr);
+                if (r < 0)
+                        return r;
+                rkl_strv_push(&arg_registry_mirrors, value);
+                break;
+        case ARG_METRICS_ADDRESS:
+                free(arg_metrics_address);
+                arg_metrics_address = NULL;
+                if (isempty(value) || streq(value, "off"))
+                        break;
+                r = rkl_metrics_address_check(value, reterr);
+                if (r < 0)
+                        return r;
+                arg_metrics_address = rkl_xstrdup(value);
+                break;
+        case ARG_LOG_LEVEL:
+                r = rkl_log_level_from_string(value);
+                if (r < 0)
+                        return rkl_error_set(reterr, -EINVAL, "unknown log level '%s'", value);
+                rkl_log_max_level = r;
+                break;
+        default:
+                assert(!"an option without a meaning");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int apply_file_pair(const char *key, const char *value, void *userdata, rkl_error *reterr)
+{
+        (void)userdata;
+        for (size_t i = 0; i < ELEMENTSOF(option_defs); i++) {
+                const option_def *o = &option_defs[i];
+                if (!streq(o->name, key))
+                        continue;
+                if (!o->in_file)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "'%s' is a command-line flag only, not a key", key);
+                return apply(o->id, key, value, reterr);
+        }
+        return rkl_error_set(reterr, -EINVAL,
+                             "unknown key '%s' (see rktlet --help; keys are the "
+                             "flags without their '--')",
+                             key);
+}
+
+typedef struct given {
+        int id;
+        const char *name, *value;
+} given;
+
+/* Flags are read first, then the configuration file is applied, then the flags over it:
+ * a flag always wins, and a repeatable flag replaces the file's list. */
 static int parse_argv(int argc, char *argv[])
 {
-        enum {
-                ARG_LISTEN = 0x100,
-                ARG_SOCKET_GROUP,
-                ARG_STATE_DIR,
-                ARG_SYNC_FULL,
-                ARG_RKT_PATH,
-                ARG_RKT_DATA_DIR,
-                ARG_SYSTEMD_BUS,
-                ARG_API_THREADS,
-                ARG_NET,
-                ARG_STAGE1_NAME,
-                ARG_MAX_ACTIONS,
-                ARG_PROBE_INTERVAL,
-                ARG_SANDBOX_READY_TIMEOUT,
-                ARG_RKT_TIMEOUT,
-                ARG_REGISTRY_MIRROR,
-                ARG_LOG_LEVEL,
-                ARG_VERSION,
-        };
-        static const struct option options[] = {
-            {"listen", required_argument, NULL, ARG_LISTEN},
-            {"socket-group", required_argument, NULL, ARG_SOCKET_GROUP},
-            {"state-dir", required_argument, NULL, ARG_STATE_DIR},
-            {"rkt-path", required_argument, NULL, ARG_RKT_PATH},
-            {"rkt-data-dir", required_argument, NULL, ARG_RKT_DATA_DIR},
-            {"systemd-bus", required_argument, NULL, ARG_SYSTEMD_BUS},
-            {"api-threads", required_argument, NULL, ARG_API_THREADS},
-            {"sync-full", no_argument, NULL, ARG_SYNC_FULL},
-            {"net", required_argument, NULL, ARG_NET},
-            {"stage1-name", required_argument, NULL, ARG_STAGE1_NAME},
-            {"max-actions", required_argument, NULL, ARG_MAX_ACTIONS},
-            {"probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL},
-            {"sandbox-ready-timeout", required_argument, NULL, ARG_SANDBOX_READY_TIMEOUT},
-            {"rkt-timeout", required_argument, NULL, ARG_RKT_TIMEOUT},
-            {"registry-mirror", required_argument, NULL, ARG_REGISTRY_MIRROR},
-            {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
-            {"help", no_argument, NULL, 'h'},
-            {"version", no_argument, NULL, ARG_VERSION},
-            {},
-        };
-        int c, r;
-        unsigned u;
+        struct option options[ELEMENTSOF(option_defs) + 1];
+        _cleanup_free_ given *flags = rkl_xnew0(given, (size_t)argc + 1);
+        size_t n_flags = 0;
+        const char *config = NULL;
+        bool config_given = false, show_help = false, show_version = false;
+        rkl_error err = RKL_ERROR_INIT;
+        int c;
+
+        for (size_t i = 0; i < ELEMENTSOF(option_defs); i++)
+                options[i] = (struct option){option_defs[i].name, option_defs[i].has_arg, NULL,
+                                             option_defs[i].id};
+        options[ELEMENTSOF(option_defs)] = (struct option){0};
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
                 switch (c) {
-                case ARG_LISTEN:
-                        free(arg_listen);
-                        arg_listen = absolute(optarg);
-                        break;
-                case ARG_SOCKET_GROUP: {
-                        struct group *g = getgrnam(optarg);
-                        if (g)
-                                arg_socket_gid = g->gr_gid;
-                        else if (rkl_safe_atou(optarg, &u) == 0)
-                                arg_socket_gid = (gid_t)u;
-                        else {
-                                fprintf(stderr, "rktlet: unknown group '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        break;
-                }
-                case ARG_STATE_DIR:
-                        free(arg_state_dir);
-                        arg_state_dir = absolute(optarg);
-                        break;
-                case ARG_SYNC_FULL:
-                        arg_sync_full = true;
-                        break;
-                case ARG_RKT_PATH:
-                        free(arg_rkt_path);
-                        arg_rkt_path = absolute(optarg);
-                        break;
-                case ARG_RKT_DATA_DIR:
-                        free(arg_rkt_data_dir);
-                        arg_rkt_data_dir = absolute(optarg);
-                        break;
-                case ARG_SYSTEMD_BUS:
-                        free(arg_systemd_bus);
-                        arg_systemd_bus = streq(optarg, "system") ? NULL : rkl_xstrdup(optarg);
-                        break;
-                case ARG_API_THREADS:
-                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 64) {
-                                fprintf(stderr, "rktlet: --api-threads takes 1 to 64, not '%s'\n",
-                                        optarg);
-                                return -EINVAL;
-                        }
-                        arg_api_threads = u;
-                        break;
-                case ARG_NET:
-                case ARG_STAGE1_NAME:
-                        /* They become rkt flag values: nothing that splits or reads as one. */
-                        if (isempty(optarg) || optarg[0] == '-' || strpbrk(optarg, ", \t\n")) {
-                                fprintf(stderr, "rktlet: invalid value '%s' for %s\n", optarg,
-                                        argv[optind - 1]);
-                                return -EINVAL;
-                        }
-                        free(c == ARG_NET ? arg_net : arg_stage1_name);
-                        *(c == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(optarg);
-                        break;
-                case ARG_MAX_ACTIONS:
-                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 256) {
-                                fprintf(stderr, "rktlet: --max-actions takes 1 to 256, not '%s'\n",
-                                        optarg);
-                                return -EINVAL;
-                        }
-                        arg_max_actions = u;
-                        break;
-                case ARG_PROBE_INTERVAL:
-                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 3600) {
-                                fprintf(stderr,
-                                        "rktlet: --probe-interval takes 1 to 3600 seconds, "
-                                        "not '%s'\n",
-                                        optarg);
-                                return -EINVAL;
-                        }
-                        arg_probe_interval_usec = u * USEC_PER_SEC;
-                        break;
-                case ARG_SANDBOX_READY_TIMEOUT:
-                case ARG_RKT_TIMEOUT:
-                        if (rkl_safe_atou(optarg, &u) < 0 || u < 1 || u > 3600) {
-                                fprintf(stderr, "rktlet: %s takes 1 to 3600 seconds, not '%s'\n",
-                                        argv[optind - 1], optarg);
-                                return -EINVAL;
-                        }
-                        *(c == ARG_RKT_TIMEOUT ? &arg_rkt_timeout_usec
-                                               : &arg_sandbox_ready_timeout_usec) =
-                            u * USEC_PER_SEC;
-                        break;
-                case ARG_REGISTRY_MIRROR: {
-                        rkl_error err = RKL_ERROR_INIT;
-                        if (rkl_images_mirror_check(optarg, &err) < 0) {
-                                fprintf(stderr, "rktlet: %s\n", err.msg);
-                                return -EINVAL;
-                        }
-                        rkl_strv_push(&arg_registry_mirrors, optarg);
-                        break;
-                }
-                case ARG_LOG_LEVEL:
-                        r = rkl_log_level_from_string(optarg);
-                        if (r < 0) {
-                                fprintf(stderr, "rktlet: unknown log level '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        rkl_log_max_level = r;
-                        break;
                 case 'h':
-                        help();
-                        return 0;
+                        show_help = true;
+                        break;
                 case ARG_VERSION:
-                        printf("rktlet %s\nCRI API: runtime.v1\n", RKL_VERSION);
-                        return 0;
+                        show_version = true;
+                        break;
+                case ARG_CONFIG:
+                        config = optarg;
+                        config_given = true;
+                        break;
                 case ':':
                         fprintf(stderr, "rktlet: option '%s' needs a value\n", argv[optind - 1]);
                         return -EINVAL;
-                default:
+                case '?':
                         fprintf(stderr, "rktlet: unknown option '%s' (see --help)\n",
                                 argv[optind - 1]);
                         return -EINVAL;
+                default:
+                        assert(option_by_id(c));
+                        flags[n_flags++] = (given){c, argv[optind - 1], optarg};
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "rktlet: unexpected argument '%s' (see --help)\n", argv[optind]);
                 return -EINVAL;
+        }
+
+        /* --help and --version still check the flags given, but read no file. */
+        if (!config_given)
+                config = DEFAULT_CONFIG;
+        if (!isempty(config) && !show_help && !show_version) {
+                int r = rkl_conf_load(config, apply_file_pair, NULL, &err);
+                if (r == -ENOENT && !config_given)
+                        ; /* the default file is optional */
+                else if (r < 0) {
+                        fprintf(stderr, "rktlet: %s\n", err.msg);
+                        return -EINVAL;
+                }
+        }
+
+        bool mirrors_replaced = false;
+        for (size_t i = 0; i < n_flags; i++) {
+                if (flags[i].id == ARG_REGISTRY_MIRROR && !mirrors_replaced) {
+                        arg_registry_mirrors = rkl_strv_free(arg_registry_mirrors);
+                        mirrors_replaced = true;
+                }
+                /* getopt's argv[optind - 1] is "--name=value" or "--name": the name only. */
+                _cleanup_free_ char *name = rkl_xasprintf("--%s", option_by_id(flags[i].id)->name);
+                if (apply(flags[i].id, name, flags[i].value, &err) < 0) {
+                        fprintf(stderr, "rktlet: %s\n", err.msg);
+                        return -EINVAL;
+                }
+        }
+        if (show_help) {
+                help();
+                return 0;
+        }
+        if (show_version) {
+                printf("rktlet %s\nCRI API: runtime.v1\n", RKL_VERSION);
+                return 0;
         }
         return 1;
 }
@@ -279,6 +407,7 @@ static void args_free(void)
         free(arg_net);
         free(arg_stage1_name);
         rkl_strv_free(arg_registry_mirrors);
+        free(arg_metrics_address);
 }
 
 static int run(void)
@@ -298,11 +427,37 @@ static int run(void)
         if (sfd < 0)
                 return rkl_log_error_errno(errno, "signalfd: %m");
 
-        /* The socket's parent, for the default path under /run. */
-        _cleanup_free_ char *parent = rkl_xstrdup(arg_listen);
-        *strrchr(parent, '/') = 0;
-        if (!isempty(parent) && (r = rkl_mkdir_p(parent, 0755)) < 0)
-                return rkl_log_error_errno(r, "cannot create '%s': %m", parent);
+        /* Socket activation (rktlet.socket): systemd made and listens on the socket, and
+         * keeps it while rktlet restarts. */
+        int listen_fd = 0;
+        r = sd_listen_fds(1);
+        if (r < 0)
+                return rkl_log_error_errno(r, "LISTEN_FDS: %m");
+        if (r > 1)
+                return rkl_log_error("systemd passed %d sockets, rktlet takes one (rktlet.socket "
+                                     "with one ListenStream=)",
+                                     r);
+        if (r == 1) {
+                listen_fd = SD_LISTEN_FDS_START;
+                if (sd_is_socket_unix(listen_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                        return rkl_log_error("the socket systemd passed (fd %d) is not a listening "
+                                             "unix stream socket",
+                                             listen_fd);
+                (void)fcntl(listen_fd, F_SETFD, FD_CLOEXEC); /* rkt never inherits it */
+                struct sockaddr_un sa = {0};
+                socklen_t len = sizeof(sa);
+                if (getsockname(listen_fd, (struct sockaddr *)&sa, &len) == 0 &&
+                    sa.sun_path[0] == '/') {
+                        free(arg_listen);
+                        arg_listen = rkl_xstrndup(sa.sun_path, sizeof(sa.sun_path));
+                }
+        } else {
+                /* The socket's parent, for the default path under /run. */
+                _cleanup_free_ char *parent = rkl_xstrdup(arg_listen);
+                *strrchr(parent, '/') = 0;
+                if (!isempty(parent) && (r = rkl_mkdir_p(parent, 0755)) < 0)
+                        return rkl_log_error_errno(r, "cannot create '%s': %m", parent);
+        }
 
         if (!arg_rkt_path)
                 rkl_log_warning("no rkt binary in PATH: the runtime reports not ready until "
@@ -310,6 +465,8 @@ static int run(void)
 
         rkl_daemon_config cfg = {
             .listen_path = arg_listen,
+            .listen_fd = listen_fd,
+            .metrics_address = arg_metrics_address,
             .state_dir = arg_state_dir,
             .sync_full = arg_sync_full,
             .rkt_path = arg_rkt_path,
@@ -331,18 +488,47 @@ static int run(void)
         if (r < 0)
                 return rkl_log_error_errno(r, "cannot start: %s", err.msg);
 
-        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'", RKL_VERSION, arg_listen);
+        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'%s", RKL_VERSION, arg_listen,
+                     listen_fd > 0 ? " (socket-activated)" : "");
         (void)sd_notify(0, "READY=1\nSTATUS=serving");
 
+        /* STATUS= every few seconds, and the watchdog when the unit has WatchdogSec=: a ping
+         * says the main thread runs and the reconciler has not sat on a change for a whole
+         * watchdog period (its passes are short; its rkt commands run on a pool). */
+        uint64_t watchdog_usec = 0;
+        if (sd_watchdog_enabled(0, &watchdog_usec) <= 0)
+                watchdog_usec = 0;
+        uint64_t tick_usec = STATUS_INTERVAL_USEC;
+        if (watchdog_usec > 0 && watchdog_usec / 2 < tick_usec)
+                tick_usec = watchdog_usec / 2;
         for (;;) {
-                struct signalfd_siginfo si;
-                ssize_t n = read(sfd, &si, sizeof(si));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n != sizeof(si))
-                        return rkl_log_error_errno(errno, "signalfd read: %m");
-                rkl_log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
-                break;
+                struct pollfd p = {.fd = sfd, .events = POLLIN};
+                int k = poll(&p, 1, (int)(tick_usec / USEC_PER_MSEC));
+                if (k < 0 && errno != EINTR)
+                        return rkl_log_error_errno(errno, "poll: %m");
+                if (k > 0) {
+                        struct signalfd_siginfo si;
+                        ssize_t n = read(sfd, &si, sizeof(si));
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n != sizeof(si))
+                                return rkl_log_error_errno(errno, "signalfd read: %m");
+                        rkl_log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
+                        break;
+                }
+                rkl_daemon_status st;
+                rkl_daemon_get_status(d, &st);
+                bool alive = watchdog_usec == 0 || st.reconcile_lag_usec < watchdog_usec;
+                if (!alive)
+                        rkl_log_error("the reconciler has not looked at a change for %.1f s: "
+                                      "not pinging the watchdog",
+                                      (double)st.reconcile_lag_usec / 1e6);
+                (void)sd_notifyf(0,
+                                 "STATUS=serving: %zu pods (%zu running), %zu containers (%zu "
+                                 "running), reconcile lag %.1f s%s",
+                                 st.pods, st.pods_running, st.containers, st.containers_running,
+                                 (double)st.reconcile_lag_usec / 1e6,
+                                 alive && watchdog_usec ? "\nWATCHDOG=1" : "");
         }
         (void)sd_notify(0, "STOPPING=1");
         rkl_daemon_stop(d);

@@ -20,6 +20,9 @@ typedef struct rkl_store_options rkl_store_options;
 /* Facts fixed at start, shared read-only by every handler. */
 typedef struct rkl_api_config {
         const char *listen_path;
+        /* A listening socket inherited from systemd (rktlet.socket: fd 3 and up), served
+         * instead of binding listen_path; 0: bind listen_path. */
+        int listen_fd;
         const char *version;  /* rktlet's own */
         const char *rkt_path; /* as configured (NULL: not found) */
         const char *rkt_data_dir;

@@ -10,7 +10,10 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <grpc/grpc_posix.h>
 #include <malloc.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,7 +26,9 @@
 #include "state/state.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/time-util.h"
 #include "base/workpool.h"
+#include "metrics/metrics.h"
 #include "base/banned.h"
 
 #define MAX_MESSAGE      (16 * 1024 * 1024) /* kubelet's limit */
@@ -36,7 +41,8 @@ typedef struct method {
         char *path; /* "/runtime.v1.RuntimeService/Version" */
         const ProtobufCMethodDescriptor *desc;
         rkl_api_handler handler;
-        void *registered; /* grpc's handle */
+        void *registered;            /* grpc's handle */
+        rkl_metrics_series *metrics; /* its latency and failures */
 } method;
 
 typedef struct worker {
@@ -63,6 +69,11 @@ struct rkl_api_server {
          * was: see reply_done(). */
         atomic_uint big_in_flight, big_peak;
         bool listening, started, shut_down;
+        /* Socket activation: the inherited listening socket, its accept thread, and the
+         * eventfd that stops it. */
+        int listen_fd, accept_stop_fd;
+        pthread_t accept_thread;
+        bool accepting;
 };
 
 /* What a completion-queue event is about: every batch has its own tag. */
@@ -97,7 +108,8 @@ struct rkl_api_call {
         ProtobufCMessage *resp;      /* deferred calls: what the handler fills */
         unsigned char *raw;          /* an answer the handler encoded itself (malloc'd, ours) */
         size_t raw_len;
-        bool big; /* counted in big_in_flight until freed */
+        bool big;         /* counted in big_in_flight until freed */
+        uint64_t t_start; /* CLOCK_MONOTONIC usec: the request arrived */
         rkl_arena *arena;
 };
 
@@ -224,6 +236,9 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
         }
         op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         op->data.send_status_from_server.status = code;
+        if (c->m)
+                rkl_metrics_observe(c->m->metrics, rkl_now_usec(CLOCK_MONOTONIC) - c->t_start,
+                                    code != GRPC_STATUS_OK);
         if (!isempty(msg)) {
                 /* Kept alive until the batch completes. */
                 c->status_details = grpc_slice_from_copied_string(msg);
@@ -448,6 +463,7 @@ static void *worker_main(void *userdata)
                                 call_unref(c);
                                 break;
                         }
+                        c->t_start = rkl_now_usec(CLOCK_MONOTONIC);
                         if (!atomic_load(&w->srv->shutting_down))
                                 request_arm(w, c->m);
                         call_process(c);
@@ -503,6 +519,7 @@ static void methods_add(rkl_api_server *s, const ProtobufCServiceDescriptor *svc
                 m->handler = rkl_api_handler_lookup(svc->short_name, d->name);
                 m->registered = grpc_server_register_method(
                     s->server, m->path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+                m->metrics = rkl_metrics_series_get(RKL_METRICS_CRI, d->name);
         }
 }
 
@@ -516,14 +533,18 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         _cleanup_(rkl_api_server_freep) rkl_api_server *s = NULL;
         int r;
 
-        r = socket_path_check(cfg->listen_path, reterr);
-        if (r < 0)
-                return r;
+        if (cfg->listen_fd <= 0) {
+                r = socket_path_check(cfg->listen_path, reterr);
+                if (r < 0)
+                        return r;
+        }
 
         /* grpc starts its own threads here: callers block signals before. */
         grpc_init();
         s = rkl_xnew0(rkl_api_server, 1);
         s->cfg = cfg;
+        s->listen_fd = cfg->listen_fd;
+        s->accept_stop_fd = -EBADF;
         s->cache = cache;
         s->reconciler = reconciler;
 
@@ -554,6 +575,17 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         }
         s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
 
+        if (s->listen_fd > 0) {
+                /* systemd made the socket, its mode and group (rktlet.socket): take it as
+                 * it is. The accept thread starts with the server. */
+                s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (s->accept_stop_fd < 0)
+                        return rkl_error_set(reterr, -errno, "eventfd: %s", strerror(errno));
+                s->listening = true;
+                *ret = TAKE_PTR(s);
+                return 0;
+        }
+
         _cleanup_free_ char *addr = rkl_xasprintf("unix:%s", cfg->listen_path);
         grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
         int port = grpc_server_add_http2_port(s->server, addr, creds);
@@ -574,6 +606,49 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
 
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+/* Socket activation. grpc core 1.51 cannot listen on a socket it did not bind: its
+ * add_http2_port takes only an address, and binding the path again would replace the
+ * socket systemd listens on (and lose the connection that activated us). What it can take
+ * is a connected fd (grpc_server_add_channel_from_fd, grpc/grpc_posix.h): so this thread
+ * accepts on the inherited socket and hands each connection to grpc, which owns it from
+ * then on and serves it on the workers' queues like any other. The socket itself stays
+ * systemd's: it is never closed, unlinked or chmod'ed here, and connections made while
+ * rktlet is down queue in its backlog. */
+static void *accept_main(void *userdata)
+{
+        rkl_api_server *s = userdata;
+        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                              {.fd = s->accept_stop_fd, .events = POLLIN}};
+
+        for (;;) {
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        rkl_log_error_errno(errno, "poll on the activated socket: %m");
+                        return NULL;
+                }
+                if (p[1].revents)
+                        return NULL;
+                /* grpc's endpoints expect non-blocking sockets. */
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0) {
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM) {
+                                rkl_log_warning_errno(errno, "accept: %m, retrying in 100 ms");
+                                usleep(100 * 1000);
+                                continue;
+                        }
+                        rkl_log_error_errno(errno, "accept on the activated socket: %m");
+                        return NULL;
+                }
+                grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+                grpc_server_add_channel_from_fd(s->server, fd, creds);
+                grpc_server_credentials_release(creds);
+        }
 }
 
 int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
@@ -607,6 +682,14 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                                              strerror(r));
                 w->started = true;
         }
+        if (s->listen_fd > 0) {
+                int r = pthread_create(&s->accept_thread, NULL, accept_main, s);
+                if (r != 0)
+                        return rkl_error_set(reterr, -r, "cannot start the accept thread: %s",
+                                             strerror(r));
+                (void)pthread_setname_np(s->accept_thread, "api-accept");
+                s->accepting = true;
+        }
         return 0;
 }
 
@@ -616,6 +699,14 @@ void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
                 return;
         s->shut_down = true;
         atomic_store(&s->shutting_down, true);
+
+        /* No connection may join a server that shuts down. */
+        if (s->accepting) {
+                uint64_t one = 1;
+                (void)!write(s->accept_stop_fd, &one, sizeof(one));
+                pthread_join(s->accept_thread, NULL);
+                s->accepting = false;
+        }
 
         if (s->listening) {
                 int tag;
@@ -662,6 +753,7 @@ rkl_api_server *rkl_api_server_free(rkl_api_server *s)
                 free(s->methods[i].path);
         free(s->methods);
         free(s->workers);
+        safe_close(s->accept_stop_fd);
         free(s);
         grpc_shutdown();
         return NULL;

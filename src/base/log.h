@@ -23,6 +23,28 @@ int rkl_log_internal(int level, int error, const char *file, int line, const cha
                     : -abs(_e_);                                                                   \
         })
 
+/* The pod or container a line is about. Under journald (stderr is its stream: $JOURNAL_STREAM)
+ * such lines go to the journal natively with these as fields, POD_ID= (the sandbox ID),
+ * CONTAINER_ID=, POD_NAME= and POD_NAMESPACE=, so that `journalctl POD_ID=...` finds every
+ * line about a pod; elsewhere they are written to stderr exactly like any other line. Any
+ * member may be NULL. */
+typedef struct rkl_log_object {
+        const char *pod_id, *container_id, *pod_name, *pod_namespace;
+} rkl_log_object;
+
+int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const char *file,
+                            int line, const char *fmt, ...) _printf_(6, 7);
+
+#define rkl_log_object_full(level, o, ...)                                                         \
+        ({                                                                                         \
+                int _l_ = (level);                                                                 \
+                _l_ <= rkl_log_max_level                                                           \
+                    ? rkl_log_object_internal(_l_, 0, (o), __FILE__, __LINE__, __VA_ARGS__)        \
+                    : 0;                                                                           \
+        })
+#define rkl_log_object_info(o, ...)    rkl_log_object_full(LOG_INFO, o, __VA_ARGS__)
+#define rkl_log_object_warning(o, ...) rkl_log_object_full(LOG_WARNING, o, __VA_ARGS__)
+
 #define rkl_log_debug(...)   rkl_log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define rkl_log_info(...)    rkl_log_full_errno(LOG_INFO, 0, __VA_ARGS__)
 #define rkl_log_notice(...)  rkl_log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)

@@ -236,6 +236,7 @@ void rkl_reconciler__submit(rkl_reconciler *r, action *a)
                       act_names[a->kind]);
         rkl_hashmap_put(r->in_flight, a->key, a);
         r->n_in_flight++;
+        atomic_store(&r->in_flight_seen, r->n_in_flight);
         rkl_workpool_submit(r->pool, run_action, a);
 }
 
@@ -270,6 +271,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
 
         rkl_hashmap_remove(r->in_flight, a->key);
         r->n_in_flight--;
+        atomic_store(&r->in_flight_seen, r->n_in_flight);
 
         if (a->orphan) {
                 /* An app's rm or stop fails while its pod goes down ("supervisor is not

@@ -14,6 +14,10 @@
 #include "state/state.h"
 #include "base/banned.h"
 
+/* Journal fields of a line about the container rec: its ID and its sandbox's. */
+#define CONTAINER_OBJECT(rec)                                                                      \
+        (&(rkl_log_object){.pod_id = (rec)->sandbox_id, .container_id = (rec)->id})
+
 void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id)
 {
         if (!rkl_hashmap_get(r->undo, id)) {
@@ -64,12 +68,12 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
         rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
         if (n >= CONTAINER_MAX_ATTEMPTS) {
                 char *m = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);
-                rkl_log_warning("container %.12s: %s", rec->id, m);
+                rkl_log_object_warning(CONTAINER_OBJECT(rec), "container %.12s: %s", rec->id, m);
                 container_never_runs(r, rec, START_ERROR_EXIT, RKL_CONTAINER_START_ERROR, m);
                 return;
         }
-        rkl_log_warning("container %.12s: %s (attempt %d of %d)", rec->id, msg, n < 0 ? 0 : n,
-                        CONTAINER_MAX_ATTEMPTS);
+        rkl_log_object_warning(CONTAINER_OBJECT(rec), "container %.12s: %s (attempt %d of %d)",
+                               rec->id, msg, n < 0 ? 0 : n, CONTAINER_MAX_ATTEMPTS);
         rkl_reconciler__wake_at(r, next);
 }
 
@@ -113,7 +117,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 /* Stopped before its start was carried out (a stop right after a start, or
                  * during its app add): no start follows, so it is over (issue 19, defect 4:
                  * such containers stayed CREATED). RemoveContainer takes the app along. */
-                rkl_log_info("container %.12s: stopped before it started", c->id);
+                rkl_log_object_info(CONTAINER_OBJECT(c),
+                                    "container %.12s: stopped before it started", c->id);
                 container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,
                                      rkl_xstrdup("stopped before it started"));
                 return;

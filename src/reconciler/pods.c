@@ -16,6 +16,12 @@
 #include "state/state.h"
 #include "base/banned.h"
 
+/* Journal fields of a line about the sandbox rec. */
+#define POD_OBJECT(rec)                                                                            \
+        (&(rkl_log_object){.pod_id = (rec)->id,                                                    \
+                           .pod_name = (rec)->spec.name,                                           \
+                           .pod_namespace = (rec)->spec.namespace})
+
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
 void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
                                         const char *msg)
@@ -24,7 +30,8 @@ void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record 
         int64_t next = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(rec->book.attempts);
         int n = rkl_state_pod_record_error(r->state, rec->id, msg, next, &err);
         rkl_reconciler__wake_at(r, next); /* retry then, not at the next resync */
-        rkl_log_warning("sandbox %.12s: %s (attempt %d)", rec->id, msg, n < 0 ? 0 : n);
+        rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: %s (attempt %d)", rec->id, msg,
+                               n < 0 ? 0 : n);
         rkl_reconciler__write_failed("sandbox", rec->id, "its failure", n, &err);
 }
 
@@ -128,7 +135,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 return;
         }
         rkl_crash_point("unit-started");
-        rkl_log_info("sandbox %.12s: started %s", rec->id, unit);
+        rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
         rkl_reconciler__wake_at(r, rkl_realtime_nsec() +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }

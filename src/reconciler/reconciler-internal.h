@@ -79,6 +79,12 @@ struct rkl_reconciler {
 
         rkl_workpool *pool;
 
+        /* Stats (rkl_reconciler_get_stats): the oldest kick not yet passed over
+         * (CLOCK_MONOTONIC usec, 0: none), a copy of n_in_flight, passes run. */
+        _Atomic uint64_t kick_since_usec;
+        atomic_uint in_flight_seen;
+        _Atomic uint64_t n_passes;
+
         /* Reconciler thread only. */
         rkl_state *state; /* this thread's connection, and the shared cache */
         sd_event *event;

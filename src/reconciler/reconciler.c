@@ -130,6 +130,8 @@ static void pass(rkl_reconciler *r)
         size_t n_pods;
 
         r->wake_at_ns = 0;
+        atomic_store(&r->kick_since_usec, 0);
+        atomic_fetch_add(&r->n_passes, 1);
         if (!r->state || r->store_refused)
                 return;
         if (atomic_exchange(&r->checkpoint_asked, false)) {
@@ -485,9 +487,22 @@ void rkl_reconciler_checkpoint_wanted(void *userdata)
 
 void rkl_reconciler_kick(rkl_reconciler *r)
 {
-        uint64_t one = 1;
-        if (r)
-                (void)!write(r->kick_fd, &one, sizeof(one));
+        uint64_t one = 1, none = 0;
+        if (!r)
+                return;
+        (void)atomic_compare_exchange_strong(&r->kick_since_usec, &none,
+                                             rkl_now_usec(CLOCK_MONOTONIC));
+        (void)!write(r->kick_fd, &one, sizeof(one));
+}
+
+void rkl_reconciler_get_stats(rkl_reconciler *r, rkl_reconciler_stats *ret)
+{
+        uint64_t since = atomic_load(&r->kick_since_usec), now = rkl_now_usec(CLOCK_MONOTONIC);
+        *ret = (rkl_reconciler_stats){
+            .lag_usec = since && now > since ? now - since : 0,
+            .in_flight = atomic_load(&r->in_flight_seen),
+            .passes = atomic_load(&r->n_passes),
+        };
 }
 
 void rkl_reconciler_stop(rkl_reconciler *r)

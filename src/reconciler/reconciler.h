@@ -45,6 +45,13 @@ void rkl_reconciler_kick(rkl_reconciler *r);
 /* For the API threads' connections (rkl_store_options.checkpoint_wanted): their WAL has
  * grown; the reconciler's next pass checkpoints it, off the threads that answer calls. */
 void rkl_reconciler_checkpoint_wanted(void *reconciler);
+/* For metrics and systemd's STATUS=; callable from any thread, takes no lock. */
+typedef struct rkl_reconciler_stats {
+        uint64_t lag_usec;  /* age of the oldest kick no pass has started on; 0: none */
+        unsigned in_flight; /* rkt actions under way */
+        uint64_t passes;    /* passes run since start */
+} rkl_reconciler_stats;
+void rkl_reconciler_get_stats(rkl_reconciler *r, rkl_reconciler_stats *ret);
 /* Stops and joins the thread; actions under way finish first. */
 void rkl_reconciler_stop(rkl_reconciler *r);
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r);

@@ -7,6 +7,7 @@
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/time-util.h"
+#include "metrics/metrics.h"
 #include "base/banned.h"
 
 #define RKT_VERSION_TIMEOUT (10 * USEC_PER_SEC)
@@ -193,7 +194,16 @@ int rkl_rkt__exec(rkl_rkt *d, char *const args[], const rkl_rkt__exec_opts *eo,
             .kill_grace_usec = 2 * USEC_PER_SEC,
             .max_output = 8 << 20,
         };
+        uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         r = rkl_spawn_run(argv, &o, &res, reterr);
+        /* Per verb: "app add" and "image list", not "app" and "image". */
+        char verb[64];
+        if (args[1] && (streq(args[0], "app") || streq(args[0], "image")))
+                (void)snprintf(verb, sizeof(verb), "%s %s", args[0], args[1]);
+        else
+                (void)snprintf(verb, sizeof(verb), "%s", args[0]);
+        rkl_metrics_record(RKL_METRICS_RKT, verb, rkl_now_usec(CLOCK_MONOTONIC) - t0,
+                           r < 0 || res.timed_out || res.signal || res.exit_code != 0);
         if (r < 0) {
                 r = rkl_error_prefix(reterr, "rkt %s", what);
                 if (eo && eo->not_run_is_eio) {

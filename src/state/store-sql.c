@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include "base/alloc.h"
+#include "base/time-util.h"
+#include "metrics/metrics.h"
 #include "state/store-internal.h"
 #include "base/banned.h"
 
@@ -284,7 +286,10 @@ int rkl_store__tx_begin_read(rkl_store *s, rkl_store **tx, rkl_error *reterr)
 int rkl_store__tx_commit(rkl_store **tx, rkl_error *reterr)
 {
         rkl_store *s = *tx;
+        uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         int r = rkl_store__run(s, STMT_COMMIT, reterr);
+        rkl_metrics_record(RKL_METRICS_STORE_COMMIT, NULL, rkl_now_usec(CLOCK_MONOTONIC) - t0,
+                           r < 0);
         if (r < 0)
                 return rkl_error_prefix(reterr, "commit"); /* rkl_store__tx_abortp rolls back */
         s->tx_generation = 0;

@@ -72,7 +72,8 @@ class Daemon:
         self.state_dir = os.path.join(workdir, "state")
         self.log_path = os.path.join(workdir, "rktlet.log")
         self.args = [DAEMON, "--listen", self.socket, "--state-dir", self.state_dir,
-                     "--rkt-data-dir", os.path.join(workdir, "rkt"), "--log-level", "debug"]
+                     "--rkt-data-dir", os.path.join(workdir, "rkt"), "--log-level", "debug",
+                     "--config", ""]  # never the machine's /etc/rktlet/rktlet.conf
         if rkt_path:
             self.args += ["--rkt-path", rkt_path]
         if bus:

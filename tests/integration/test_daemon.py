@@ -265,7 +265,8 @@ class DaemonTest(unittest.TestCase):
                    "--stage1-name": "coreos.com/rkt/stage1-host:1.30.0", "--max-actions": "2",
                    "--probe-interval": "5", "--log-level": "info",
                    "--registry-mirror": "docker.io=http://127.0.0.1:5000",
-                   "--sandbox-ready-timeout": "30", "--rkt-timeout": "60"}
+                   "--sandbox-ready-timeout": "30", "--rkt-timeout": "60",
+                   "--metrics-address": "127.0.0.1:9101", "--config": ""}
         import re
         text = subprocess.run([harness.DAEMON, "--help"], capture_output=True, text=True).stdout
         flags = re.findall(r"^\s+(--[a-z0-9-]+)( [A-Z=]+)?", text, re.M)
