@@ -120,6 +120,8 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         rkl_strv_push(&r->recheck, p->uuid);
                         rkl_reconciler__wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
                 }
+                if (proc == RKL_APP_PROC_SEEN)
+                        rkl_reconciler__limits_sync(r, c, p);
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)

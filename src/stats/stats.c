@@ -1,5 +1,6 @@
 #include "stats.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -49,7 +50,7 @@ void rkl_stats_targets_free(rkl_stats_target *t, size_t n)
                 return;
         for (size_t i = 0; i < n; i++) {
                 free(t[i].app);
-                free(t[i].upper_dir);
+                free(t[i].overlay_dir);
         }
         free(t);
 }
@@ -122,6 +123,21 @@ static void rate(rkl_stats_entry *e, const rkl_stats_entry *old)
         e->has_nano_cores = true;
 }
 
+/* rkt's overlay keeps an app's own changes in <pod>/overlay/<tree>/upper/<app>. */
+static bool writable_layer(const char *overlay_dir, const char *app, uint64_t *bytes,
+                           uint64_t *inodes)
+{
+        _cleanup_closedir_ DIR *d = opendir(overlay_dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        _cleanup_free_ char *upper = rkl_xasprintf("%s/upper/%s", de->d_name, app);
+                        if (rkl_stats_fs_usage(dirfd(d), upper, bytes, inodes) == 0)
+                                return true;
+                }
+        return false;
+}
+
 static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, rkl_stats_entry *e)
 {
         rkl_stats_dirs dirs = {0};
@@ -147,9 +163,8 @@ static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, 
                 }
         }
         rkl_stats_dirs_done(&dirs);
-        if (t->upper_dir)
-                e->has_fs =
-                    rkl_stats_fs_usage(AT_FDCWD, t->upper_dir, &e->fs_bytes, &e->fs_inodes) == 0;
+        if (t->overlay_dir && t->app)
+                e->has_fs = writable_layer(t->overlay_dir, t->app, &e->fs_bytes, &e->fs_inodes);
         if (t->is_pod && t->supervisor > 0) {
                 char path[64];
                 _cleanup_free_ char *text = NULL;

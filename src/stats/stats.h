@@ -35,9 +35,10 @@ typedef struct rkl_stats_target {
         char id[65];         /* the container's, or the sandbox's for a pod */
         char sandbox_id[65]; /* the same as id for a pod */
         bool is_pod;
-        pid_t supervisor; /* the pod's stage1 process (in the pod's network namespace) */
-        char *app;        /* containers: the rkt app name */
-        char *upper_dir;  /* containers: the app's writable layer (overlay upper), or NULL */
+        pid_t supervisor;  /* the pod's stage1 process (in the pod's network namespace) */
+        char *app;         /* containers: the rkt app name */
+        char *overlay_dir; /* containers: the pod's overlay directory, whose <tree>/upper/<app>
+                            * is the app's writable layer; NULL: none */
 } rkl_stats_target;
 void rkl_stats_targets_free(rkl_stats_target *t, size_t n);
 
