@@ -360,14 +360,17 @@ int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
 
         if (l->memory_limit > 0) {
                 snprintf(buf, sizeof(buf), "%" PRId64, l->memory_limit);
-                r = note(r, write_at(mem, v1 ? "memory.limit_in_bytes" : "memory.max", buf),
-                         "memory limit", err, errlen);
+                int k = write_at(mem, v1 ? "memory.limit_in_bytes" : "memory.max", buf);
                 /* v1: swap counts against memsw; without it the app would swap instead of
-                 * being OOM-killed at its limit (kubelet gives no swap). */
-                if (v1)
+                 * being OOM-killed at its limit (kubelet gives no swap). The kernel wants
+                 * limit <= memsw at every step: a raise goes memsw first, then memory. */
+                if (v1) {
                         (void)write_at(mem, "memory.memsw.limit_in_bytes", buf);
-                else
+                        if (k < 0)
+                                k = write_at(mem, "memory.limit_in_bytes", buf);
+                } else
                         (void)write_at(mem, "memory.swap.max", "0");
+                r = note(r, k, "memory limit", err, errlen);
         }
         if (cpu && l->cpu_shares > 0) {
                 if (v1)

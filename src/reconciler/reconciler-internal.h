@@ -140,6 +140,8 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r);
 void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *c,
                                  const rkl_poddir_pod *p);
 void rkl_reconciler__limits_forget(rkl_reconciler *r, const char *id);
+/* The app's own memory cgroup as last seen running (NULL: not seen since the start). */
+const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id);
 void rkl_reconciler__limits_free_all(rkl_reconciler *r);
 /* Hands the stats collector what runs now. */
 void rkl_reconciler__stats_refresh(rkl_reconciler *r);

@@ -36,12 +36,14 @@ static char *limits_key(const rkl_container_spec *s)
 typedef struct applied {
         char id[RKL_ID_LEN + 1];
         char *key;
+        char *memory_dir; /* the app's own memory cgroup, for its OOM kills once it exited */
 } applied;
 
 static void applied_free(applied *a)
 {
         if (a) {
                 free(a->key);
+                free(a->memory_dir);
                 free(a);
         }
 }
@@ -91,6 +93,14 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         }
         free(a->key);
         a->key = TAKE_PTR(key);
+        free(a->memory_dir);
+        a->memory_dir = TAKE_PTR(memory);
+}
+
+const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id)
+{
+        applied *a = rkl_hashmap_get(r->limits, id);
+        return a ? a->memory_dir : NULL;
 }
 
 void rkl_reconciler__limits_free_all(rkl_reconciler *r)
