@@ -30,6 +30,10 @@ static const struct {
       runtime__v1__list_containers_response__descriptor, false),
     R(RKB_LIST_CONTAINERS_POD, "ListContainers(pod)", "RuntimeService", "ListContainers",
       runtime__v1__list_containers_response__descriptor, false),
+    R(RKB_LIST_CONTAINER_STATS, "ListContainerStats", "RuntimeService", "ListContainerStats",
+      runtime__v1__list_container_stats_response__descriptor, false),
+    R(RKB_LIST_POD_STATS, "ListPodSandboxStats", "RuntimeService", "ListPodSandboxStats",
+      runtime__v1__list_pod_sandbox_stats_response__descriptor, false),
     R(RKB_STOP_CONTAINER, "StopContainer", "RuntimeService", "StopContainer",
       runtime__v1__stop_container_response__descriptor, true),
     R(RKB_REMOVE_CONTAINER, "RemoveContainer", "RuntimeService", "RemoveContainer",
@@ -225,6 +229,16 @@ rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, b
         }
         case RKB_LIST_PODS: {
                 Runtime__V1__ListPodSandboxRequest m = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+                return pack(rpc, &m);
+        }
+        case RKB_LIST_CONTAINER_STATS: {
+                Runtime__V1__ListContainerStatsRequest m =
+                    RUNTIME__V1__LIST_CONTAINER_STATS_REQUEST__INIT;
+                return pack(rpc, &m);
+        }
+        case RKB_LIST_POD_STATS: {
+                Runtime__V1__ListPodSandboxStatsRequest m =
+                    RUNTIME__V1__LIST_POD_SANDBOX_STATS_REQUEST__INIT;
                 return pack(rpc, &m);
         }
         case RKB_LIST_CONTAINERS:

@@ -19,6 +19,8 @@ typedef enum rkb_rpc {
         RKB_LIST_PODS,
         RKB_LIST_CONTAINERS,
         RKB_LIST_CONTAINERS_POD, /* ListContainers filtered by sandbox, as kubelet's GetPodStatus */
+        RKB_LIST_CONTAINER_STATS,
+        RKB_LIST_POD_STATS,
         RKB_STOP_CONTAINER,
         RKB_REMOVE_CONTAINER,
         RKB_STOP_POD,

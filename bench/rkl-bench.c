@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <grpc/grpc.h>
 
@@ -17,7 +18,9 @@
 #include "cri.h"
 #include "stats.h"
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/parse.h"
+#include "stats/stats.h"
 #include "base/banned.h"
 
 extern char **environ;
@@ -629,6 +632,128 @@ static int scenario_latency(bench *b)
                 note_settled(b, tok, t);
                 measure_reads(b, tok);
         }
+        return 0;
+}
+
+/* The bench's cgroups: id is "<base>/c<i>", under each hierarchy. */
+static int bench_resolve(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
+{
+        int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool v2 = root >= 0 && rkl_cgroup_mode_detect(root) == RKL_CGROUP_V2;
+        (void)supervisor;
+        if (root >= 0)
+                close(root);
+        if (v2) {
+                ret->cpu = rkl_xasprintf("/sys/fs/cgroup/%s", app);
+                ret->memory = rkl_xstrdup(ret->cpu);
+                ret->pids = rkl_xstrdup(ret->cpu);
+        } else {
+                ret->cpu = rkl_xasprintf("/sys/fs/cgroup/cpuacct/%s", app);
+                ret->memory = rkl_xasprintf("/sys/fs/cgroup/memory/%s", app);
+        }
+        return 0;
+}
+
+/* The refresh's cost, measured in this process on n real cgroups made for it (root only):
+ * the collector's own work (stats/stats.h) on what a node's kernel serves. The cgroups are
+ * empty: the kernel's files cost about the same with processes in them. */
+static void stats_refresh_cost(size_t n)
+{
+        int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rkl_cgroup_mode mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2;
+        static const char *const v1[] = {"memory", "cpuacct"};
+        char base[64];
+        if (root >= 0)
+                close(root);
+        snprintf(base, sizeof(base), "rkl-bench-%d", (int)getpid());
+        for (size_t i = 0; i < n; i++)
+                for (size_t c = 0; c < (mode == RKL_CGROUP_V1 ? 2 : 1); c++) {
+                        _cleanup_free_ char *d =
+                            mode == RKL_CGROUP_V1
+                                ? rkl_xasprintf("/sys/fs/cgroup/%s/%s/c%zu", v1[c], base, i)
+                                : rkl_xasprintf("/sys/fs/cgroup/%s/c%zu", base, i);
+                        if (rkl_mkdir_p(d, 0755) < 0) {
+                                fprintf(stderr, "rkl-bench: stats refresh cost: cannot make "
+                                                "cgroups (root?), skipped\n");
+                                n = i;
+                                goto measure;
+                        }
+                }
+measure:;
+        rkl_stats_target *t = rkl_xnew0(rkl_stats_target, n + 1);
+        for (size_t i = 0; i < n; i++) {
+                snprintf(t[i].id, sizeof(t[i].id), "c%zu", i % 1000000);
+                snprintf(t[i].sandbox_id, sizeof(t[i].sandbox_id), "pod");
+                t[i].app = rkl_xasprintf("%s/c%zu", base, i);
+                t[i].supervisor = getpid();
+        }
+        rkl_stats_config cfg = {.mode = mode, .resolve = bench_resolve};
+        rkl_stats_snapshot *prev = NULL;
+        enum { ROUNDS = 50 };
+        struct timespec a, z;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        for (int k = 0; k < ROUNDS; k++) {
+                rkl_stats_snapshot *s = rkl_stats_collect(&cfg, t, n, prev);
+                rkl_stats_snapshot_unref(prev);
+                prev = s;
+        }
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
+        rkl_stats_snapshot_unref(prev);
+        double per =
+            ((double)(z.tv_sec - a.tv_sec) * 1e9 + (double)(z.tv_nsec - a.tv_nsec)) / ROUNDS;
+        if (n > 0)
+                fprintf(stderr,
+                        "rkl-bench: stats refresh of %zu containers (cgroup %s): %.0f us CPU, "
+                        "%.1f us per container; at a 10 s interval %.4f%% of a core "
+                        "(1,000 containers: %.3f%%)\n",
+                        n, rkl_cgroup_mode_to_string(mode), per / 1e3, per / 1e3 / (double)n,
+                        per / 1e10 * 100, per / (double)n * 1000 / 1e10 * 100);
+        rkl_stats_targets_free(t, n);
+        for (size_t i = 0; i < n; i++)
+                for (size_t c = 0; c < (mode == RKL_CGROUP_V1 ? 2 : 1); c++) {
+                        _cleanup_free_ char *d =
+                            mode == RKL_CGROUP_V1
+                                ? rkl_xasprintf("/sys/fs/cgroup/%s/%s/c%zu", v1[c], base, i)
+                                : rkl_xasprintf("/sys/fs/cgroup/%s/c%zu", base, i);
+                        (void)rmdir(d);
+                }
+        for (size_t c = 0; c < 2; c++) {
+                _cleanup_free_ char *d = mode == RKL_CGROUP_V1
+                                             ? rkl_xasprintf("/sys/fs/cgroup/%s/%s", v1[c], base)
+                                             : rkl_xasprintf("/sys/fs/cgroup/%s", base);
+                (void)rmdir(d);
+        }
+}
+
+/* ListContainerStats and ListPodSandboxStats at each scale, served from the daemon's stats
+ * cache; then the cost of one refresh (stats_refresh_cost). */
+static int scenario_stats(bench *b)
+{
+        _cleanup_free_ char *scales = rkl_xstrdup(arg_scales);
+        char *save = NULL;
+        size_t most = 0;
+
+        for (char *tok = strtok_r(scales, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                uint64_t n;
+                if (rkl_safe_atou64(tok, &n) < 0 || n == 0)
+                        return -EINVAL;
+                if (n < b->n_containers)
+                        continue;
+                phase_begin(b, "stats-populate-%s", tok);
+                int r = populate(b, n, b->per_pod);
+                phase_end(b);
+                if (r < 0)
+                        return r;
+                note_settled(b, tok, wait_settled(b, b->settle_usec, 100));
+                phase_begin(b, "stats-%s", tok);
+                measure_one(b, RKB_LIST_CONTAINER_STATS,
+                            rkb_cri_by_id(&b->cri, RKB_LIST_CONTAINER_STATS, NULL, false),
+                            b->iterations);
+                measure_one(b, RKB_LIST_POD_STATS,
+                            rkb_cri_by_id(&b->cri, RKB_LIST_POD_STATS, NULL, false), b->iterations);
+                most = n;
+        }
+        stats_refresh_cost(most ? most : 100);
         return 0;
 }
 
@@ -1298,7 +1423,8 @@ static void help(void)
 {
         printf("Usage: rkl-bench --endpoint unix:///path.sock [OPTIONS]\n\n"
                "CRI latency, throughput, convergence and restart figures, for any CRI endpoint.\n\n"
-               "  --scenario LIST          latency,throughput,converge,restart (default latency);\n"
+               "  --scenario LIST          latency,throughput,converge,restart,stats (default "
+               "latency);\n"
                "                           run in this order on one growing set of pods; or\n"
                "                           reads: the read calls on what the endpoint has\n"
                "  --json FILE              write every number as JSON\n"
@@ -1544,8 +1670,8 @@ int main(int argc, char **argv)
         if (parse_args(argc, argv) < 0)
                 return 2;
         for (const char *p = arg_scenarios; *p;) {
-                static const char *const known[] = {"latency", "throughput", "converge", "restart",
-                                                    "reads"};
+                static const char *const known[] = {"latency", "throughput", "converge",
+                                                    "restart", "stats",      "reads"};
                 size_t n = strcspn(p, ",");
                 bool ok = false;
                 for (size_t i = 0; i < ELEMENTSOF(known); i++)
@@ -1594,6 +1720,8 @@ int main(int argc, char **argv)
         if (ret == EXIT_SUCCESS && has_scenario("throughput") && (r = scenario_throughput(&b)) < 0)
                 ret = EXIT_FAILURE;
         if (ret == EXIT_SUCCESS && has_scenario("restart") && (r = scenario_restart(&b)) < 0)
+                ret = EXIT_FAILURE;
+        if (ret == EXIT_SUCCESS && has_scenario("stats") && (r = scenario_stats(&b)) < 0)
                 ret = EXIT_FAILURE;
         if (!arg_keep && b.cli && b.n_pods > 0)
                 teardown(&b);

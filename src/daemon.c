@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "api/server.h"
@@ -16,6 +17,7 @@
 #include "state/state.h"
 #include "images/images.h"
 #include "logs/logs.h"
+#include "stats/stats.h"
 #include "reconciler/reconciler.h"
 #include "state/store.h"
 #include "metrics/metrics.h"
@@ -31,6 +33,7 @@ struct rkl_daemon {
         rkl_cache *cache;
         rkl_images *images;
         rkl_logs *logs;
+        rkl_stats *stats;
         rkl_reconciler *reconciler;
         rkl_api_server *server;
         rkl_metrics_server *metrics; /* NULL: no --metrics-address */
@@ -240,12 +243,31 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_logs_new(&d->logs, reterr);
         if (r < 0)
                 return r;
+        {
+                /* cgroup v1 (legacy or hybrid) or v2, once: what the stats read and where the
+                 * limits go follow it. */
+                _cleanup_close_ int root =
+                    open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                rkl_stats_config sc = {
+                    .mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2,
+                    .resolve = rkl_reconciler_stats_dirs,
+                };
+                r = rkl_stats_new(&sc, &d->stats, reterr);
+                if (r < 0)
+                        return r;
+                rkl_log_info("cgroup %s, stats every %.0f s", rkl_cgroup_mode_to_string(sc.mode),
+                             (double)(cfg->stats_interval_usec ? cfg->stats_interval_usec
+                                                               : 10 * USEC_PER_SEC) /
+                                 USEC_PER_SEC);
+        }
         rkl_reconciler_config rc = {
             .db_path = d->db_path, /* the thread opens its own connection */
             .store_opts = &d->store_opts,
             .state_dir = cfg->state_dir,
             .images = d->images,
             .logs = d->logs,
+            .stats = d->stats,
+            .stats_interval_usec = cfg->stats_interval_usec,
             .rkt_path = cfg->rkt_path,
             .rkt_data_dir = cfg->rkt_data_dir,
             .systemd_bus = cfg->systemd_bus,
@@ -274,6 +296,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .socket_gid = cfg->socket_gid,
             .images = d->images,
             .logs = d->logs,
+            .stats = d->stats,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
@@ -346,6 +369,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
         d->server = rkl_api_server_free(d->server);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->logs = rkl_logs_free(d->logs);
+        d->stats = rkl_stats_free(d->stats);
         d->images = rkl_images_free(d->images);
         d->cache = rkl_cache_free(d->cache);
         if (d->checking)

@@ -22,6 +22,7 @@ typedef struct rkl_daemon_config {
         unsigned api_threads;
         gid_t socket_gid; /* (gid_t)-1: root's */
         uint64_t probe_interval_usec;
+        uint64_t stats_interval_usec;        /* 0: 10 s */
         uint64_t sandbox_ready_timeout_usec; /* 0: the reconciler's default */
         uint64_t rkt_timeout_usec;           /* 0: the reconciler's default */
         char *const *registry_mirrors;       /* "HOST=URL" entries, tried in order before HOST */

@@ -42,6 +42,7 @@ static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
 static bool arg_sync_full;
 static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
+static uint64_t arg_stats_interval_usec = 10 * USEC_PER_SEC;
 static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
 static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
 static char **arg_registry_mirrors;
@@ -67,6 +68,7 @@ static void help(void)
                "  --max-actions N         rkt commands run at once (default 4)\n"
                "  --api-threads N         gRPC completion-queue threads (default 1)\n"
                "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
+               "  --stats-interval SEC    how often container and pod stats are read (default 10)\n"
                "  --sandbox-ready-timeout SEC\n"
                "                          a sandbox not ready by then is retried (default 120)\n"
                "  --rkt-timeout SEC       a rkt command still running then is killed (default 60)\n"
@@ -129,6 +131,7 @@ enum {
         ARG_STAGE1_NAME,
         ARG_MAX_ACTIONS,
         ARG_PROBE_INTERVAL,
+        ARG_STATS_INTERVAL,
         ARG_SANDBOX_READY_TIMEOUT,
         ARG_RKT_TIMEOUT,
         ARG_REGISTRY_MIRROR,
@@ -158,6 +161,7 @@ static const option_def option_defs[] = {
     {"stage1-name", required_argument, ARG_STAGE1_NAME, true},
     {"max-actions", required_argument, ARG_MAX_ACTIONS, true},
     {"probe-interval", required_argument, ARG_PROBE_INTERVAL, true},
+    {"stats-interval", required_argument, ARG_STATS_INTERVAL, true},
     {"sandbox-ready-timeout", required_argument, ARG_SANDBOX_READY_TIMEOUT, true},
     {"rkt-timeout", required_argument, ARG_RKT_TIMEOUT, true},
     {"registry-mirror", required_argument, ARG_REGISTRY_MIRROR, true},
@@ -253,6 +257,11 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
                         return bad_seconds(name, value, reterr);
                 arg_probe_interval_usec = u * USEC_PER_SEC;
+                break;
+        case ARG_STATS_INTERVAL:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
+                        return bad_seconds(name, value, reterr);
+                arg_stats_interval_usec = u * USEC_PER_SEC;
                 break;
         case ARG_SANDBOX_READY_TIMEOUT:
         case ARG_RKT_TIMEOUT:
@@ -478,6 +487,7 @@ static int run(void)
             .api_threads = arg_api_threads,
             .socket_gid = arg_socket_gid,
             .probe_interval_usec = arg_probe_interval_usec,
+            .stats_interval_usec = arg_stats_interval_usec,
             .sandbox_ready_timeout_usec = arg_sandbox_ready_timeout_usec,
             .rkt_timeout_usec = arg_rkt_timeout_usec,
             .registry_mirrors = arg_registry_mirrors,

@@ -1,6 +1,8 @@
 #include "convert.h"
 
 #include <arpa/inet.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/strv.h"
@@ -389,6 +391,65 @@ static int mounts_from(const Runtime__V1__ContainerConfig *c, rkl_container_spec
         return 0;
 }
 
+/* Whether a cpuset list ("0-2,4") names only CPUs this machine has. */
+static bool cpuset_valid(const char *list, long n_cpus)
+{
+        const char *p = list;
+        if (!*p)
+                return false;
+        for (;;) {
+                char *end;
+                if (*p < '0' || *p > '9')
+                        return false;
+                unsigned long a = strtoul(p, &end, 10), b = a;
+                p = end;
+                if (*p == '-') {
+                        if (p[1] < '0' || p[1] > '9')
+                                return false;
+                        b = strtoul(p + 1, &end, 10);
+                        p = end;
+                }
+                if (a > b || b >= (unsigned long)n_cpus)
+                        return false;
+                if (!*p)
+                        return true;
+                if (*p++ != ',')
+                        return false;
+        }
+}
+
+int rkl_api_resources_from_pb(const Runtime__V1__LinuxContainerResources *res, rkl_resources *ret,
+                              rkl_error *reterr)
+{
+        if (res->cpu_period < 0 || res->cpu_quota < -1 || res->cpu_shares < 0 ||
+            res->memory_limit_in_bytes < 0)
+                return rkl_error_set(reterr, -EINVAL, "negative values are invalid");
+        if (res->oom_score_adj < -1000 || res->oom_score_adj > 1000)
+                return rkl_error_set(reterr, -EINVAL, "oom_score_adj: -1000 to 1000");
+        /* The kernel's own bounds (CFS: a quota of at least 1 ms, a period of 1 ms to 1 s). */
+        if (res->cpu_quota > 0 && res->cpu_quota < 1000)
+                return rkl_error_set(reterr, -EINVAL, "cpu_quota: at least 1000 (1 ms)");
+        if (res->cpu_period != 0 && (res->cpu_period < 1000 || res->cpu_period > 1000000))
+                return rkl_error_set(reterr, -EINVAL, "cpu_period: 1000 to 1000000");
+        if (res->cpu_shares > 262144)
+                return rkl_error_set(reterr, -EINVAL, "cpu_shares: at most 262144");
+        if (!isempty(res->cpuset_cpus) &&
+            (strlen(res->cpuset_cpus) > 1024 ||
+             !cpuset_valid(res->cpuset_cpus, sysconf(_SC_NPROCESSORS_CONF))))
+                return rkl_error_set(reterr, -EINVAL,
+                                     "cpuset_cpus: '%.64s' is not a list of this machine's CPUs",
+                                     res->cpuset_cpus);
+        *ret = (rkl_resources){
+            .cpu_period = res->cpu_period,
+            .cpu_quota = res->cpu_quota > 0 ? res->cpu_quota : 0,
+            .cpu_shares = res->cpu_shares,
+            .memory_limit = res->memory_limit_in_bytes,
+            .oom_score_adj = res->oom_score_adj,
+            .cpuset_cpus = isempty(res->cpuset_cpus) ? NULL : res->cpuset_cpus,
+        };
+        return 0;
+}
+
 int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_container_spec *ret,
                                    rkl_error *reterr)
 {
@@ -465,19 +526,16 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
         s.tty = c->tty;
 
         if (c->linux && c->linux->resources) {
-                const Runtime__V1__LinuxContainerResources *res = c->linux->resources;
-                if (res->cpu_period < 0 || res->cpu_quota < -1 || res->cpu_shares < 0 ||
-                    res->memory_limit_in_bytes < 0)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.resources: negative values are invalid");
-                if (res->oom_score_adj < -1000 || res->oom_score_adj > 1000)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.resources.oom_score_adj: -1000 to 1000");
-                s.cpu_period = res->cpu_period;
-                s.cpu_quota = res->cpu_quota > 0 ? res->cpu_quota : 0;
-                s.cpu_shares = res->cpu_shares;
-                s.memory_limit = res->memory_limit_in_bytes;
-                s.oom_score_adj = res->oom_score_adj;
+                rkl_resources res;
+                r = rkl_api_resources_from_pb(c->linux->resources, &res, reterr);
+                if (r < 0)
+                        return rkl_error_prefix(reterr, "linux.resources");
+                s.cpu_period = res.cpu_period;
+                s.cpu_quota = res.cpu_quota;
+                s.cpu_shares = res.cpu_shares;
+                s.memory_limit = res.memory_limit;
+                s.oom_score_adj = res.oom_score_adj;
+                s.cpuset_cpus = res.cpuset_cpus ? rkl_xstrdup(res.cpuset_cpus) : NULL;
         }
         if (c->linux && c->linux->security_context) {
                 r = security_from(c->linux->security_context, &s, reterr);

@@ -8,6 +8,10 @@
 
 int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *ret,
                              rkl_error *reterr);
+/* CRI's LinuxContainerResources checked (-EINVAL: negative values, a CFS quota below 1 ms,
+ * CPUs this machine does not have) into the model's; cpuset_cpus stays borrowed. */
+int rkl_api_resources_from_pb(const Runtime__V1__LinuxContainerResources *res, rkl_resources *ret,
+                              rkl_error *reterr);
 int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_container_spec *ret,
                                    rkl_error *reterr);
 

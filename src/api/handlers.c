@@ -6,6 +6,7 @@
 #include "logs.h"
 #include "runtime.h"
 #include "sandbox.h"
+#include "stats.h"
 
 #include "base/banned.h"
 
@@ -51,6 +52,16 @@ THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
 THUNK(rkl_api_reopen_container_log, Runtime__V1__ReopenContainerLogRequest,
       Runtime__V1__ReopenContainerLogResponse)
+THUNK(rkl_api_container_stats, Runtime__V1__ContainerStatsRequest,
+      Runtime__V1__ContainerStatsResponse)
+THUNK(rkl_api_list_container_stats, Runtime__V1__ListContainerStatsRequest,
+      Runtime__V1__ListContainerStatsResponse)
+THUNK(rkl_api_pod_sandbox_stats, Runtime__V1__PodSandboxStatsRequest,
+      Runtime__V1__PodSandboxStatsResponse)
+THUNK(rkl_api_list_pod_sandbox_stats, Runtime__V1__ListPodSandboxStatsRequest,
+      Runtime__V1__ListPodSandboxStatsResponse)
+THUNK(rkl_api_update_container_resources, Runtime__V1__UpdateContainerResourcesRequest,
+      Runtime__V1__UpdateContainerResourcesResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -74,6 +85,11 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "ListContainers", rkl_api_list_containers_thunk},
     {"RuntimeService", "ContainerStatus", rkl_api_container_status_thunk},
     {"RuntimeService", "ReopenContainerLog", rkl_api_reopen_container_log_thunk},
+    {"RuntimeService", "ContainerStats", rkl_api_container_stats_thunk},
+    {"RuntimeService", "ListContainerStats", rkl_api_list_container_stats_thunk},
+    {"RuntimeService", "PodSandboxStats", rkl_api_pod_sandbox_stats_thunk},
+    {"RuntimeService", "ListPodSandboxStats", rkl_api_list_pod_sandbox_stats_thunk},
+    {"RuntimeService", "UpdateContainerResources", rkl_api_update_container_resources_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

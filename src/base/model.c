@@ -78,6 +78,7 @@ void rkl_container_spec_done(rkl_container_spec *s)
         rkl_kvs_done(&s->labels);
         rkl_kvs_done(&s->annotations);
         free(s->log_path);
+        free(s->cpuset_cpus);
         free(s->run_as_username);
         free(s->supplemental_groups);
         rkl_strv_free(s->caps_add);

@@ -108,6 +108,7 @@ typedef struct rkl_container_spec {
         /* Linux resources; 0 means unset. */
         int64_t cpu_period, cpu_quota, cpu_shares, memory_limit;
         int64_t oom_score_adj;
+        char *cpuset_cpus; /* cpuset's list format ("0-1,3"); NULL: unset */
         /* Security context. */
         bool has_run_as_user, has_run_as_group;
         int64_t run_as_user, run_as_group;
@@ -121,6 +122,13 @@ typedef struct rkl_container_spec {
 } rkl_container_spec;
 
 void rkl_container_spec_done(rkl_container_spec *s);
+
+/* A container's resources as UpdateContainerResources gives them (the same fields as the
+ * spec's; cpuset_cpus is borrowed). */
+typedef struct rkl_resources {
+        int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;
+        const char *cpuset_cpus;
+} rkl_resources;
 
 /* Desired states: what kubelet last asked for. */
 typedef enum rkl_pod_desired {

@@ -148,6 +148,7 @@ static int run_app_rm(action *a)
         if (k == -ENOENT)
                 k = 0; /* gone already is what rm wanted */
         if (k >= 0 && procs) {
+                rkl_cgroup_cpu_release(procs, memory);
                 int q = rkl_cgroup_memory_release(procs, memory);
                 if (q < 0)
                         rkl_log_warning("app %s: cannot remove its memory cgroup %s: %s", a->app,

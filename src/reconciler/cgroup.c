@@ -5,10 +5,13 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/parse.h"
+#include "stats/stats.h"
 #include "base/banned.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
@@ -285,4 +288,180 @@ int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret)
                 return rkl_safe_atou(k, ret);
         }
         return is_dir(memory_dir) ? -ENODATA : -ENOENT;
+}
+
+/* The same relative cgroup in another v1 hierarchy: memory_dir is
+ * /sys/fs/cgroup/memory/<path>. NULL when memory_dir is not in the memory hierarchy. */
+static char *v1_sibling(const char *memory_dir, const char *controller)
+{
+        static const char prefix[] = CGROUP_ROOT "/memory/";
+        if (!memory_dir || strncmp(memory_dir, prefix, sizeof(prefix) - 1))
+                return NULL;
+        return rkl_xasprintf(CGROUP_ROOT "/%s/%s", controller, memory_dir + sizeof(prefix) - 1);
+}
+
+int rkl_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir)
+{
+        int r = 0;
+        if (!memory_dir || streq(procs_dir, memory_dir))
+                return 0;
+        /* cpu and cpuacct may be one hierarchy (cpu,cpuacct) or two: adopting into the same
+         * directory twice moves nothing the second time. */
+        static const char *const controllers[] = {"cpu", "cpuacct"};
+        for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
+                _cleanup_free_ char *dir = v1_sibling(memory_dir, controllers[i]);
+                int k =
+                    dir && is_dir(CGROUP_ROOT "/cpu") ? rkl_cgroup_memory_adopt(procs_dir, dir) : 0;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
+void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
+{
+        if (!memory_dir || streq(procs_dir, memory_dir))
+                return;
+        _cleanup_free_ char *cpu = v1_sibling(memory_dir, "cpu");
+        _cleanup_free_ char *cpuacct = v1_sibling(memory_dir, "cpuacct");
+        if (cpu)
+                (void)rmdir(cpu);
+        if (cpuacct)
+                (void)rmdir(cpuacct);
+}
+
+static int write_at(const char *dir, const char *file, const char *value)
+{
+        _cleanup_free_ char *p = rkl_xasprintf("%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, value, strlen(value)) < 0 ? -errno : 0;
+}
+
+/* Keeps the first failure, with what failed. */
+static int note(int r, int k, const char *what, char *err, size_t errlen)
+{
+        if (k < 0 && r == 0) {
+                snprintf(err, errlen, "%s: %s", what, strerror(-k));
+                return k;
+        }
+        return r;
+}
+
+int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
+                            const rkl_cgroup_limits *l, char *err, size_t errlen)
+{
+        bool v1 = memory_dir && !streq(procs_dir, memory_dir);
+        _cleanup_free_ char *cpu = v1 ? v1_sibling(memory_dir, "cpu") : rkl_xstrdup(procs_dir);
+        const char *mem = memory_dir ? memory_dir : procs_dir;
+        char buf[64];
+        int r = 0;
+
+        if (l->memory_limit > 0) {
+                snprintf(buf, sizeof(buf), "%" PRId64, l->memory_limit);
+                int k = write_at(mem, v1 ? "memory.limit_in_bytes" : "memory.max", buf);
+                /* v1: swap counts against memsw; without it the app would swap instead of
+                 * being OOM-killed at its limit (kubelet gives no swap). The kernel wants
+                 * limit <= memsw at every step: a raise goes memsw first, then memory. */
+                if (v1) {
+                        (void)write_at(mem, "memory.memsw.limit_in_bytes", buf);
+                        if (k < 0)
+                                k = write_at(mem, "memory.limit_in_bytes", buf);
+                } else
+                        (void)write_at(mem, "memory.swap.max", "0");
+                r = note(r, k, "memory limit", err, errlen);
+        }
+        if (cpu && l->cpu_shares > 0) {
+                if (v1)
+                        snprintf(buf, sizeof(buf), "%" PRId64, l->cpu_shares);
+                else /* shares 2..262144 onto weight 1..10000, as runc does */
+                        snprintf(buf, sizeof(buf), "%" PRId64,
+                                 1 + ((l->cpu_shares - 2) * 9999) / 262142);
+                r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares", err,
+                         errlen);
+        }
+        if (cpu && (l->cpu_quota > 0 || l->cpu_period > 0)) {
+                int64_t period = l->cpu_period > 0 ? l->cpu_period : 100000;
+                if (v1) {
+                        snprintf(buf, sizeof(buf), "%" PRId64, period);
+                        r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", err,
+                                 errlen);
+                        snprintf(buf, sizeof(buf), "%" PRId64,
+                                 l->cpu_quota > 0 ? l->cpu_quota : -1);
+                        r = note(r, write_at(cpu, "cpu.cfs_quota_us", buf), "cpu quota", err,
+                                 errlen);
+                } else {
+                        if (l->cpu_quota > 0)
+                                snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64, l->cpu_quota,
+                                         period);
+                        else
+                                snprintf(buf, sizeof(buf), "max %" PRId64, period);
+                        r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", err, errlen);
+                }
+        }
+        if (l->oom_score_adj != 0) {
+                /* Every process the app has now; its children inherit the value. */
+                _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", procs_dir);
+                _cleanup_free_ char *text = NULL;
+                snprintf(buf, sizeof(buf), "%" PRId64, l->oom_score_adj);
+                if (rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL) == 0)
+                        for (char *line = text, *next; line && *line; line = next) {
+                                next = strchr(line, '\n');
+                                if (next)
+                                        *next++ = 0;
+                                _cleanup_free_ char *p = rkl_xasprintf("/proc/%s", line);
+                                int k = write_at(p, "oom_score_adj", buf);
+                                if (k != -ENOENT && k != -ESRCH)
+                                        r = note(r, k, "oom_score_adj", err, errlen);
+                        }
+        }
+        return r;
+}
+
+int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
+{
+        rkl_stats_dirs d = {0};
+        if (app) {
+                _cleanup_free_ char *procs = NULL, *memory = NULL;
+                int r = rkl_cgroup_app_paths(supervisor, app, &procs, &memory);
+                if (r < 0)
+                        return r;
+                if (memory && !streq(procs, memory)) { /* v1 */
+                        d.cpu = v1_sibling(memory, "cpuacct");
+                        d.memory = TAKE_PTR(memory);
+                } else {
+                        d.cpu = rkl_xstrdup(procs);
+                        d.memory = rkl_xstrdup(procs);
+                        d.pids = TAKE_PTR(procs);
+                }
+                *ret = d;
+                return 0;
+        }
+        _cleanup_free_ char *own = NULL;
+        if (cgroup_of(supervisor, "memory", &own) == 0 && is_dir(CGROUP_ROOT "/memory")) {
+                /* v1: the pod's unit has memory and pids cgroups; its CPU is its apps' (the
+                 * unit gets no cpuacct cgroup of its own here: reference/rkt.md A.2.7). */
+                _cleanup_free_ char *unit = unit_part(own);
+                _cleanup_free_ char *pids = NULL, *pids_unit = NULL, *cpu = NULL, *cpu_unit = NULL;
+                if (!unit)
+                        return -ENXIO;
+                d.memory = rkl_xasprintf(CGROUP_ROOT "/memory%s", unit);
+                if (cgroup_of(supervisor, "pids", &pids) == 0 && (pids_unit = unit_part(pids)))
+                        d.pids = rkl_xasprintf(CGROUP_ROOT "/pids%s", pids_unit);
+                if (cgroup_of(supervisor, "cpuacct", &cpu) == 0 && (cpu_unit = unit_part(cpu)))
+                        d.cpu = rkl_xasprintf(CGROUP_ROOT "/cpuacct%s", cpu_unit);
+        } else {
+                int r = cgroup_of(supervisor, "", &own);
+                if (r < 0)
+                        return r;
+                _cleanup_free_ char *unit = unit_part(own);
+                if (!unit)
+                        return -ENXIO;
+                d.cpu = rkl_xasprintf(CGROUP_ROOT "%s", unit);
+                d.memory = rkl_xstrdup(d.cpu);
+                d.pids = rkl_xstrdup(d.cpu);
+        }
+        *ret = d;
+        return 0;
 }

@@ -7,7 +7,11 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+typedef struct rkl_stats_dirs rkl_stats_dirs;
 
 /* The app's cgroup directories: in the hierarchy that holds processes (cgroup2, or v1's
  * name=systemd), and its own memory cgroup (on v1 the same relative path in the memory
@@ -35,3 +39,22 @@ void rkl_cgroup_unit_remove(const char *unit_path);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control
  * "oom_kill" on v1), or -ENOENT / -ENODATA. */
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret);
+/* On cgroup v1, moves the app's processes into cgroups of its own in the cpu and cpuacct
+ * hierarchies too (the same relative path as its memory cgroup): rkt 1.30 and the pod's
+ * systemd leave apps at the hierarchies' root here, where neither their CPU time can be read
+ * nor a quota set. A no-op on cgroup2. */
+int rkl_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir);
+void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
+
+/* What CreateContainer and UpdateContainerResources ask of an app; 0: unset. */
+typedef struct rkl_cgroup_limits {
+        int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;
+} rkl_cgroup_limits;
+/* Writes the limits into the app's cgroups (v1: memory.limit_in_bytes and memsw, cpu.shares,
+ * cpu.cfs_period_us/cfs_quota_us in its own cgroups; cgroup2: memory.max, cpu.weight, cpu.max)
+ * and oom_score_adj into /proc/<pid>/ of each of its processes. Returns the first failure,
+ * described in err. */
+int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
+                            const rkl_cgroup_limits *l, char *err, size_t errlen);
+/* The stats module's resolve callback (stats.h): an app's (app set) or a pod's cgroups. */
+int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret);

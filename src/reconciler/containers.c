@@ -111,6 +111,10 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
 
         if (rkl_hashmap_get(r->in_flight, c->id) || rkl_container_never_ran(&c->observed))
                 return;
+        if (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING && st == RKL_POD_APP_RUNNING)
+                rkl_reconciler__limits_sync(r, c, p);
+        else if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
+                rkl_reconciler__limits_forget(r, c->id);
         if (c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
             c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
             (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {

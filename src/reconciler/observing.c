@@ -44,7 +44,8 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
 }
 
-static bool container_oom_killed(const rkl_container_record *rec, const rkl_poddir_pod *p)
+static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *rec,
+                                 const rkl_poddir_pod *p)
 {
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
@@ -54,7 +55,13 @@ static bool container_oom_killed(const rkl_container_record *rec, const rkl_podd
         if (!a || a->state != RKL_POD_APP_EXITED || !a->exit_known || a->exit_code != SIGKILL ||
             !p->ppid)
                 return false;
-        if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 || !memory)
+        /* Once the app exited, the pod's systemd removes its unit's cgroup, by which the app's
+         * cgroups are found: the memory cgroup seen while it ran is still there (rktlet made
+         * it on v1; it goes at the app's rm). */
+        if (r && rkl_reconciler__app_memory_dir(r, rec->id))
+                memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
+        else if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
+                 !memory)
                 return false;
         return rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0;
 }
@@ -120,7 +127,9 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         rkl_strv_push(&r->recheck, p->uuid);
                         rkl_reconciler__wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
                 }
-                rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(c, p), &co);
+                if (proc == RKL_APP_PROC_SEEN)
+                        rkl_reconciler__limits_sync(r, c, p);
+                rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
                                 rkl_log_info("container %.12s: %s -> %s", c->id,

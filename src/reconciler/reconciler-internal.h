@@ -99,9 +99,10 @@ struct rkl_reconciler {
          * half-made app that no start can run, to rm before the next start. Memory only: after
          * a crash the first start that fails sets it again, one attempt later. */
         rkl_hashmap *undo;
-        int64_t wake_at_ns; /* earliest time a pass must run again; 0: none */
-        char **recheck;     /* pods to read again at the next pass: what inotify cannot see */
-        uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
+        rkl_hashmap *limits; /* container ID -> the resources last applied (resources.c) */
+        int64_t wake_at_ns;  /* earliest time a pass must run again; 0: none */
+        char **recheck;      /* pods to read again at the next pass: what inotify cannot see */
+        uint64_t logs_told;  /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
 };
 
@@ -138,6 +139,18 @@ void rkl_reconciler__rescan(rkl_reconciler *r);
 /* Tells the log follower which containers to follow: those that ran, the exited ones to
  * finish. Only when the containers changed since it was last told. */
 void rkl_reconciler__sync_logs(rkl_reconciler *r);
+
+/* resources.c */
+/* Writes a running container's resources into its cgroups unless these very values were
+ * written already (since the start of the daemon). */
+void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *c,
+                                 const rkl_poddir_pod *p);
+void rkl_reconciler__limits_forget(rkl_reconciler *r, const char *id);
+/* The app's own memory cgroup as last seen running (NULL: not seen since the start). */
+const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id);
+void rkl_reconciler__limits_free_all(rkl_reconciler *r);
+/* Hands the stats collector what runs now. */
+void rkl_reconciler__stats_refresh(rkl_reconciler *r);
 
 /* orphans.c */
 /* Stops a unit no record wants (no wait for the job); a failure is logged, since the next

@@ -269,6 +269,14 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+static int on_stats_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        rkl_reconciler__stats_refresh(r);
+        rearm(s, r->cfg.stats_interval_usec);
+        return 0;
+}
+
 static int on_kick(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         uint64_t v;
@@ -357,6 +365,10 @@ static void *reconciler_main(void *userdata)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC,
                                       now + r->cfg.resync_interval_usec, USEC_PER_SEC,
                                       on_resync_timer, r);
+        /* The first refresh shortly after the start, then every stats interval. */
+        if (k >= 0 && r->cfg.stats)
+                k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC, now + 100 * USEC_PER_MSEC,
+                                      USEC_PER_MSEC, on_stats_timer, r);
         if (k >= 0)
                 k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now, 1000,
                                       on_wake, r);
@@ -421,6 +433,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
                 r->cfg.probe_interval_usec = 30 * USEC_PER_SEC;
         if (!r->cfg.resync_interval_usec)
                 r->cfg.resync_interval_usec = 10 * USEC_PER_SEC;
+        if (!r->cfg.stats_interval_usec)
+                r->cfg.stats_interval_usec = 10 * USEC_PER_SEC;
         if (!r->cfg.sandbox_ready_timeout_usec)
                 r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
         if (!r->cfg.stop_grace_usec)
@@ -436,6 +450,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->seen = rkl_hashmap_new();
         r->in_flight = rkl_hashmap_new();
         r->undo = rkl_hashmap_new();
+        r->limits = rkl_hashmap_new();
         r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
 
         if (cfg->db_path) {
@@ -533,6 +548,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         while (rkl_hashmap_iterate(r->undo, &i, NULL, &v))
                 free(v);
         rkl_hashmap_free(r->undo);
+        rkl_reconciler__limits_free_all(r);
         rkl_strv_free(r->recheck);
         rkl_rkt_free(r->rkt);
         rkl_state_free(r->state);

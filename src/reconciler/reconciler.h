@@ -6,12 +6,14 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 
 typedef struct rkl_cache rkl_cache;
 typedef struct rkl_images rkl_images;
 typedef struct rkl_logs rkl_logs;
+typedef struct rkl_stats rkl_stats;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store_options rkl_store_options;
 
@@ -21,6 +23,7 @@ typedef struct rkl_reconciler_config {
         const char *state_dir;
         rkl_images *images;   /* resolves containers' images to IDs */
         rkl_logs *logs;       /* told which containers' logs to follow; NULL: none */
+        rkl_stats *stats;     /* refreshed every stats_interval_usec; NULL: no stats */
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */
@@ -32,6 +35,7 @@ typedef struct rkl_reconciler_config {
         uint64_t sandbox_ready_timeout_usec; /* a sandbox not ready by then is retried */
         uint64_t stop_grace_usec;            /* SIGTERM to SIGKILL when no deadline was asked for */
         uint64_t rkt_timeout_usec;           /* a rkt command's deadline; 0: 60 s */
+        uint64_t stats_interval_usec;        /* 0: 10 s, kubelet's housekeeping period */
 } rkl_reconciler_config;
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,
@@ -57,3 +61,8 @@ void rkl_reconciler_stop(rkl_reconciler *r);
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r);
 
 RKL_DEFINE_CLEANUP(rkl_reconciler *, rkl_reconciler_free)
+
+/* The stats collector's resolve callback (stats/stats.h): where an app's or a pod's cgroups
+ * are, as the reconciler finds them. */
+typedef struct rkl_stats_dirs rkl_stats_dirs;
+int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret);

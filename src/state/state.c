@@ -352,6 +352,14 @@ int rkl_state_container_record_error(rkl_state *st, const char *container_id, co
                                          st->store, container_id, error, next_retry_ns, reterr));
 }
 
+int rkl_state_container_set_resources(rkl_state *st, const char *container_id,
+                                      const rkl_resources *res, rkl_error *reterr)
+{
+        return after_container_write(
+            st, container_id,
+            rkl_store_container_set_resources(st->store, container_id, res, reterr));
+}
+
 int rkl_state_container_clear_error(rkl_state *st, const char *container_id, rkl_error *reterr)
 {
         return after_container_write(

@@ -48,6 +48,9 @@ int rkl_state_container_start(rkl_state *st, const char *container_id, rkl_error
 int rkl_state_container_stop(rkl_state *st, const char *container_id, int64_t deadline_ns,
                              rkl_error *reterr);
 int rkl_state_container_delete(rkl_state *st, const char *container_id, rkl_error *reterr);
+/* UpdateContainerResources: persisted, then published (the reconciler applies them). */
+int rkl_state_container_set_resources(rkl_state *st, const char *container_id,
+                                      const rkl_resources *res, rkl_error *reterr);
 
 /* The reconciler's writes: what it observed and how its attempts went. record_error
  * returns the new attempt count. */

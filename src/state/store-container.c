@@ -368,6 +368,28 @@ int rkl_store_container_clear_error(rkl_store *s, const char *container_id, rkl_
                                      rkl_store__bind_nothing, NULL, NULL, NULL, reterr);
 }
 
+static int bind_resources(sqlite3_stmt *st, const void *arg)
+{
+        const rkl_resources *res = arg;
+        rkl_store__bind_int(st, 2, res->cpu_period);
+        rkl_store__bind_int(st, 3, res->cpu_quota);
+        rkl_store__bind_int(st, 4, res->cpu_shares);
+        rkl_store__bind_int(st, 5, res->memory_limit);
+        rkl_store__bind_int(st, 6, res->oom_score_adj);
+        rkl_store__bind_text(st, 7, res->cpuset_cpus);
+        return 8;
+}
+
+int rkl_store_container_set_resources(rkl_store *s, const char *container_id,
+                                      const rkl_resources *res, rkl_error *reterr)
+{
+        int r = rkl_store__check_id("container_id", container_id, reterr);
+        if (r < 0)
+                return r;
+        return rkl_store__update_one(s, STMT_CONTAINER_SET_RESOURCES, "container", container_id,
+                                     bind_resources, res, NULL, NULL, reterr);
+}
+
 int rkl_store_container_delete(rkl_store *s, const char *container_id, rkl_error *reterr)
 {
         int r = rkl_store__check_id("container_id", container_id, reterr);

@@ -176,6 +176,7 @@ char *rkl_store__container_config_to_json(const rkl_container_spec *spec)
         put_int(o, "cpu_shares", spec->cpu_shares);
         put_int(o, "memory_limit", spec->memory_limit);
         put_int(o, "oom_score_adj", spec->oom_score_adj);
+        put_str(o, "cpuset_cpus", spec->cpuset_cpus);
         /* Present only when set: absence is how "unset" round-trips. */
         if (spec->has_run_as_user)
                 put_int(o, "run_as_user", spec->run_as_user);
@@ -431,6 +432,7 @@ int rkl_store__container_config_from_json(const char *json, rkl_container_spec *
             (r = get_i64(o, "cpu_shares", &spec->cpu_shares, reterr)) < 0 ||
             (r = get_i64(o, "memory_limit", &spec->memory_limit, reterr)) < 0 ||
             (r = get_i64(o, "oom_score_adj", &spec->oom_score_adj, reterr)) < 0 ||
+            (r = get_str(o, "cpuset_cpus", &spec->cpuset_cpus, reterr)) < 0 ||
             (r = get_int(o, "run_as_user", INT64_MIN, INT64_MAX, &spec->run_as_user,
                          &spec->has_run_as_user, reterr)) < 0 ||
             (r = get_int(o, "run_as_group", INT64_MIN, INT64_MAX, &spec->run_as_group,

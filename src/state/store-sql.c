@@ -85,6 +85,11 @@ const char *const rkl_store__stmt_sql[_STMT_MAX] = {
                                     "WHERE id = ?1 RETURNING attempts",
     [STMT_CONTAINER_CLEAR_ERROR] = "UPDATE container SET attempts = 0, last_error = NULL, "
                                    "next_retry_ns = NULL, version = ?2 WHERE id = ?1",
+    /* The resources live in config, where CreateContainer put them (0004's view shows them). */
+    [STMT_CONTAINER_SET_RESOURCES] =
+        "UPDATE container SET config = json_set(config, '$.cpu_period', ?2, '$.cpu_quota', ?3, "
+        "'$.cpu_shares', ?4, '$.memory_limit', ?5, '$.oom_score_adj', ?6, '$.cpuset_cpus', ?7), "
+        "version = ?8 WHERE id = ?1",
     [STMT_CONTAINER_DELETE] = "DELETE FROM container WHERE id = ?1",
     [STMT_CONTAINER_RESOLVE] = "SELECT id FROM container WHERE id >= ?1 AND id < ?1 || 'g' "
                                "ORDER BY id LIMIT 2",

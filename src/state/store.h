@@ -268,6 +268,9 @@ int rkl_store_container_set_observed(rkl_store *s, const char *container_id,
 int rkl_store_container_record_error(rkl_store *s, const char *container_id, const char *error,
                                      int64_t next_retry_ns, rkl_error *reterr);
 int rkl_store_container_clear_error(rkl_store *s, const char *container_id, rkl_error *reterr);
+/* UpdateContainerResources: the container's resources, in its config. */
+int rkl_store_container_set_resources(rkl_store *s, const char *container_id,
+                                      const rkl_resources *res, rkl_error *reterr);
 int rkl_store_container_delete(rkl_store *s, const char *container_id, rkl_error *reterr);
 int rkl_store_container_resolve(rkl_store *s, const char *prefix,
                                 char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);

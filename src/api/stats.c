@@ -1,0 +1,286 @@
+#include "stats.h"
+
+#include "convert.h"
+#include "lookup.h"
+#include "pb.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "state/cache.h"
+#include "state/state.h"
+#include "stats/stats.h"
+#include "base/banned.h"
+
+static Runtime__V1__UInt64Value *u64(rkl_arena *a, uint64_t v)
+{
+        Runtime__V1__UInt64Value *x = rkl_arena_newa(Runtime__V1__UInt64Value, a, 1);
+        runtime__v1__uint64_value__init(x);
+        x->value = v;
+        return x;
+}
+
+static Runtime__V1__CpuUsage *cpu_pb(rkl_arena *a, const rkl_stats_entry *e)
+{
+        if (!e || !e->has_cpu)
+                return NULL;
+        Runtime__V1__CpuUsage *c = rkl_arena_newa(Runtime__V1__CpuUsage, a, 1);
+        runtime__v1__cpu_usage__init(c);
+        c->timestamp = e->timestamp_ns;
+        c->usage_core_nano_seconds = u64(a, e->cpu_usage_ns);
+        if (e->has_nano_cores)
+                c->usage_nano_cores = u64(a, e->nano_cores);
+        return c;
+}
+
+static Runtime__V1__MemoryUsage *memory_pb(rkl_arena *a, const rkl_stats_entry *e)
+{
+        if (!e || !e->has_memory)
+                return NULL;
+        Runtime__V1__MemoryUsage *m = rkl_arena_newa(Runtime__V1__MemoryUsage, a, 1);
+        runtime__v1__memory_usage__init(m);
+        m->timestamp = e->timestamp_ns;
+        m->working_set_bytes = u64(a, e->memory.working_set);
+        m->usage_bytes = u64(a, e->memory.usage);
+        m->rss_bytes = u64(a, e->memory.rss);
+        m->page_faults = u64(a, e->memory.page_faults);
+        m->major_page_faults = u64(a, e->memory.major_page_faults);
+        if (e->memory.limit)
+                m->available_bytes = u64(a, e->memory.available);
+        return m;
+}
+
+static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_container_view *v,
+                                                       const rkl_stats_snapshot *s)
+{
+        const rkl_container_record *c = v->rec;
+        const rkl_stats_entry *e =
+            s && v->state == RKL_CONTAINER_RUNNING ? rkl_stats_snapshot_container(s, c->id) : NULL;
+        Runtime__V1__ContainerStats *st = rkl_arena_newa(Runtime__V1__ContainerStats, a, 1);
+        runtime__v1__container_stats__init(st);
+        Runtime__V1__ContainerAttributes *at =
+            rkl_arena_newa(Runtime__V1__ContainerAttributes, a, 1);
+        runtime__v1__container_attributes__init(at);
+        at->id = rkl_api_pb_str(a, c->id);
+        Runtime__V1__ContainerMetadata *m = rkl_arena_newa(Runtime__V1__ContainerMetadata, a, 1);
+        runtime__v1__container_metadata__init(m);
+        m->name = rkl_api_pb_str(a, c->spec.name);
+        m->attempt = c->spec.attempt;
+        at->metadata = m;
+        RKL_API_PB_KVS(a, &c->spec.labels, Runtime__V1__ContainerAttributes__LabelsEntry,
+                       RUNTIME__V1__CONTAINER_ATTRIBUTES__LABELS_ENTRY__INIT, at->labels,
+                       at->n_labels);
+        RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__ContainerAttributes__AnnotationsEntry,
+                       RUNTIME__V1__CONTAINER_ATTRIBUTES__ANNOTATIONS_ENTRY__INIT, at->annotations,
+                       at->n_annotations);
+        st->attributes = at;
+        st->cpu = cpu_pb(a, e);
+        st->memory = memory_pb(a, e);
+        if (e && e->has_fs) {
+                Runtime__V1__FilesystemUsage *fs =
+                    rkl_arena_newa(Runtime__V1__FilesystemUsage, a, 1);
+                runtime__v1__filesystem_usage__init(fs);
+                fs->timestamp = e->timestamp_ns;
+                Runtime__V1__FilesystemIdentifier *id =
+                    rkl_arena_newa(Runtime__V1__FilesystemIdentifier, a, 1);
+                runtime__v1__filesystem_identifier__init(id);
+                id->mountpoint = (char *)"";
+                fs->fs_id = id;
+                fs->used_bytes = u64(a, e->fs_bytes);
+                fs->inodes_used = u64(a, e->fs_inodes);
+                st->writable_layer = fs;
+        }
+        return st;
+}
+
+static int container_list(rkl_api_ctx *ctx, const char *id, const char *sandbox_id,
+                          const rkl_kvs *selector, Runtime__V1__ContainerStats ***ret,
+                          size_t *ret_n, rkl_error *reterr)
+{
+        rkl_view_filter f = {.id = id, .sandbox_id = sandbox_id, .label_selector = selector};
+        rkl_container_view **v;
+        size_t n;
+        int r = rkl_cache_container_list(ctx->cache, &f, &v, &n);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
+            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        Runtime__V1__ContainerStats **out =
+            rkl_arena_newa(Runtime__V1__ContainerStats *, ctx->arena, n);
+        for (size_t i = 0; i < n; i++)
+                out[i] = s ? container_stats_pb(ctx->arena, v[i], s)
+                           : container_stats_pb(ctx->arena, v[i], NULL);
+        rkl_container_views_unref(v, n);
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}
+
+int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsRequest *req,
+                            Runtime__V1__ContainerStatsResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+        if (r < 0)
+                return r;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
+            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        resp->stats = container_stats_pb(ctx->arena, v, s);
+        return 0;
+}
+
+int rkl_api_list_container_stats(rkl_api_ctx *ctx,
+                                 const Runtime__V1__ListContainerStatsRequest *req,
+                                 Runtime__V1__ListContainerStatsResponse *resp, rkl_error *reterr)
+{
+        rkl_kvs selector = {0};
+        const char *id = NULL, *sandbox_id = NULL;
+        if (req->filter) {
+                id = isempty(req->filter->id) ? NULL : req->filter->id;
+                sandbox_id =
+                    isempty(req->filter->pod_sandbox_id) ? NULL : req->filter->pod_sandbox_id;
+                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
+                                    req->filter->n_label_selector, &selector);
+        }
+        return container_list(ctx, id, sandbox_id, &selector, &resp->stats, &resp->n_stats, reterr);
+}
+
+static Runtime__V1__PodSandboxStats *pod_stats_pb(rkl_api_ctx *ctx, const rkl_pod_view *v,
+                                                  const rkl_stats_snapshot *s, rkl_error *reterr)
+{
+        rkl_arena *a = ctx->arena;
+        const rkl_pod_record *rec = v->rec;
+        const rkl_stats_entry *e =
+            s && v->state == RKL_POD_READY ? rkl_stats_snapshot_pod(s, rec->id) : NULL;
+        Runtime__V1__PodSandboxStats *st = rkl_arena_newa(Runtime__V1__PodSandboxStats, a, 1);
+        runtime__v1__pod_sandbox_stats__init(st);
+        Runtime__V1__PodSandboxAttributes *at =
+            rkl_arena_newa(Runtime__V1__PodSandboxAttributes, a, 1);
+        runtime__v1__pod_sandbox_attributes__init(at);
+        at->id = rkl_api_pb_str(a, rec->id);
+        Runtime__V1__PodSandboxMetadata *m = rkl_arena_newa(Runtime__V1__PodSandboxMetadata, a, 1);
+        runtime__v1__pod_sandbox_metadata__init(m);
+        m->name = rkl_api_pb_str(a, rec->spec.name);
+        m->uid = rkl_api_pb_str(a, rec->spec.uid);
+        m->namespace_ = rkl_api_pb_str(a, rec->spec.namespace);
+        m->attempt = rec->spec.attempt;
+        at->metadata = m;
+        RKL_API_PB_KVS(a, &rec->spec.labels, Runtime__V1__PodSandboxAttributes__LabelsEntry,
+                       RUNTIME__V1__POD_SANDBOX_ATTRIBUTES__LABELS_ENTRY__INIT, at->labels,
+                       at->n_labels);
+        RKL_API_PB_KVS(a, &rec->spec.annotations,
+                       Runtime__V1__PodSandboxAttributes__AnnotationsEntry,
+                       RUNTIME__V1__POD_SANDBOX_ATTRIBUTES__ANNOTATIONS_ENTRY__INIT,
+                       at->annotations, at->n_annotations);
+        st->attributes = at;
+
+        Runtime__V1__LinuxPodSandboxStats *l =
+            rkl_arena_newa(Runtime__V1__LinuxPodSandboxStats, a, 1);
+        runtime__v1__linux_pod_sandbox_stats__init(l);
+        l->cpu = cpu_pb(a, e);
+        l->memory = memory_pb(a, e);
+        if (e && e->has_pids) {
+                Runtime__V1__ProcessUsage *p = rkl_arena_newa(Runtime__V1__ProcessUsage, a, 1);
+                runtime__v1__process_usage__init(p);
+                p->timestamp = e->timestamp_ns;
+                p->process_count = u64(a, e->pids);
+                l->process = p;
+        }
+        if (e && e->n_ifs) {
+                Runtime__V1__NetworkUsage *nu = rkl_arena_newa(Runtime__V1__NetworkUsage, a, 1);
+                runtime__v1__network_usage__init(nu);
+                nu->timestamp = e->timestamp_ns;
+                nu->interfaces = rkl_arena_newa(Runtime__V1__NetworkInterfaceUsage *, a, e->n_ifs);
+                for (size_t i = 0; i < e->n_ifs; i++) {
+                        Runtime__V1__NetworkInterfaceUsage *f =
+                            rkl_arena_newa(Runtime__V1__NetworkInterfaceUsage, a, 1);
+                        runtime__v1__network_interface_usage__init(f);
+                        f->name = rkl_api_pb_str(a, e->ifs[i].name);
+                        f->rx_bytes = u64(a, e->ifs[i].rx_bytes);
+                        f->rx_errors = u64(a, e->ifs[i].rx_errors);
+                        f->tx_bytes = u64(a, e->ifs[i].tx_bytes);
+                        f->tx_errors = u64(a, e->ifs[i].tx_errors);
+                        nu->interfaces[nu->n_interfaces++] = f;
+                }
+                /* rkt's default network gives the pod eth0. */
+                nu->default_interface = nu->interfaces[0];
+                for (size_t i = 0; i < nu->n_interfaces; i++)
+                        if (streq(e->ifs[i].name, "eth0"))
+                                nu->default_interface = nu->interfaces[i];
+                l->network = nu;
+        }
+        int r = container_list(ctx, NULL, rec->id, NULL, &l->containers, &l->n_containers, reterr);
+        if (r < 0)
+                return NULL;
+        st->linux = l;
+        return st;
+}
+
+int rkl_api_pod_sandbox_stats(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatsRequest *req,
+                              Runtime__V1__PodSandboxStatsResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
+        int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
+        if (r < 0)
+                return r;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
+            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        resp->stats = pod_stats_pb(ctx, v, s, reterr);
+        return resp->stats ? 0 : reterr->code;
+}
+
+int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
+                                   const Runtime__V1__ListPodSandboxStatsRequest *req,
+                                   Runtime__V1__ListPodSandboxStatsResponse *resp,
+                                   rkl_error *reterr)
+{
+        rkl_view_filter f = {0};
+        rkl_kvs selector = {0};
+        if (req->filter) {
+                f.id = isempty(req->filter->id) ? NULL : req->filter->id;
+                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
+                                    req->filter->n_label_selector, &selector);
+                f.label_selector = &selector;
+        }
+        rkl_pod_view **v;
+        size_t n;
+        int r = rkl_cache_pod_list(ctx->cache, &f, &v, &n);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
+            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        resp->stats = rkl_arena_newa(Runtime__V1__PodSandboxStats *, ctx->arena, n);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                Runtime__V1__PodSandboxStats *p = pod_stats_pb(ctx, v[i], s, reterr);
+                if (!p)
+                        r = reterr->code;
+                else
+                        resp->stats[resp->n_stats++] = p;
+        }
+        rkl_pod_views_unref(v, n);
+        return r < 0 ? r : 0;
+}
+
+int rkl_api_update_container_resources(rkl_api_ctx *ctx,
+                                       const Runtime__V1__UpdateContainerResourcesRequest *req,
+                                       Runtime__V1__UpdateContainerResourcesResponse *resp,
+                                       rkl_error *reterr)
+{
+        char id[RKL_ID_LEN + 1];
+        rkl_resources res;
+        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
+        if (r < 0)
+                return r;
+        if (!req->linux)
+                return 0; /* Windows resources only: nothing for Linux to do */
+        r = rkl_api_resources_from_pb(req->linux, &res, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "linux");
+        /* Persisted first, then applied by the reconciler at its next pass (it alone knows
+         * where the app's cgroups are, and it applies them again after a restart). */
+        r = rkl_state_container_set_resources(ctx->state, id, &res, reterr);
+        if (r == -ENOENT)
+                return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
+        if (r < 0)
+                return r;
+        rkl_api_kick(ctx);
+        return 0;
+}

@@ -1,0 +1,165 @@
+/* Containers' resource limits and the stats refresh.
+ *
+ * Limits: rkt 1.30's host stage1 writes none of CreateContainer's limits anywhere, and the
+ * app's processes start in cgroups rkt and the pod's systemd made (cgroup v1 here: the pod's
+ * memory cgroup, the root of cpu/cpuacct). So the limits are written once the app's first
+ * process is seen (observing.c: the same moment its own memory, cpu and cpuacct cgroups are
+ * made and its processes moved in), within one observation of the process appearing: not
+ * before its first instruction. Pre-creating the cgroups before `rkt app start` does not help
+ * on v1, where the app is not placed into them at all (reference/rkt.md A.2.7, and
+ * docs/stats.md for what was measured). What is applied is remembered in memory only, so
+ * after a restart of the daemon every running container's limits are written again at its
+ * first observation, and an UpdateContainerResources (a new version of the record, kicked)
+ * is written at the next pass.
+ *
+ * Stats: every --stats-interval (and once right after the start) the reconciler hands the
+ * stats collector what runs; the collector reads it on its own thread (stats/stats.h). */
+#include "reconciler-internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cgroup.h"
+#include "base/alloc.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "stats/stats.h"
+#include "base/banned.h"
+
+static char *limits_key(const rkl_container_spec *s)
+{
+        return rkl_xasprintf("%" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64 "/%s",
+                             s->cpu_shares, s->cpu_period, s->cpu_quota, s->memory_limit,
+                             s->oom_score_adj, s->cpuset_cpus ? s->cpuset_cpus : "");
+}
+
+typedef struct applied {
+        char id[RKL_ID_LEN + 1];
+        char *key;
+        char *memory_dir; /* the app's own memory cgroup, for its OOM kills once it exited */
+} applied;
+
+static void applied_free(applied *a)
+{
+        if (a) {
+                free(a->key);
+                free(a->memory_dir);
+                free(a);
+        }
+}
+
+void rkl_reconciler__limits_forget(rkl_reconciler *r, const char *id)
+{
+        applied_free(rkl_hashmap_remove(r->limits, id));
+}
+
+void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *c,
+                                 const rkl_poddir_pod *p)
+{
+        _cleanup_free_ char *key = limits_key(&c->spec);
+        applied *a = rkl_hashmap_get(r->limits, c->id);
+        if (a && streq(a->key, key))
+                return;
+        if (!p || !p->ppid)
+                return;
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        if (rkl_cgroup_app_paths((pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
+                return; /* not there yet: the next observation tries again */
+        int k = rkl_cgroup_memory_adopt(procs, memory);
+        if (k >= 0)
+                k = rkl_cgroup_cpu_adopt(procs, memory);
+        if (k < 0)
+                rkl_log_warning("container %.12s: cannot give it cgroups of its own: %s", c->id,
+                                strerror(-k));
+        rkl_cgroup_limits l = {
+            .cpu_period = c->spec.cpu_period,
+            .cpu_quota = c->spec.cpu_quota,
+            .cpu_shares = c->spec.cpu_shares,
+            .memory_limit = c->spec.memory_limit,
+            .oom_score_adj = c->spec.oom_score_adj,
+        };
+        char err[256] = "";
+        k = rkl_cgroup_apply_limits(procs, memory, &l, err, sizeof(err));
+        if (k < 0)
+                /* Logged once per change of the limits: the next try is at the next change. */
+                rkl_log_warning("container %.12s: cannot apply its resources (%s), ignoring", c->id,
+                                err);
+        else if (l.memory_limit || l.cpu_shares || l.cpu_quota || l.oom_score_adj)
+                rkl_log_debug("container %.12s: resources %s applied", c->id, key);
+        if (!a) {
+                a = rkl_xnew0(applied, 1);
+                memcpy(a->id, c->id, sizeof(a->id));
+                rkl_hashmap_put(r->limits, a->id, a);
+        }
+        free(a->key);
+        a->key = TAKE_PTR(key);
+        free(a->memory_dir);
+        a->memory_dir = TAKE_PTR(memory);
+}
+
+const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id)
+{
+        applied *a = rkl_hashmap_get(r->limits, id);
+        return a ? a->memory_dir : NULL;
+}
+
+void rkl_reconciler__limits_free_all(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->limits, &i, NULL, &v))
+                applied_free(v);
+        rkl_hashmap_free(r->limits);
+}
+
+void rkl_reconciler__stats_refresh(rkl_reconciler *r)
+{
+        rkl_pod_view **pods;
+        size_t n_pods, k = 0, cap = 16;
+        rkl_stats_target *t;
+
+        if (!r->cfg.stats)
+                return;
+        t = rkl_xnew0(rkl_stats_target, cap);
+        rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
+        for (size_t i = 0; i < n_pods; i++) {
+                const rkl_pod_record *rec = pods[i]->rec;
+                const rkl_poddir_pod *p =
+                    rec->rkt_uuid ? rkl_hashmap_get(r->seen, rec->rkt_uuid) : NULL;
+                if (!p || !p->ppid || p->state != RKL_POD_STATE_RUNNING ||
+                    rec->observed.phase != RKL_POD_PHASE_RUNNING)
+                        continue;
+                rkl_view_filter f = {.sandbox_id = rec->id};
+                rkl_container_view **containers;
+                size_t n;
+                rkl_cache_container_list(r->cache, &f, &containers, &n);
+                if (k + n + 1 > cap) {
+                        cap = 2 * (k + n + 1);
+                        t = rkl_xrealloc(t, cap * sizeof(*t));
+                }
+                for (size_t j = 0; j < n; j++) {
+                        const rkl_container_record *c = containers[j]->rec;
+                        if (c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
+                                continue;
+                        rkl_stats_target *x = &t[k++];
+                        *x = (rkl_stats_target){.supervisor = (pid_t)p->ppid};
+                        memcpy(x->id, c->id, sizeof(x->id));
+                        memcpy(x->sandbox_id, rec->id, sizeof(x->sandbox_id));
+                        x->app = rkl_xstrdup(c->app_name);
+                        x->overlay_dir =
+                            rkl_xasprintf("%s/run/%s/overlay", r->pods_dir, rec->rkt_uuid);
+                }
+                rkl_container_views_unref(containers, n);
+                rkl_stats_target *x = &t[k++];
+                *x = (rkl_stats_target){.supervisor = (pid_t)p->ppid, .is_pod = true};
+                memcpy(x->id, rec->id, sizeof(x->id));
+                memcpy(x->sandbox_id, rec->id, sizeof(x->sandbox_id));
+        }
+        rkl_pod_views_unref(pods, n_pods);
+        rkl_stats_refresh(r->cfg.stats, t, k);
+}
+
+int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
+{
+        return rkl_cgroup_stats_dirs(supervisor, app, ret);
+}
