@@ -712,6 +712,17 @@ class Chaos:
         self.stats["random_kills"] += 1
 
     def run(self, cycles):
+        try:
+            return self._run(cycles)
+        except Violation:
+            raise
+        except Exception as e:  # a call that failed outright: with the daemon's words
+            p = self.env.daemon.proc
+            self.fail("%s: %s (the daemon is %s)" % (
+                type(e).__name__, e, "alive" if self.alive() else
+                "gone, exit status %s" % (p.returncode if p else None)))
+
+    def _run(self, cycles):
         t0 = time.monotonic()
         self.start()
         todo = list(CRASH_POINTS)
