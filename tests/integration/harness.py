@@ -380,6 +380,11 @@ class RktEnv:
         self.pid1 = int(out.strip().splitlines()[-1])
         test.addCleanup(subprocess.run, self._stop + [host], capture_output=True)
         self.enter = ["nsenter", "-t", str(self.pid1), "-m", "-u", "-i", "-n", "-p", "-C"]
+        # rkt's CNI keeps each pod's IP reservation in /var/lib/cni, which the host shares
+        # with the machine: pods that die with the host (its teardown) never give theirs
+        # back, and 253 of them fill the /24. A host of its own keeps its own, gone with it.
+        self.run("sh", "-c", "mkdir -p /var/lib/cni && "
+                 "mount -t tmpfs -o mode=0755,size=16m rktlet-test-cni /var/lib/cni")
         subprocess.run([REGISTRY, "start", self.dir, str(self.pid1)], check=True,
                        capture_output=True, timeout=60, cwd="/")
         test.addCleanup(subprocess.run, [REGISTRY, "stop", self.dir], capture_output=True)

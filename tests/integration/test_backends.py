@@ -6,6 +6,7 @@ daemon behaves differently on it), which is what let the project stay green whil
 not run a container on real rkt. The real half is skipped, saying why, where rkt cannot be
 built; CI sets RKL_RKT so it always runs there."""
 import ipaddress
+import os
 import re
 import unittest
 
@@ -122,7 +123,7 @@ class Scenario:
             "ok": create("ok", ["sh", "-c", "sleep 1; exit 0"]),
             "fail": create("fail", ["sh", "-c", "sleep 1; exit 3"]),
             "term": create("term", ["sleep", "3600"]),
-            "stubborn": create("stubborn", ["sh", "-c", "trap '' TERM; sleep 3600"]),
+            "stubborn": create("stubborn", ["sh", "-c", "trap '' TERM; echo ready; sleep 3600"]),
         }
         for name, cid in sorted(cids.items()):
             self.see_container("created " + name, self.ctr(cid), image_id)
@@ -134,6 +135,11 @@ class Scenario:
         for name in ("ok", "fail"):
             self.see_container("exited " + name,
                                self.wait_state(cids[name], pb.CONTAINER_EXITED), image_id)
+        # Stopped only once its trap is set: on a busy machine the shell may not have run it
+        # when the container is first seen running (its log says when).
+        log = os.path.join(harness.LOG_ROOT, "e2e_both", "stubborn.log")
+        harness.wait_for("stubborn's trap", lambda: os.path.exists(log) and
+                         " ready" in open(log).read(), timeout=60, interval=0.1)
         for name, timeout in (("term", 10), ("stubborn", 1)):
             self.rs.StopContainer(pb.StopContainerRequest(container_id=cids[name],
                                                           timeout=timeout), timeout=30)

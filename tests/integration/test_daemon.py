@@ -263,7 +263,7 @@ class DaemonTest(unittest.TestCase):
                    "--rkt-path": "/bin/true", "--rkt-data-dir": "/tmp/y",
                    "--systemd-bus": "system", "--api-threads": "1", "--net": "default",
                    "--stage1-name": "coreos.com/rkt/stage1-host:1.30.0", "--max-actions": "2",
-                   "--probe-interval": "5", "--log-level": "info",
+                   "--probe-interval": "5", "--stats-interval": "10", "--log-level": "info",
                    "--registry-mirror": "docker.io=http://127.0.0.1:5000",
                    "--sandbox-ready-timeout": "30", "--rkt-timeout": "60",
                    "--metrics-address": "127.0.0.1:9101", "--config": ""}

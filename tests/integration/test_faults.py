@@ -484,7 +484,8 @@ class FlagsTest(unittest.TestCase):
             self.assertIn(flag, flags)
         values = {"--log-level": "info", "--socket-group": "root", "--net": "default",
                   "--registry-mirror": "registry.k8s.io=http://127.0.0.1:5000",
-                  "--systemd-bus": "unix:path=/nonexistent", "--stage1-name": "stage1"}
+                  "--systemd-bus": "unix:path=/nonexistent", "--stage1-name": "stage1",
+                  "--metrics-address": "127.0.0.1:9101", "--config": ""}
         for flag, meta in flags.items():
             if flag in ("--help", "--version"):
                 continue

@@ -166,7 +166,8 @@ class SimNetTest(unittest.TestCase):
         self.assertIn("gamma", self.get_from_netns(ip))
         self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=30)
         harness.wait_for("veth gone with the stopped pod", lambda: self.bridge_ports() == set())
-        self.assertFalse(os.path.exists(netns))
+        # The namespace's file goes with rkt's rm, which follows the stop.
+        harness.wait_for("netns gone with the stopped pod", lambda: not os.path.exists(netns))
         self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
 
     def test_host_network_pod_stays_in_the_host_namespace(self):
