@@ -2,6 +2,7 @@
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
 #include "container.h"
+#include "exec.h"
 #include "image.h"
 #include "logs.h"
 #include "runtime.h"
@@ -49,6 +50,7 @@ THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
       Runtime__V1__ListContainersResponse)
 THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
+THUNK(rkl_api_exec_sync, Runtime__V1__ExecSyncRequest, Runtime__V1__ExecSyncResponse)
 THUNK(rkl_api_reopen_container_log, Runtime__V1__ReopenContainerLogRequest,
       Runtime__V1__ReopenContainerLogResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
@@ -74,6 +76,7 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "ListContainers", rkl_api_list_containers_thunk},
     {"RuntimeService", "ContainerStatus", rkl_api_container_status_thunk},
     {"RuntimeService", "ReopenContainerLog", rkl_api_reopen_container_log_thunk},
+    {"RuntimeService", "ExecSync", rkl_api_exec_sync_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},
