@@ -44,6 +44,8 @@ static const struct {
       runtime__v1__remove_pod_sandbox_response__descriptor, true),
     R(RKB_PULL_IMAGE, "PullImage", "ImageService", "PullImage",
       runtime__v1__pull_image_response__descriptor, true),
+    R(RKB_EXEC_SYNC, "ExecSync", "RuntimeService", "ExecSync",
+      runtime__v1__exec_sync_response__descriptor, false),
 #undef R
 };
 
@@ -202,6 +204,20 @@ rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const cha
         m.config = &c;
         m.sandbox_config = pod_config(a, o, pod_name, pod_uid);
         return pack(RKB_CREATE, &m);
+}
+
+rkb_request *rkb_cri_exec_sync(const char *container_id, char *const *cmd, long timeout)
+{
+        Runtime__V1__ExecSyncRequest m = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
+        size_t n = 0;
+
+        while (cmd[n])
+                n++;
+        m.container_id = (char *)container_id;
+        m.cmd = (char **)cmd;
+        m.n_cmd = n;
+        m.timeout = timeout;
+        return pack(RKB_EXEC_SYNC, &m);
 }
 
 rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, bool verbose)

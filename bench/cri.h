@@ -26,6 +26,7 @@ typedef enum rkb_rpc {
         RKB_STOP_POD,
         RKB_REMOVE_POD,
         RKB_PULL_IMAGE,
+        RKB_EXEC_SYNC,
         _RKB_RPC_MAX,
 } rkb_rpc;
 
@@ -54,3 +55,5 @@ rkb_request *rkb_cri_create(const rkb_cri_opts *o, const char *pod_id, const cha
  * RKB_LIST_CONTAINERS_POD, RKB_STOP_CONTAINER, RKB_REMOVE_CONTAINER, RKB_STOP_POD, RKB_REMOVE_POD;
  * and the lists (id NULL). */
 rkb_request *rkb_cri_by_id(const rkb_cri_opts *o, rkb_rpc rpc, const char *id, bool verbose);
+/* ExecSync of cmd (NULL-terminated) in a container, with a timeout in seconds (0: none). */
+rkb_request *rkb_cri_exec_sync(const char *container_id, char *const *cmd, long timeout);

@@ -21,6 +21,7 @@
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "stats/stats.h"
+#include "base/strv.h"
 #include "base/banned.h"
 
 extern char **environ;
@@ -122,6 +123,9 @@ static const char *arg_command = "/bin/sleep 100000";
 static const char *arg_image = "docker.io/library/busybox:latest";
 static const char *arg_log_dir = "/tmp/rkl-bench/logs";
 static const char *arg_inflight = "1,8,32";
+static const char *arg_exec_command = "true";
+static unsigned arg_exec_iterations = 200;
+static unsigned arg_exec_inflight = 8;
 static unsigned arg_iterations = 1000;
 static unsigned arg_per_pod = 10;
 static unsigned arg_pods = 50;
@@ -810,6 +814,58 @@ static int scenario_throughput(bench *b)
         return 0;
 }
 
+/* ExecSync of a short command (kubelet's exec probes) in a running container: one at a time,
+ * then with several in flight. */
+static char **split_command(const char *s);
+
+static int scenario_exec(bench *b)
+{
+        _cleanup_strv_free_ char **cmd = split_command(arg_exec_command);
+        _cleanup_(rkb_request_freep) rkb_request *req = NULL;
+        rkb_reply r;
+        int k;
+
+        if (b->n_containers == 0 || !b->start_containers) {
+                phase_begin(b, "%s", "populate-exec");
+                k = populate(b, 1, b->per_pod);
+                phase_end(b);
+                if (k < 0 || !b->start_containers) {
+                        fprintf(stderr, "rkl-bench: exec needs a running container\n");
+                        return k < 0 ? k : -EINVAL;
+                }
+                note_settled(b, "exec", wait_settled(b, b->settle_usec, 20));
+        }
+        req = rkb_cri_exec_sync(b->pods[0].containers[0], cmd, 10);
+        /* The first call says whether the command works there at all. */
+        k = call(b, RKB_EXEC_SYNC, req, true, NULL, &r);
+        if (k != GRPC_STATUS_OK)
+                return k < 0 ? k : -EPROTO;
+        const Runtime__V1__ExecSyncResponse *resp = (const void *)r.resp;
+        if (resp->exit_code != 0)
+                fprintf(stderr, "rkl-bench: exec of '%s' exits %d: %.*s\n", arg_exec_command,
+                        resp->exit_code, (int)resp->stderr.len, (const char *)resp->stderr.data);
+        rkb_reply_release(&r);
+
+        phase_begin(b, "%s", "exec");
+        measure_one(b, RKB_VERSION, rkb_cri_version(), b->iterations);
+        measure(b, RKB_EXEC_SYNC, &req, 1, arg_exec_iterations);
+        if (arg_exec_inflight > 1 && b->n_thr < ELEMENTSOF(b->thr)) {
+                thr_row *row = &b->thr[b->n_thr++];
+                rkb_samples s = {0};
+                row->rpc = RKB_EXEC_SYNC;
+                row->inflight = arg_exec_inflight;
+                row->containers = b->n_containers;
+                k = rkb_client_pipeline(b->cli, req, arg_exec_inflight,
+                                        (uint64_t)(arg_duration * 1e6), &s, &row->res);
+                rkb_samples_summarize(&s, &row->s);
+                rkb_samples_release(&s);
+                if (k < 0)
+                        return k;
+        }
+        record_rss(b, "exec");
+        return 0;
+}
+
 static int scenario_converge(bench *b)
 {
         size_t want = (size_t)arg_pods * arg_containers_per_pod;
@@ -1177,6 +1233,12 @@ static size_t targets(const bench *b, target *t, size_t max)
                         continue;
                 t[n++] = (target){rkb_rpc_name(rpc), l->s.p50_us / l->ref_p50_us, 2.0, "x", true};
         }
+        if (n < max) {
+                const lat_row *l = pick_row(b, RKB_EXEC_SYNC, true);
+                if (l)
+                        t[n++] = (target){"ExecSync p50 (containerd 1.6: 45 ms)",
+                                          l->s.p50_us / 1000, 30, "ms", true};
+        }
         if (n < max && b->conv.done)
                 t[n++] =
                     (target){"converge / rkt work at the configured parallelism",
@@ -1423,8 +1485,8 @@ static void help(void)
 {
         printf("Usage: rkl-bench --endpoint unix:///path.sock [OPTIONS]\n\n"
                "CRI latency, throughput, convergence and restart figures, for any CRI endpoint.\n\n"
-               "  --scenario LIST          latency,throughput,converge,restart,stats (default "
-               "latency);\n"
+               "  --scenario LIST          latency,throughput,converge,exec,restart,stats\n"
+               "                           (default latency);\n"
                "                           run in this order on one growing set of pods; or\n"
                "                           reads: the read calls on what the endpoint has\n"
                "  --json FILE              write every number as JSON\n"
@@ -1437,6 +1499,9 @@ static void help(void)
                "  --inflight LIST          throughput: calls in flight (default 1,8,32)\n"
                "  --duration SEC           throughput: seconds per measurement (default 2)\n"
                "  --throughput-containers N  throughput: at least N containers (default 100)\n"
+               "  --exec-command CMD       exec: what ExecSync runs, split on spaces (default %s)\n"
+               "  --exec-iterations N      exec: calls one at a time (default %u)\n"
+               "  --exec-inflight N        exec: then N in flight for --duration (default %u)\n"
                "  --pods P --containers C  converge: P pods x C containers (default 50 x 2)\n"
                "  --max-actions N          converge model: the daemon's --max-actions (default 4)\n"
                "  --ready-s S --add-s S --start-s S\n"
@@ -1451,7 +1516,8 @@ static void help(void)
                "  --command CMD            container command, split on spaces (default %s)\n"
                "  --log-dir DIR            parent of the pods' log directories (default %s)\n"
                "  --keep                   leave the pods and containers behind\n",
-               arg_image, arg_command, arg_log_dir);
+               arg_exec_command, arg_exec_iterations, arg_exec_inflight, arg_image, arg_command,
+               arg_log_dir);
 }
 
 static int parse_u(const char *s, unsigned *ret)
@@ -1505,6 +1571,9 @@ static int parse_args(int argc, char **argv)
                 O_LOG_DIR,
                 O_KEEP,
                 O_UUID,
+                O_EXEC_COMMAND,
+                O_EXEC_ITER,
+                O_EXEC_INFLIGHT,
         };
         static const struct option opts[] = {
             {"endpoint", required_argument, NULL, O_ENDPOINT},
@@ -1533,6 +1602,9 @@ static int parse_args(int argc, char **argv)
             {"command", required_argument, NULL, O_COMMAND},
             {"log-dir", required_argument, NULL, O_LOG_DIR},
             {"keep", no_argument, NULL, O_KEEP},
+            {"exec-command", required_argument, NULL, O_EXEC_COMMAND},
+            {"exec-iterations", required_argument, NULL, O_EXEC_ITER},
+            {"exec-inflight", required_argument, NULL, O_EXEC_INFLIGHT},
             {"help", no_argument, NULL, 'h'},
             {},
         };
@@ -1621,6 +1693,15 @@ static int parse_args(int argc, char **argv)
                 case O_KEEP:
                         arg_keep = true;
                         break;
+                case O_EXEC_COMMAND:
+                        arg_exec_command = optarg;
+                        break;
+                case O_EXEC_ITER:
+                        r = parse_u(optarg, &arg_exec_iterations);
+                        break;
+                case O_EXEC_INFLIGHT:
+                        r = parse_u(optarg, &arg_exec_inflight);
+                        break;
                 case 'h':
                         help();
                         exit(EXIT_SUCCESS);
@@ -1670,7 +1751,7 @@ int main(int argc, char **argv)
         if (parse_args(argc, argv) < 0)
                 return 2;
         for (const char *p = arg_scenarios; *p;) {
-                static const char *const known[] = {"latency", "throughput", "converge",
+                static const char *const known[] = {"latency", "throughput", "converge", "exec",
                                                     "restart", "stats",      "reads"};
                 size_t n = strcspn(p, ",");
                 bool ok = false;
@@ -1718,6 +1799,8 @@ int main(int argc, char **argv)
         if (ret == EXIT_SUCCESS && has_scenario("latency") && (r = scenario_latency(&b)) < 0)
                 ret = EXIT_FAILURE;
         if (ret == EXIT_SUCCESS && has_scenario("throughput") && (r = scenario_throughput(&b)) < 0)
+                ret = EXIT_FAILURE;
+        if (ret == EXIT_SUCCESS && has_scenario("exec") && (r = scenario_exec(&b)) < 0)
                 ret = EXIT_FAILURE;
         if (ret == EXIT_SUCCESS && has_scenario("restart") && (r = scenario_restart(&b)) < 0)
                 ret = EXIT_FAILURE;

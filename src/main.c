@@ -19,6 +19,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
+#include "exec/exec.h"
 #include "images/images.h"
 #include "metrics/metrics.h"
 #include "base/banned.h"
@@ -550,6 +551,12 @@ static int run(void)
 int main(int argc, char *argv[])
 {
         int r;
+
+        /* The ExecSync helper (exec/exec.h): the daemon runs it as /proc/self/exe, and it
+         * becomes the command inside a container. Hidden, and ahead of all of the daemon's
+         * set-up, which it needs none of. */
+        if (argc > 1 && streq(argv[1], RKL_EXEC_IN_COMMAND))
+                return rkl_exec_in_main(argc - 1, argv + 1);
 
         umask(0077);
         rkl_crash_points_init();

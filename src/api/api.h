@@ -66,10 +66,28 @@ typedef int (*rkl_api_handler)(rkl_api_ctx *ctx, const ProtobufCMessage *req,
                                ProtobufCMessage *resp, rkl_error *reterr);
 
 /* A handler whose work is slow (a pull, an exec) returns rkl_api_defer(ctx, fn, userdata):
- * fn runs on the server's worker pool, fills the response (still valid, with the arena)
- * and ends the call with rkl_api_call_finish(). No completion-queue thread ever waits. */
+ * fn runs on one of the server's worker pools, fills the response (still valid, with the
+ * arena) and ends the call with rkl_api_call_finish(). No completion-queue thread ever
+ * waits. */
 #define RKL_API_DEFERRED 1
+/* The pools. Each kind of slow work has its own, so that one kind never queues behind
+ * another: an exec probe due in a second must not wait for a pull of minutes. The server
+ * owns them (made at start, drained at shutdown); a handler names one. */
+typedef enum rkl_api_pool {
+        RKL_API_POOL_SLOW, /* pulls, image removal, ImageFsInfo, log reopening, first looks:
+                            * RKL_API_SLOW_THREADS threads, no bound on what waits */
+        RKL_API_POOL_EXEC, /* ExecSync: RKL_API_EXEC_THREADS at once, RKL_API_EXEC_ADMITTED
+                            * running or waiting */
+        _RKL_API_POOL_MAX,
+} rkl_api_pool;
+#define RKL_API_SLOW_THREADS  4
+#define RKL_API_EXEC_THREADS  16
+#define RKL_API_EXEC_ADMITTED 64
+/* rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, ...). */
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);
+/* RKL_API_DEFERRED, or -EMFILE (nothing started: answer RESOURCE_EXHAUSTED) when the pool
+ * has as much work running and waiting as it admits. */
+int rkl_api_defer_on(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_work_fn fn, void *userdata);
 void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err);
 /* For what is not known yet right after a start (the first probe of rkt and systemd, the
  * first image list): the handler returns rkl_api_defer_until(ctx, wait, userdata), and a

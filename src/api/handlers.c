@@ -2,6 +2,7 @@
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
 #include "container.h"
+#include "exec.h"
 #include "image.h"
 #include "logs.h"
 #include "runtime.h"
@@ -50,6 +51,7 @@ THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
       Runtime__V1__ListContainersResponse)
 THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
+THUNK(rkl_api_exec_sync, Runtime__V1__ExecSyncRequest, Runtime__V1__ExecSyncResponse)
 THUNK(rkl_api_reopen_container_log, Runtime__V1__ReopenContainerLogRequest,
       Runtime__V1__ReopenContainerLogResponse)
 THUNK(rkl_api_container_stats, Runtime__V1__ContainerStatsRequest,
@@ -90,6 +92,7 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "PodSandboxStats", rkl_api_pod_sandbox_stats_thunk},
     {"RuntimeService", "ListPodSandboxStats", rkl_api_list_pod_sandbox_stats_thunk},
     {"RuntimeService", "UpdateContainerResources", rkl_api_update_container_resources_thunk},
+    {"RuntimeService", "ExecSync", rkl_api_exec_sync_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

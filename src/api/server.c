@@ -31,11 +31,10 @@
 #include "metrics/metrics.h"
 #include "base/banned.h"
 
-#define MAX_MESSAGE      (16 * 1024 * 1024) /* kubelet's limit */
-#define REQUESTS_ARMED   2                  /* pending requests per method per queue */
-#define BIG_REPLY        (256 * 1024)       /* bytes: a List of a few hundred objects */
-#define BIG_REPLY_BURST  4                  /* big replies at once that trim the heap after */
-#define DEFERRED_THREADS 4                  /* slow calls (pulls, exec) at once */
+#define MAX_MESSAGE     (16 * 1024 * 1024) /* kubelet's limit */
+#define REQUESTS_ARMED  2                  /* pending requests per method per queue */
+#define BIG_REPLY       (256 * 1024)       /* bytes: a List of a few hundred objects */
+#define BIG_REPLY_BURST 4                  /* big replies at once that trim the heap after */
 
 typedef struct method {
         char *path; /* "/runtime.v1.RuntimeService/Version" */
@@ -64,7 +63,7 @@ struct rkl_api_server {
         worker *workers;
         size_t n_workers;
         atomic_bool shutting_down;
-        rkl_workpool *pool; /* deferred calls */
+        rkl_workpool *pools[_RKL_API_POOL_MAX]; /* deferred calls (api.h) */
         /* Replies of BIG_REPLY bytes or more being sent, and the most at once since none
          * was: see reply_done(). */
         atomic_uint big_in_flight, big_peak;
@@ -376,9 +375,24 @@ static void call_answer(rkl_api_call *c, int r, const rkl_error *err)
         call_send(c, GRPC_STATUS_OK, NULL);
 }
 
+static const struct {
+        const char *name;
+        unsigned threads;
+        size_t admitted; /* running or waiting; 0: no bound */
+} pool_defs[_RKL_API_POOL_MAX] = {
+    [RKL_API_POOL_SLOW] = {"api", RKL_API_SLOW_THREADS, 0},
+    [RKL_API_POOL_EXEC] = {"exec", RKL_API_EXEC_THREADS, RKL_API_EXEC_ADMITTED},
+};
+
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
 {
+        return rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, fn, userdata);
+}
+
+int rkl_api_defer_on(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_work_fn fn, void *userdata)
+{
         rkl_api_call *c = ctx->call;
+        rkl_workpool *p = c->w->srv->pools[pool];
         grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER};
 
         /* Watch for the client going away while the work runs: cancellation is only
@@ -396,7 +410,14 @@ int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
         /* The work's own reference, dropped once it answered: a client that goes away
          * completes the close op above, which must not free the call under the work. */
         atomic_fetch_add(&c->pending, 1);
-        rkl_workpool_submit(c->w->srv->pool, fn, userdata);
+        if (pool_defs[pool].admitted == 0)
+                rkl_workpool_submit(p, fn, userdata);
+        else if (rkl_workpool_submit_bounded(p, pool_defs[pool].admitted, fn, userdata) < 0) {
+                /* Never the call's last reference: the caller holds the request's. The close
+                 * watch stays: the answer goes out without one of its own (c->deferred). */
+                atomic_fetch_sub(&c->pending, 1);
+                return -EMFILE;
+        }
         return RKL_API_DEFERRED;
 }
 
@@ -666,7 +687,8 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                         return r;
                 s->workers[i].state = rkl_state_new(store, s->cache);
         }
-        s->pool = rkl_workpool_new(DEFERRED_THREADS, "api");
+        for (size_t i = 0; i < _RKL_API_POOL_MAX; i++)
+                s->pools[i] = rkl_workpool_new(pool_defs[i].threads, pool_defs[i].name);
         grpc_server_start(s->server);
         s->started = true;
         for (size_t i = 0; i < s->n_workers; i++) {
@@ -722,6 +744,10 @@ void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
                                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 }
         }
+        /* Commands run by ExecSync end with their calls (cancelled above, if not done): wait
+         * for that, while the queues still take their answers, so that none outlives the
+         * daemon. */
+        s->pools[RKL_API_POOL_EXEC] = rkl_workpool_free(s->pools[RKL_API_POOL_EXEC]);
         /* Pending requests complete with ok=0 and are freed as the workers drain. */
         for (size_t i = 0; i < s->n_workers; i++)
                 grpc_completion_queue_shutdown(s->workers[i].cq);

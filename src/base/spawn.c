@@ -63,6 +63,20 @@ static char *capture_take(capture *c, size_t *ret_len)
         return s;
 }
 
+/* Ends the child now: its whole tree when the caller said how, and the child itself. */
+static void end_now(const rkl_spawn_opts *o, pid_t pid, int pidfd)
+{
+        if (o->kill_tree)
+                o->kill_tree(pid, o->userdata);
+        (void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+}
+
+static void fds_close(int *fds, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                fds[i] = safe_close(fds[i]);
+}
+
 int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result *ret,
                   rkl_error *reterr)
 {
@@ -77,6 +91,7 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         assert(argv && argv[0]);
         if (!o)
                 o = &defaults;
+        assert(o->n_pass_fds <= 16);
 
         if (pipe2(p, O_CLOEXEC) < 0)
                 return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
@@ -84,14 +99,28 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         if (pipe2(p, O_CLOEXEC) < 0)
                 return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
         err_r = p[0], err_w = p[1];
+        /* Passed fds are copied above the slots they go to first, so that no dup2 clobbers
+         * another's source (and dup2 onto itself, which keeps O_CLOEXEC, never happens). */
+        int pass[16];
+        size_t n_pass = 0;
+        for (; n_pass < o->n_pass_fds; n_pass++) {
+                pass[n_pass] = fcntl(o->pass_fds[n_pass], F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds);
+                if (pass[n_pass] < 0) {
+                        r = -errno;
+                        fds_close(pass, n_pass);
+                        return rkl_error_set(reterr, r, "fcntl: %s", strerror(-r));
+                }
+        }
 
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
         posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+        for (size_t i = 0; i < n_pass; i++)
+                posix_spawn_file_actions_adddup2(&fa, pass[i], 3 + (int)i);
         posix_spawn_file_actions_addchdir_np(&fa, o->cwd ? o->cwd : "/");
         /* Belt and braces: every fd is O_CLOEXEC already. */
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + (int)n_pass);
 
         /* The child starts with default signal dispositions and an empty mask, whatever the
          * daemon's threads block. */
@@ -101,11 +130,17 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         posix_spawnattr_init(&attr);
         posix_spawnattr_setsigdefault(&attr, &all);
         posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+        short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+        if (o->new_process_group) {
+                posix_spawnattr_setpgroup(&attr, 0);
+                flags |= POSIX_SPAWN_SETPGROUP;
+        }
+        posix_spawnattr_setflags(&attr, flags);
 
         r = posix_spawn(&pid, argv[0], &fa, &attr, argv, o->envp ? o->envp : environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
+        fds_close(pass, n_pass);
         if (r != 0)
                 return rkl_error_set(reterr, -r, "cannot run '%s': %s", argv[0], strerror(r));
         out_w = safe_close(out_w);
@@ -121,16 +156,27 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
 
         capture cout = {.fd = out_r, .max = o->max_output ? o->max_output : (1 << 20)};
         capture cerr = {.fd = err_r, .max = cout.max};
-        bool exited = false, timed_out = false, killed = false;
+        bool exited = false, timed_out = false, killed = false, cancelled = false;
         uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
         uint64_t timeout = o->timeout_usec ? o->timeout_usec : USEC_INFINITY;
         uint64_t grace = o->kill_grace_usec ? o->kill_grace_usec : 2 * USEC_PER_SEC;
+        uint64_t drain_until = 0; /* the tree was ended after the child exited: pipes by then */
 
         /* Wait for the exit and for both pipes to close: a grandchild holding a pipe must
          * not keep us past the deadline either. */
         while (!exited || cout.fd >= 0 || cerr.fd >= 0) {
                 struct pollfd pfd[3];
                 int n = 0, wait_ms = -1;
+
+                if (killed && exited)
+                        break; /* killed child, pipes held by its descendants: give up */
+                uint64_t now = rkl_now_usec(CLOCK_MONOTONIC);
+                if (exited && o->kill_tree && !drain_until) {
+                        /* What the child left behind holds the pipes: it goes with it. */
+                        o->kill_tree(pid, o->userdata);
+                        drain_until = now + grace;
+                }
+
                 if (cout.fd >= 0)
                         pfd[n++] = (struct pollfd){.fd = cout.fd, .events = POLLIN};
                 if (cerr.fd >= 0)
@@ -138,34 +184,43 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
                 if (!exited)
                         pfd[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 
-                uint64_t now = rkl_now_usec(CLOCK_MONOTONIC);
-                uint64_t deadline = timeout == USEC_INFINITY ? USEC_INFINITY
-                                    : timed_out              ? start + timeout + grace
-                                                             : start + timeout;
-                if (killed && exited)
-                        break; /* killed child, pipes held by its descendants: give up */
+                uint64_t deadline = drain_until                ? drain_until
+                                    : killed                   ? USEC_INFINITY /* SIGKILLed */
+                                    : timeout == USEC_INFINITY ? USEC_INFINITY
+                                    : timed_out                ? start + timeout + grace
+                                                               : start + timeout;
                 if (deadline != USEC_INFINITY)
                         wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999) / 1000);
+                if (o->cancelled && !killed && (wait_ms < 0 || wait_ms > 50))
+                        wait_ms = 50;
 
                 int k = poll(pfd, (nfds_t)n, wait_ms);
                 if (k < 0 && errno != EINTR) {
                         r = -errno;
-                        (void)kill(pid, SIGKILL);
+                        end_now(o, pid, pidfd);
                         (void)waitpid(pid, NULL, 0);
                         free(cout.buf);
                         free(cerr.buf);
                         return rkl_error_set(reterr, r, "poll: %s", strerror(-r));
                 }
-                if (k == 0) {
-                        if (!timed_out) {
+                if (o->cancelled && !killed && o->cancelled(o->userdata)) {
+                        cancelled = killed = true;
+                        end_now(o, pid, pidfd);
+                        continue;
+                }
+                if (k <= 0) {
+                        if (deadline == USEC_INFINITY || rkl_now_usec(CLOCK_MONOTONIC) < deadline)
+                                continue;
+                        if (drain_until)
+                                break; /* something the tree's end did not reach holds a pipe */
+                        if (!timed_out && !o->kill_tree) {
                                 timed_out = true;
                                 (void)pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
                         } else {
-                                killed = true;
-                                if (!exited)
-                                        (void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-                                else
+                                timed_out = killed = true;
+                                if (exited)
                                         break;
+                                end_now(o, pid, pidfd);
                         }
                         continue;
                 }
@@ -196,6 +251,7 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
 
         *ret = (rkl_spawn_result){
             .timed_out = timed_out,
+            .cancelled = cancelled,
             .out_truncated = cout.truncated,
             .err_truncated = cerr.truncated,
         };

@@ -13,12 +13,26 @@ typedef struct rkl_spawn_opts {
         uint64_t kill_grace_usec; /* SIGTERM at the deadline, SIGKILL this much later */
         size_t max_output;        /* bytes kept per stream; the rest is drained and dropped */
         const char *cwd;          /* NULL: "/" so no caller cwd leaks in */
+        /* Fds the child gets as 3, 4, ...; every other one is closed. */
+        const int *pass_fds;
+        size_t n_pass_fds;
+        /* The child leads a process group of its own, which its children inherit. */
+        bool new_process_group;
+        /* For a child whose descendants must not outlive it: ends the whole tree (a cgroup,
+         * a process group). Called instead of SIGTERM then SIGKILL when the deadline passes
+         * or cancelled() turns true, and as soon as the child exited while something else
+         * still holds its output pipes. */
+        void (*kill_tree)(pid_t pid, void *userdata);
+        /* Polled about every 50 ms while the child runs: true ends it as the deadline does. */
+        bool (*cancelled)(void *userdata);
+        void *userdata;
 } rkl_spawn_opts;
 
 typedef struct rkl_spawn_result {
         int exit_code; /* the exit status, or -1 when killed by a signal */
         int signal;    /* the signal that killed it, or 0 */
         bool timed_out;
+        bool cancelled;  /* ended because cancelled() said so */
         char *out, *err; /* NUL-terminated captures */
         size_t out_len, err_len;
         bool out_truncated, err_truncated;

@@ -72,12 +72,8 @@ rkl_workpool *rkl_workpool_new(unsigned n, const char *name)
         return p;
 }
 
-void rkl_workpool_submit(rkl_workpool *p, rkl_work_fn fn, void *userdata)
+static void submit_locked(rkl_workpool *p, job *j)
 {
-        job *j = rkl_xnew0(job, 1);
-        j->fn = fn;
-        j->userdata = userdata;
-        RKL_GUARD(&p->lock);
         if (p->tail)
                 p->tail->next = j;
         else
@@ -85,6 +81,29 @@ void rkl_workpool_submit(rkl_workpool *p, rkl_work_fn fn, void *userdata)
         p->tail = j;
         p->pending++;
         pthread_cond_signal(&p->cond);
+}
+
+void rkl_workpool_submit(rkl_workpool *p, rkl_work_fn fn, void *userdata)
+{
+        job *j = rkl_xnew0(job, 1);
+        j->fn = fn;
+        j->userdata = userdata;
+        RKL_GUARD(&p->lock);
+        submit_locked(p, j);
+}
+
+int rkl_workpool_submit_bounded(rkl_workpool *p, size_t max_pending, rkl_work_fn fn, void *userdata)
+{
+        job *j = rkl_xnew0(job, 1);
+        j->fn = fn;
+        j->userdata = userdata;
+        RKL_GUARD(&p->lock);
+        if (p->pending >= max_pending) {
+                free(j);
+                return -EBUSY;
+        }
+        submit_locked(p, j);
+        return 0;
 }
 
 size_t rkl_workpool_pending(rkl_workpool *p)

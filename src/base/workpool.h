@@ -13,6 +13,10 @@ typedef void (*rkl_work_fn)(void *userdata);
 rkl_workpool *rkl_workpool_new(unsigned n, const char *name);
 /* Queues fn(userdata); never blocks for long. */
 void rkl_workpool_submit(rkl_workpool *p, rkl_work_fn fn, void *userdata);
+/* The same, unless max_pending jobs are queued or running already: -EBUSY then, and fn is
+ * not queued. */
+int rkl_workpool_submit_bounded(rkl_workpool *p, size_t max_pending, rkl_work_fn fn,
+                                void *userdata);
 /* Jobs queued or running. */
 size_t rkl_workpool_pending(rkl_workpool *p);
 /* Runs every queued job to completion, then joins the threads and frees the pool. */

@@ -8,6 +8,7 @@
 #include "cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/crash.h"
 #include "base/hashmap.h"
 #include "base/log.h"

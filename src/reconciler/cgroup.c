@@ -9,49 +9,13 @@
 #include <stdio.h>
 
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "stats/stats.h"
 #include "base/banned.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
-
-/* The path of pid's cgroup in the hierarchy whose /proc/PID/cgroup line starts with key
- * ("0::" for cgroup2, "name=systemd" or "memory" for v1 controllers). */
-static int cgroup_of(pid_t pid, const char *controller, char **ret)
-{
-        _cleanup_free_ char *path = rkl_xasprintf("/proc/%d/cgroup", (int)pid);
-        _cleanup_free_ char *text = NULL;
-        int r = rkl_read_file_at(AT_FDCWD, path, 64 * 1024, &text, NULL);
-        if (r < 0)
-                return r;
-        for (char *line = text, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                /* hierarchy-ID:controller-list:path */
-                char *c = strchr(line, ':');
-                char *p = c ? strchr(c + 1, ':') : NULL;
-                if (!p)
-                        continue;
-                *p++ = 0;
-                c++;
-                bool match = false;
-                if (!*controller)
-                        match = !*c && streq(line, "0");
-                else
-                        for (char *tok = c, *end; tok && !match; tok = end ? end + 1 : NULL) {
-                                end = strchr(tok, ',');
-                                size_t n = end ? (size_t)(end - tok) : strlen(tok);
-                                match = n == strlen(controller) && !strncmp(tok, controller, n);
-                        }
-                if (match) {
-                        *ret = rkl_xstrdup(p);
-                        return 0;
-                }
-        }
-        return -ENODATA;
-}
 
 static bool is_dir(const char *p)
 {
@@ -107,14 +71,14 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         _cleanup_free_ char *own = NULL, *unit = NULL, *base = NULL, *rel = NULL;
         _cleanup_free_ char *name = rkl_xasprintf("%s.service", app);
         const char *root;
-        bool v1 =
-            cgroup_of(supervisor, "name=systemd", &own) == 0 && is_dir(CGROUP_ROOT "/systemd");
+        bool v1 = rkl_cgroup_path_of(supervisor, "name=systemd", &own) == 0 &&
+                  is_dir(CGROUP_ROOT "/systemd");
         int r;
 
         if (v1)
                 root = CGROUP_ROOT "/systemd";
         else {
-                r = cgroup_of(supervisor, "", &own);
+                r = rkl_cgroup_path_of(supervisor, "", &own);
                 if (r < 0)
                         return r;
                 root = CGROUP_ROOT;
@@ -131,7 +95,8 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         char *memory = NULL;
         if (v1) {
                 _cleanup_free_ char *mem = NULL, *mem_unit = NULL;
-                if (cgroup_of(supervisor, "memory", &mem) == 0 && (mem_unit = unit_part(mem)))
+                if (rkl_cgroup_path_of(supervisor, "memory", &mem) == 0 &&
+                    (mem_unit = unit_part(mem)))
                         memory = rkl_xasprintf(CGROUP_ROOT "/memory%s/%s", mem_unit, rel);
         } else
                 memory = rkl_xasprintf("%s/%s", base, rel);
@@ -151,32 +116,6 @@ int rkl_cgroup_first_pid(const char *dir, pid_t *ret)
         text[strcspn(text, "\n")] = 0;
         *ret = *text && rkl_safe_atou(text, &pid) == 0 ? (pid_t)pid : 0;
         return 0;
-}
-
-int rkl_cgroup_kill(const char *dir, int sig)
-{
-        int n = 0;
-        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
-        _cleanup_free_ char *text = NULL;
-        if (rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL) == 0)
-                for (char *line = text, *next; line && *line; line = next) {
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        unsigned pid;
-                        if (rkl_safe_atou(line, &pid) == 0 && pid > 1 && kill((pid_t)pid, sig) == 0)
-                                n++;
-                }
-        _cleanup_closedir_ DIR *d = opendir(dir);
-        if (!d)
-                return n;
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-                        _cleanup_free_ char *sub = rkl_xasprintf("%s/%s", dir, de->d_name);
-                        n += rkl_cgroup_kill(sub, sig);
-                }
-        return n;
 }
 
 /* Writes one PID into a cgroup.procs file: -ESRCH when the process is gone. */
@@ -247,19 +186,6 @@ int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
         return rmdir(memory_dir) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-static void rmdir_tree(const char *dir)
-{
-        _cleanup_closedir_ DIR *d = opendir(dir);
-        struct dirent *de;
-        while (d && (de = readdir(d)))
-                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-                        _cleanup_free_ char *sub = rkl_xasprintf("%s/%s", dir, de->d_name);
-                        rmdir_tree(sub);
-                }
-        if (d)
-                (void)rmdir(dir); /* busy (processes left) or gone: nothing to do here */
-}
-
 void rkl_cgroup_unit_remove(const char *unit_path)
 {
         _cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
@@ -268,7 +194,8 @@ void rkl_cgroup_unit_remove(const char *unit_path)
                 if (de->d_name[0] != '.') {
                         _cleanup_free_ char *p =
                             rkl_xasprintf(CGROUP_ROOT "/%s/%s", de->d_name, unit_path);
-                        rmdir_tree(p);
+                        (void)rkl_cgroup_remove(
+                            p); /* busy (processes left) or gone: nothing to do here */
                 }
 }
 
@@ -439,7 +366,7 @@ int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret
                 return 0;
         }
         _cleanup_free_ char *own = NULL;
-        if (cgroup_of(supervisor, "memory", &own) == 0 && is_dir(CGROUP_ROOT "/memory")) {
+        if (rkl_cgroup_path_of(supervisor, "memory", &own) == 0 && is_dir(CGROUP_ROOT "/memory")) {
                 /* v1: the pod's unit has memory and pids cgroups; its CPU is its apps' (the
                  * unit gets no cpuacct cgroup of its own here: reference/rkt.md A.2.7). */
                 _cleanup_free_ char *unit = unit_part(own);
@@ -447,12 +374,14 @@ int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret
                 if (!unit)
                         return -ENXIO;
                 d.memory = rkl_xasprintf(CGROUP_ROOT "/memory%s", unit);
-                if (cgroup_of(supervisor, "pids", &pids) == 0 && (pids_unit = unit_part(pids)))
+                if (rkl_cgroup_path_of(supervisor, "pids", &pids) == 0 &&
+                    (pids_unit = unit_part(pids)))
                         d.pids = rkl_xasprintf(CGROUP_ROOT "/pids%s", pids_unit);
-                if (cgroup_of(supervisor, "cpuacct", &cpu) == 0 && (cpu_unit = unit_part(cpu)))
+                if (rkl_cgroup_path_of(supervisor, "cpuacct", &cpu) == 0 &&
+                    (cpu_unit = unit_part(cpu)))
                         d.cpu = rkl_xasprintf(CGROUP_ROOT "/cpuacct%s", cpu_unit);
         } else {
-                int r = cgroup_of(supervisor, "", &own);
+                int r = rkl_cgroup_path_of(supervisor, "", &own);
                 if (r < 0)
                         return r;
                 _cleanup_free_ char *unit = unit_part(own);

@@ -23,8 +23,6 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
 /* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
  * directory does not exist. */
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret);
-/* Sends sig to every process in dir and its descendants; returns how many were signalled. */
-int rkl_cgroup_kill(const char *dir, int sig);
 /* On cgroup v1, moves the processes of procs_dir into memory_dir, made when missing: rkt 1.30
  * leaves every app in its pod's memory cgroup, where an OOM kill cannot be told apart. Loops
  * until a pass moves nothing, so children forked meanwhile follow. A no-op on cgroup2. Returns

@@ -39,8 +39,43 @@ static void test_bounded_and_drained(void **state)
         assert_true(c.max_running >= 2);
 }
 
+typedef struct gate {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool open;
+        int done;
+} gate;
+
+static void wait_gate(void *userdata)
+{
+        gate *g = userdata;
+        pthread_mutex_lock(&g->lock);
+        while (!g->open)
+                pthread_cond_wait(&g->cond, &g->lock);
+        g->done++;
+        pthread_mutex_unlock(&g->lock);
+}
+
+/* A bounded submit admits running plus waiting jobs up to its bound, no more. */
+static void test_submit_bounded(void **state)
+{
+        gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+        rkl_workpool *p = rkl_workpool_new(2, "test");
+        for (int i = 0; i < 5; i++)
+                assert_int_equal(rkl_workpool_submit_bounded(p, 5, wait_gate, &g), 0);
+        assert_int_equal(rkl_workpool_submit_bounded(p, 5, wait_gate, &g), -EBUSY);
+        assert_int_equal(rkl_workpool_pending(p), 5);
+        pthread_mutex_lock(&g.lock);
+        g.open = true;
+        pthread_cond_broadcast(&g.cond);
+        pthread_mutex_unlock(&g.lock);
+        rkl_workpool_free(p);
+        assert_int_equal(g.done, 5);
+}
+
 int main(void)
 {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_bounded_and_drained)};
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_bounded_and_drained),
+                                           cmocka_unit_test(test_submit_bounded)};
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

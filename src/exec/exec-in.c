@@ -1,0 +1,382 @@
+/* The helper side of ExecSync: `rktlet __exec-in`, a fresh single-threaded process that
+ * becomes the command, inside the app's container (see exec.h). Everything about the app is
+ * read from /proc/PID before the first setns(), while /proc is still the daemon's. */
+#include "exec.h"
+#include "exec-internal.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/fsuid.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/parse.h"
+#include "base/strv.h"
+#include "base/banned.h"
+
+/* The helper is single-threaded (a fresh exec of rktlet), where fork() is safe and what a
+ * PID namespace needs: it applies to children only. banned.h bans it for the daemon. */
+#undef fork
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+#define MAX_ENVIRON (4 << 20)
+
+/* In the order they are joined: the mount namespace last, as nsenter does, so that every
+ * other is joined while /proc still shows the daemon's view. */
+static const struct {
+        const char *name;
+        int type;
+} namespaces[] = {
+    {"cgroup", CLONE_NEWCGROUP}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
+    {"net", CLONE_NEWNET},       {"pid", CLONE_NEWPID}, {"time", CLONE_NEWTIME},
+    {"mnt", CLONE_NEWNS},
+};
+#define N_NAMESPACES ELEMENTSOF(namespaces)
+
+typedef struct target {
+        pid_t pid;
+        int procfd, rootfd, cwdfd;
+        int nsfd[N_NAMESPACES]; /* -EBADF: the same as ours, not joined */
+        rkl_exec_creds creds;
+        char **env;
+        struct rlimit limits[RLIM_NLIMITS];
+        bool has_limit[RLIM_NLIMITS];
+        char oom_score_adj[16];
+        unsigned cap_last;
+} target;
+
+/* Reports a failure on the status pipe and exits: the daemon turns it into the call's error.
+ * err is a positive errno. */
+_noreturn_ _printf_(2, 3) static void fail(int err, const char *fmt, ...)
+{
+        char buf[RKL_EXEC__MAX_STATUS];
+        va_list ap;
+        int n = snprintf(buf, sizeof(buf), "%d ", err > 0 ? err : EIO);
+        va_start(ap, fmt);
+        (void)vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+        va_end(ap);
+        (void)!write(RKL_EXEC__STATUS_FD, buf, strlen(buf));
+        _exit(RKL_EXEC__SETUP_FAILED);
+}
+
+/* A file of /proc/PID opened: ENOENT (the process went meanwhile) reads as ESRCH. */
+static int proc_open(const target *t, const char *name, int flags)
+{
+        int fd = openat(t->procfd, name, flags | O_CLOEXEC);
+        if (fd < 0)
+                fail(errno == ENOENT ? ESRCH : errno, "cannot open /proc/%d/%s: %s", (int)t->pid,
+                     name, strerror(errno == ENOENT ? ESRCH : errno));
+        return fd;
+}
+
+static bool same_file(int fd, const char *path)
+{
+        struct stat a, b;
+        return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+}
+
+static unsigned cap_last_cap(void)
+{
+        _cleanup_free_ char *text = NULL;
+        unsigned v;
+        if (rkl_read_file_at(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", 64, &text, NULL) == 0) {
+                text[strcspn(text, "\n")] = 0;
+                if (rkl_safe_atou(text, &v) == 0 && v < 64)
+                        return v;
+        }
+        for (v = 0; v < 63 && prctl(PR_CAPBSET_READ, v + 1, 0, 0, 0) >= 0; v++)
+                ;
+        return v;
+}
+
+/* Reads all that is needed of the app's process, while /proc is the daemon's. */
+static void target_read(target *t)
+{
+        char path[64];
+        int r;
+
+        (void)snprintf(path, sizeof(path), "/proc/%d", (int)t->pid);
+        int pidfd = pidfd_open(t->pid, 0);
+        if (pidfd < 0)
+                fail(errno, "process %d: %s", (int)t->pid, strerror(errno));
+        t->procfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (t->procfd < 0)
+                fail(ESRCH, "process %d is gone", (int)t->pid);
+
+        /* A user namespace of its own would need its IDs mapped: rkt's host stage1 never
+         * makes one. */
+        int userns = proc_open(t, "ns/user", O_RDONLY);
+        if (!same_file(userns, "/proc/self/ns/user"))
+                fail(EOPNOTSUPP, "process %d is in a user namespace of its own", (int)t->pid);
+        (void)close(userns);
+        for (size_t i = 0; i < N_NAMESPACES; i++) {
+                char name[32];
+                (void)snprintf(name, sizeof(name), "ns/%s", namespaces[i].name);
+                int fd = openat(t->procfd, name, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT && namespaces[i].type == CLONE_NEWTIME) {
+                        t->nsfd[i] = -EBADF; /* a kernel without time namespaces */
+                        continue;
+                }
+                if (fd < 0)
+                        fail(errno == ENOENT ? ESRCH : errno, "cannot open /proc/%d/%s: %s",
+                             (int)t->pid, name, strerror(errno));
+                char self[48];
+                (void)snprintf(self, sizeof(self), "/proc/self/%s", name);
+                if (same_file(fd, self)) {
+                        (void)close(fd);
+                        fd = -EBADF;
+                }
+                t->nsfd[i] = fd;
+        }
+        t->rootfd = proc_open(t, "root", O_PATH | O_DIRECTORY);
+        t->cwdfd = proc_open(t, "cwd", O_PATH | O_DIRECTORY);
+
+        _cleanup_free_ char *status = NULL, *environ_text = NULL, *oom = NULL;
+        size_t n = 0;
+        r = rkl_read_file_at(t->procfd, "status", 1 << 20, &status, NULL);
+        if (r < 0)
+                fail(-r == ENOENT ? ESRCH : -r, "cannot read /proc/%d/status: %s", (int)t->pid,
+                     strerror(-r));
+        /* rkl_exec_run() waited for the app's exec; it cannot be undone, but a PID reused
+         * since could be a service manager's child again: never join one of those. */
+        if (!strncmp(status, "Name:\t(", 7))
+                fail(EAGAIN, "process %d has not started its program yet", (int)t->pid);
+        r = rkl_exec__creds_parse(status, &t->creds);
+        if (r < 0)
+                fail(-r, "cannot parse /proc/%d/status", (int)t->pid);
+        r = rkl_read_file_at(t->procfd, "environ", MAX_ENVIRON, &environ_text, &n);
+        if (r < 0)
+                fail(-r == ENOENT ? ESRCH : -r, "cannot read /proc/%d/environ: %s", (int)t->pid,
+                     strerror(-r));
+        t->env = rkl_exec__environ_parse(environ_text, n);
+        if (rkl_read_file_at(t->procfd, "oom_score_adj", 64, &oom, NULL) == 0)
+                (void)snprintf(t->oom_score_adj, sizeof(t->oom_score_adj), "%.*s",
+                               (int)strcspn(oom, "\n"), oom);
+        _cleanup_free_ char *limits = NULL;
+        r = rkl_read_file_at(t->procfd, "limits", 64 * 1024, &limits, NULL);
+        if (r < 0)
+                fail(-r == ENOENT ? ESRCH : -r, "cannot read /proc/%d/limits: %s", (int)t->pid,
+                     strerror(-r));
+        if (rkl_exec__limits_parse(limits, t->limits, t->has_limit) < 0)
+                fail(EBADMSG, "cannot parse /proc/%d/limits", (int)t->pid);
+        t->cap_last = cap_last_cap();
+
+        /* Still the process the fds were opened for: its PID was not reused meanwhile. */
+        if (pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
+                fail(ESRCH, "process %d is gone", (int)t->pid);
+        (void)close(pidfd);
+}
+
+static void cgroup_join(const char *dir)
+{
+        char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+                fail(errno, "cannot join cgroup '%s': %s", dir, strerror(errno));
+        (void)close(fd);
+}
+
+static void namespaces_join(const target *t)
+{
+        for (size_t i = 0; i < N_NAMESPACES; i++)
+                if (t->nsfd[i] >= 0 && setns(t->nsfd[i], namespaces[i].type) < 0)
+                        fail(errno, "cannot join the %s namespace of process %d: %s",
+                             namespaces[i].name, (int)t->pid, strerror(errno));
+}
+
+static int capset_all(const rkl_exec_creds *c)
+{
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct d[2] = {
+            {(uint32_t)c->cap_eff, (uint32_t)c->cap_prm, (uint32_t)c->cap_inh},
+            {(uint32_t)(c->cap_eff >> 32), (uint32_t)(c->cap_prm >> 32),
+             (uint32_t)(c->cap_inh >> 32)},
+        };
+        return (int)syscall(SYS_capset, &h, d);
+}
+
+/* Becomes the app's user, with its capabilities and no more. Runs as root with every
+ * capability: drops the bounding set first (that needs CAP_SETPCAP), keeps the permitted
+ * set across the change of user, then sets the app's sets. */
+static void creds_apply(const target *t)
+{
+        const rkl_exec_creds *c = &t->creds;
+
+        for (unsigned cap = 0; cap <= t->cap_last; cap++)
+                if (!(c->cap_bnd & (UINT64_C(1) << cap)) &&
+                    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        fail(errno, "cannot drop capability %u: %s", cap, strerror(errno));
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                fail(errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+        if (setgroups(c->n_groups, c->groups) < 0)
+                fail(errno, "setgroups: %s", strerror(errno));
+        if (setresgid(c->gid[0], c->gid[1], c->gid[2]) < 0)
+                fail(errno, "setresgid: %s", strerror(errno));
+        if (setresuid(c->uid[0], c->uid[1], c->uid[2]) < 0)
+                fail(errno, "setresuid: %s", strerror(errno));
+        (void)setfsgid(c->gid[3]);
+        (void)setfsuid(c->uid[3]);
+        if (capset_all(c) < 0)
+                fail(errno, "capset: %s", strerror(errno));
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && c->cap_amb)
+                fail(errno, "PR_CAP_AMBIENT: %s", strerror(errno));
+        for (unsigned cap = 0; cap <= t->cap_last; cap++)
+                if ((c->cap_amb & (UINT64_C(1) << cap)) &&
+                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+                        fail(errno, "cannot raise ambient capability %u: %s", cap, strerror(errno));
+        if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(errno, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+        /* The command dies with the helper (a daemon that died, say). The change of user
+         * above cleared what was set before. */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
+
+/* execvp() over the app's PATH (execvp would read ours). A command that cannot be run is
+ * the command's failure, not the call's: a message on its stderr and the shell's codes. */
+_noreturn_ static void command_exec(char **argv, char **env)
+{
+        const char *cmd = argv[0];
+        int err = ENOENT;
+
+        if (strchr(cmd, '/')) {
+                execve(cmd, argv, env);
+                err = errno;
+        } else {
+                _cleanup_free_ char *path = rkl_xstrdup(rkl_exec__path_of(env));
+                bool denied = false;
+                char *save = NULL;
+                for (char *dir = strtok_r(path, ":", &save); dir;
+                     dir = strtok_r(NULL, ":", &save)) {
+                        char file[PATH_MAX];
+                        if ((size_t)snprintf(file, sizeof(file), "%s/%s", dir, cmd) >= sizeof(file))
+                                continue;
+                        execve(file, argv, env);
+                        if (errno == EACCES)
+                                denied = true;
+                        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE) {
+                                err = errno;
+                                break;
+                        }
+                        err = denied ? EACCES : ENOENT;
+                }
+        }
+        if (err == ENOENT && !strchr(cmd, '/'))
+                dprintf(STDERR_FILENO, "exec: \"%s\": executable file not found in $PATH\n", cmd);
+        else
+                dprintf(STDERR_FILENO, "exec: \"%s\": %s\n", cmd, strerror(err));
+        _exit(err == ENOENT ? 127 : 126);
+}
+
+/* The app's limits. Raising one above the daemon's hard limit takes CAP_SYS_RESOURCE: without
+ * it, as close as allowed (a command with lower limits than the app's beats none at all). */
+static void limits_apply(const target *t)
+{
+        for (int i = 0; i < RLIM_NLIMITS; i++) {
+                struct rlimit want = t->limits[i], have;
+                if (!t->has_limit[i] || setrlimit(i, &want) == 0)
+                        continue;
+                if (errno != EPERM || getrlimit(i, &have) < 0)
+                        fail(errno, "setrlimit %d: %s", i, strerror(errno));
+                if (want.rlim_max > have.rlim_max)
+                        want.rlim_max = have.rlim_max;
+                if (want.rlim_cur > want.rlim_max)
+                        want.rlim_cur = want.rlim_max;
+                if (setrlimit(i, &want) < 0)
+                        fail(errno, "setrlimit %d: %s", i, strerror(errno));
+        }
+}
+
+_noreturn_ static void child_main(const target *t, char **argv)
+{
+        /* The fds were opened before the mount namespace changed: they still name the app's
+         * root and working directory. */
+        if (fchdir(t->rootfd) < 0 || chroot(".") < 0)
+                fail(errno, "cannot enter the root of process %d: %s", (int)t->pid,
+                     strerror(errno));
+        if (fchdir(t->cwdfd) < 0)
+                fail(errno, "cannot enter the working directory of process %d: %s", (int)t->pid,
+                     strerror(errno));
+        limits_apply(t);
+        if (t->creds.has_umask)
+                (void)umask(t->creds.umask);
+        creds_apply(t);
+        command_exec(argv, t->env);
+}
+
+int rkl_exec_in_main(int argc, char *argv[])
+{
+        target t = {.procfd = -EBADF, .rootfd = -EBADF, .cwdfd = -EBADF};
+        char **cgroups = NULL;
+        int i;
+
+        /* The status pipe must not reach the command. */
+        if (fcntl(RKL_EXEC__STATUS_FD, F_SETFD, FD_CLOEXEC) < 0)
+                return RKL_EXEC__SETUP_FAILED; /* not run by rkl_exec_run() */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+        for (i = 1; i < argc; i++) {
+                if (streq(argv[i], "--")) {
+                        i++;
+                        break;
+                }
+                if (i + 1 >= argc)
+                        fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... -- COMMAND...",
+                             argv[0]);
+                if (streq(argv[i], "--pid")) {
+                        unsigned pid;
+                        if (rkl_safe_atou(argv[++i], &pid) < 0 || pid == 0 || pid > INT_MAX)
+                                fail(EINVAL, "bad PID '%s'", argv[i]);
+                        t.pid = (pid_t)pid;
+                } else if (streq(argv[i], "--cgroup"))
+                        rkl_strv_push(&cgroups, argv[++i]);
+                else
+                        fail(EINVAL, "unknown option '%s'", argv[i]);
+        }
+        if (t.pid == 0 || i >= argc)
+                fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... -- COMMAND...", argv[0]);
+
+        target_read(&t);
+        /* Inherited by the command, and what the kernel's OOM killer goes by. */
+        if (t.oom_score_adj[0]) {
+                int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        (void)!write(fd, t.oom_score_adj, strlen(t.oom_score_adj));
+                        (void)close(fd);
+                }
+        }
+        /* Cgroups first: their paths are the daemon's; then the namespaces. */
+        RKL_STRV_FOREACH (d, cgroups)
+                cgroup_join(*d);
+        namespaces_join(&t);
+
+        pid_t pid = fork();
+        if (pid < 0)
+                fail(errno, "fork: %s", strerror(errno));
+        if (pid == 0)
+                child_main(&t, argv + i);
+
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        fail(errno, "waitpid: %s", strerror(errno));
+        /* No atexit handlers: this process's /proc is the app's now, where it cannot see
+         * itself (a sanitizer's leak check at exit would fail on it), and it has nothing to
+         * flush or free that the kernel does not take back. */
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
