@@ -209,17 +209,15 @@ static void run_action(void *userdata)
         case ACT_POD_RM:
         default:
                 k = failed(a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err), &err);
-                if (k == -ENOENT && pod_dir_left(a)) {
+                if (k == -ENOENT && pod_dir_left(a))
                         /* Seen once in a 200-cycle chaos run on real rkt: rm said "no such
-                         * pod" while its directory stayed, at every retry. Keep rkt's words. */
-                        char why[sizeof(a->error)];
-                        (void)snprintf(why, sizeof(why), "%s", a->error);
-                        (void)snprintf(a->error, sizeof(a->error),
-                                       "rkt says there is no such pod, but its directory is "
-                                       "still there: %.400s",
-                                       why);
-                        k = -EIO;
-                } else if (k == -ENOENT)
+                         * pod" at every retry while the directory stayed. Taken as gone as
+                         * before (a pod being deleted says the same), with rkt's words kept
+                         * for whoever looks into it. */
+                        rkl_log_info("pod %s: rkt rm says there is no such pod, but its "
+                                     "directory is still there: %s",
+                                     a->uuid, a->error);
+                if (k == -ENOENT)
                         k = 0; /* gone already is what rm wanted */
                 break;
         }
