@@ -234,6 +234,10 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("STOPPING=1", s.recv(4096).decode())
 
     def run_daemon_expect_failure(self, args):
+        if "--state-dir" in args and "--rkt-data-dir" not in args:
+            # Not the default /var/lib/rktlet/data: the machine's, which a daemon that gets as
+            # far as its reconciler makes.
+            args = args + ["--rkt-data-dir", os.path.join(harness.LOG_ROOT, "rkt-data")]
         p = subprocess.run([harness.DAEMON] + args, capture_output=True, text=True, timeout=30)
         self.assertNotEqual(p.returncode, 0)
         return p
