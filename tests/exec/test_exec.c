@@ -361,10 +361,18 @@ static void test_namespaces_and_cgroups(void **state)
         assert_non_null(strstr(dev, "lo:"));
         assert_null(strstr(dev, "eth"));
         /* The namespace's init is PID 1 there, the app 2, the command after them. */
-        _cleanup_free_ char *pids =
-            run_out(RKL_STRV("sh", "-c", "echo $$; tr '\\0' ' ' </proc/2/cmdline"));
+        /* The fixture's app may not have exec'd yet on a slow (sanitized) run: ask again. */
+        char *pids = NULL;
+        for (int i = 0; i < 100; i++) {
+                free(pids);
+                pids = run_out(RKL_STRV("sh", "-c", "echo $$; tr '\\0' ' ' </proc/2/cmdline"));
+                if (strstr(pids, "\nsleep 1000 "))
+                        break;
+                usleep(50 * 1000);
+        }
         assert_true(strtol(pids, NULL, 10) > 2);
         assert_non_null(strstr(pids, "\nsleep 1000 "));
+        free(pids);
 
         _cleanup_free_ char *cg = run_out(RKL_STRV("cat", "/proc/self/cgroup"));
         _cleanup_free_ char *mine = rkl_xasprintf("/rkl-test-exec-%d/rktlet-exec-", getpid());
