@@ -360,12 +360,15 @@ static void test_namespaces_and_cgroups(void **state)
         _cleanup_free_ char *dev = run_out(RKL_STRV("cat", "/proc/net/dev"));
         assert_non_null(strstr(dev, "lo:"));
         assert_null(strstr(dev, "eth"));
-        /* The namespace's init is PID 1 there, the app 2, the command after them. */
-        /* The fixture's app may not have exec'd yet on a slow (sanitized) run: ask again. */
+        /* The command runs in the namespace, after its init and the app. */
+        /* The app among the namespace's processes (not always PID 2: a sanitizer's helper
+         * may come first), once it has exec'd (a slow run: ask again). */
         char *pids = NULL;
         for (int i = 0; i < 100; i++) {
                 free(pids);
-                pids = run_out(RKL_STRV("sh", "-c", "echo $$; tr '\\0' ' ' </proc/2/cmdline"));
+                pids = run_out(RKL_STRV("sh", "-c",
+                                        "echo $$; for p in /proc/[0-9]*; do "
+                                        "tr '\\0' ' ' <$p/cmdline 2>/dev/null; echo; done"));
                 if (strstr(pids, "\nsleep 1000 "))
                         break;
                 usleep(50 * 1000);
