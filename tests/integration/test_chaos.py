@@ -770,23 +770,26 @@ class Chaos:
             print(msg, file=sys.stderr, flush=True)
 
 
+def run_chaos(test, chaos_class, cycles, what):
+    """One run with a printed seed, its stats printed and written to RKL_CHAOS_REPORT, and
+    the checks every run ends with (test_chaos_rkt runs it too)."""
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` shows where a run is
+    seed = int(os.environ.get("RKL_CHAOS_SEED") or random.randrange(1 << 31))
+    print("%s: seed %d, %d cycles" % (what, seed, cycles), file=sys.stderr, flush=True)
+    chaos = chaos_class(test, seed)
+    missed = chaos.run(cycles)
+    print("chaos: %s" % json.dumps(chaos.stats, sort_keys=True), file=sys.stderr, flush=True)
+    report = os.environ.get("RKL_CHAOS_REPORT")
+    if report:
+        with open(report, "w") as f:
+            json.dump(chaos.stats, f, sort_keys=True, indent=1)
+    test.assertEqual(missed, [], "crash points never reached")
+    test.assertGreaterEqual(chaos.stats["cycles"], cycles)
+
+
 class ChaosTest(unittest.TestCase):
     def test_chaos(self):
-        faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` shows where a run is
-        seed = int(os.environ.get("RKL_CHAOS_SEED") or random.randrange(1 << 31))
-        cycles = int(os.environ.get("RKL_CHAOS_CYCLES") or 50)
-        print("chaos: seed %d, %d cycles" % (seed, cycles), file=sys.stderr, flush=True)
-        chaos = Chaos(self, seed)
-        missed = chaos.run(cycles)
-        print("chaos: %s" % json.dumps(chaos.stats, sort_keys=True), file=sys.stderr,
-              flush=True)
-        report = os.environ.get("RKL_CHAOS_REPORT")
-        if report:
-            with open(report, "w") as f:
-                json.dump(chaos.stats, f, sort_keys=True, indent=1)
-        self.assertEqual(missed, [], "crash points never reached")
-        self.assertGreaterEqual(chaos.stats["cycles"], cycles)
-
+        run_chaos(self, Chaos, int(os.environ.get("RKL_CHAOS_CYCLES") or 50), "chaos")
 
 if __name__ == "__main__":
     unittest.main()

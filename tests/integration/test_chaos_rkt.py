@@ -6,13 +6,8 @@ host's systemd units and the live app processes. Skipped when the real rkt canno
 RKL_CHAOS_RKT_CYCLES=N (default 12: every crash point once, within CI's time),
 RKL_CHAOS_THREADS=N (default 8 client threads), RKL_CHAOS_SEED=S, RKL_CHAOS_REPORT=FILE as
 in test_chaos.py; docs/reliability.md has the long runs."""
-import faulthandler
-import json
 import os
-import random
 import re
-import signal
-import sys
 import unittest
 
 import harness
@@ -74,22 +69,8 @@ class RktChaos(test_chaos.Chaos):
 
 class RktChaosTest(unittest.TestCase):
     def test_chaos(self):
-        faulthandler.register(signal.SIGUSR1)
-        seed = int(os.environ.get("RKL_CHAOS_SEED") or random.randrange(1 << 31))
-        cycles = int(os.environ.get("RKL_CHAOS_RKT_CYCLES") or 12)
-        print("chaos on real rkt: seed %d, %d cycles" % (seed, cycles), file=sys.stderr,
-              flush=True)
-        chaos = RktChaos(self, seed)
-        missed = chaos.run(cycles)
-        print("chaos: %s" % json.dumps(chaos.stats, sort_keys=True), file=sys.stderr,
-              flush=True)
-        report = os.environ.get("RKL_CHAOS_REPORT")
-        if report:
-            with open(report, "w") as f:
-                json.dump(chaos.stats, f, sort_keys=True, indent=1)
-        self.assertEqual(missed, [], "crash points never reached")
-        self.assertGreaterEqual(chaos.stats["cycles"], cycles)
-
+        test_chaos.run_chaos(self, RktChaos, int(os.environ.get("RKL_CHAOS_RKT_CYCLES") or 12),
+                             "chaos on real rkt")
 
 if __name__ == "__main__":
     unittest.main()
