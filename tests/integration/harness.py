@@ -134,6 +134,12 @@ class Daemon:
     def send_signal(self, sig):
         self.proc.send_signal(sig)
 
+    def wait_log(self, needle, timeout=30):
+        """Waits for needle in the log: the socket answers before main() logs that it
+        serves, so a line written after start-up may not be there yet."""
+        return wait_for("%r in the daemon's log" % needle,
+                        lambda: needle in self.log(), timeout)
+
     def log(self):
         try:
             with open(self.log_path, errors="replace") as f:

@@ -114,7 +114,7 @@ class OperationsTest(unittest.TestCase):
         v = rs.Version(pb.VersionRequest(version="v1"), timeout=30)
         self.assertEqual(v.runtime_name, "rktlet")
         self.assertEqual(os.readlink("/proc/%d/exe" % proc.pid), harness.DAEMON)
-        self.assertIn("(socket-activated)", d.log())
+        d.wait_log("(socket-activated)")
         # A second connection is accepted too.
         ch2 = d.channel()
         self.addCleanup(ch2.close)
@@ -230,6 +230,7 @@ class OperationsTest(unittest.TestCase):
 
     def test_metrics_off_by_default(self):
         d = self.daemon().start()
+        d.wait_log("serving CRI runtime.v1")
         self.assertNotIn("metrics on", d.log())
 
     def test_config_file(self):
@@ -244,7 +245,7 @@ class OperationsTest(unittest.TestCase):
         d = self.daemon(extra=["--config", conf]).start()
         self.assertIn("rktlet_cri_request_duration_seconds", scrape(port))
         # The harness passes --log-level debug: the flag wins over the file's err.
-        self.assertIn("serving CRI runtime.v1", d.log())
+        d.wait_log("serving CRI runtime.v1")
 
     def test_config_errors_name_the_line(self):
         w = harness.workdir(self)
