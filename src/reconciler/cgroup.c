@@ -105,6 +105,14 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         return 0;
 }
 
+const char *rkl_cgroup_relative(const char *dir)
+{
+        /* cgroup2 has cgroup.controllers at its root; v1 mounts a tmpfs there. */
+        bool v2 = access(CGROUP_ROOT "/cgroup.controllers", F_OK) == 0;
+        const char *rel = startswith(dir, v2 ? CGROUP_ROOT : CGROUP_ROOT "/memory");
+        return rel && rel[0] == '/' && rel[1] ? rel : NULL;
+}
+
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret)
 {
         _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);

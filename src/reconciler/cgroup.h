@@ -20,6 +20,10 @@ typedef struct rkl_stats_dirs rkl_stats_dirs;
  * (no process of it ever ran). */
 int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
+/* A memory cgroup directory's path from the root of its hierarchy ("/sys/fs/cgroup/memory/a/b"
+ * on v1 and "/sys/fs/cgroup/a/b" on cgroup2 give "/a/b"), pointed into dir; NULL for a path
+ * outside it. Relative to the daemon's cgroup namespace, so a suffix of what the kernel logs. */
+const char *rkl_cgroup_relative(const char *dir);
 /* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
  * directory does not exist. */
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret);

@@ -55,15 +55,27 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
         if (!a || a->state != RKL_POD_APP_EXITED || !a->exit_known || a->exit_code != SIGKILL ||
             !p->ppid)
                 return false;
-        /* Once the app exited, the pod's systemd removes its unit's cgroup, by which the app's
-         * cgroups are found: the memory cgroup seen while it ran is still there (rktlet made
-         * it on v1; it goes at the app's rm). */
+        /* Every pass observes anew, but what told the kill apart goes: the reconciler forgets
+         * the app's cgroup once it saw the exit, and the cgroup itself goes. The verdict stays
+         * (issue 17: a later pass turned OOMKilled/137 back into a bare exit 9). */
+        if (rec->observed.phase == RKL_CONTAINER_PHASE_EXITED &&
+            streq_ptr(rec->observed.reason, "OOMKilled"))
+                return true;
         if (r && rkl_reconciler__app_memory_dir(r, rec->id))
                 memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
         else if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
-        return rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0;
+        if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
+                return true;
+        /* The cgroup may be gone before this first look (on cgroup2 it is the app unit's own,
+         * which the pod's systemd removes once the main process is gone): the kernel's log
+         * still has the kill. */
+        const char *rel = rkl_cgroup_relative(memory);
+        if (!r || !r->oom_log || !rel)
+                return false;
+        rkl_oom_log_refresh(r->oom_log);
+        return rkl_oom_log_has(r->oom_log, rel);
 }
 
 /* Is the app's process there yet? (see rkl_app_proc) */

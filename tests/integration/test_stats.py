@@ -100,9 +100,6 @@ class StatsTest(test_rkt.RealRktBase):
                 container_id=idle, linux=pb.LinuxContainerResources(cpu_shares=512)), timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
 
-    @unittest.skip("known race (issue 17, open): an app OOM-killed between two looks of the "
-                   "reconciler is sometimes reported as a bare signal 9 (exit 9), not "
-                   "OOMKilled/137; failed once in CI's gcc stage, passed in the runs before")
     def test_oom_killed(self):
         self.pull()
         sid, cfg, _ = self.run_pod("oom")
