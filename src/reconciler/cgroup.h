@@ -51,10 +51,12 @@ void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
 /* What CreateContainer and UpdateContainerResources ask of an app; 0: unset. */
 typedef struct rkl_cgroup_limits {
         int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;
+        const char *cpuset_cpus; /* NULL: unset */
 } rkl_cgroup_limits;
 /* Writes the limits into the app's cgroups (v1: memory.limit_in_bytes and memsw, cpu.shares,
- * cpu.cfs_period_us/cfs_quota_us in its own cgroups; cgroup2: memory.max, cpu.weight, cpu.max)
- * and oom_score_adj into /proc/<pid>/ of each of its processes. Returns the first failure,
+ * cpu.cfs_period_us/cfs_quota_us and cpuset.cpus in its own cgroups; cgroup2: memory.max,
+ * cpu.weight, cpu.max, cpuset.cpus) and oom_score_adj into /proc/<pid>/ of each of its
+ * processes. Returns the first failure,
  * described in err. */
 int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                             const rkl_cgroup_limits *l, char *err, size_t errlen);
