@@ -37,9 +37,9 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         if (rkl_pod_observed_equal(o, &rec->observed))
                 return;
         if (o->phase != rec->observed.phase)
-                rkl_log_info("sandbox %.12s: %s -> %s", rec->id,
-                             rkl_pod_phase_to_string(rec->observed.phase),
-                             rkl_pod_phase_to_string(o->phase));
+                rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
+                                    rkl_pod_phase_to_string(rec->observed.phase),
+                                    rkl_pod_phase_to_string(o->phase));
         int k = rkl_state_pod_set_observed(r->state, rec->id, o, &err);
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
 }
@@ -144,9 +144,10 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
-                                rkl_log_info("container %.12s: %s -> %s", c->id,
-                                             rkl_container_phase_to_string(c->observed.phase),
-                                             rkl_container_phase_to_string(co.phase));
+                                rkl_log_object_info(
+                                    CONTAINER_OBJECT(c), "container %.12s: %s -> %s", c->id,
+                                    rkl_container_phase_to_string(c->observed.phase),
+                                    rkl_container_phase_to_string(co.phase));
                         int k = rkl_state_container_set_observed(r->state, c->id, &co, &err);
                         rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
                 }

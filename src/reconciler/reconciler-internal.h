@@ -11,12 +11,22 @@
 #include "reconciler.h"
 #include "observe.h"
 #include "base/hashmap.h"
+#include "base/log.h"
 #include "base/workpool.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
 #include "state/state.h"
 #include "stats/oom.h"
+
+/* Journal fields of a line about the sandbox rec. */
+#define POD_OBJECT(rec)                                                                            \
+        (&(rkl_log_object){.pod_id = (rec)->id,                                                    \
+                           .pod_name = (rec)->spec.name,                                           \
+                           .pod_namespace = (rec)->spec.namespace})
+/* Journal fields of a line about the container rec: its ID and its sandbox's. */
+#define CONTAINER_OBJECT(rec)                                                                      \
+        (&(rkl_log_object){.pod_id = (rec)->sandbox_id, .container_id = (rec)->id})
 
 #define MAX_ATTEMPTS                                                                               \
         5 /* failed sandbox creations or container adds/starts before the                          \
