@@ -310,6 +310,25 @@ static void every_split_point(void **state)
         }
 }
 
+/* No bytes (buf may be NULL then), before a frame or inside one: more are needed. */
+static void nothing_to_read(void **state)
+{
+        rkl_spdy_decoder *d = NULL;
+        rkl_spdy_frame fr;
+        size_t used = 1;
+        static const uint8_t ping[12] = {0x80, 3, 0, 6, 0, 0, 0, 4, 0, 0, 0, 7};
+        assert_int_equal(rkl_spdy_decoder_new(NULL, &d), 0);
+        assert_int_equal(rkl_spdy_decode(d, NULL, 0, &used, &fr, NULL), 0);
+        assert_int_equal(used, 0);
+        assert_int_equal(rkl_spdy_decode(d, ping, 5, &used, &fr, NULL), 0);
+        assert_int_equal(used, 5);
+        assert_int_equal(rkl_spdy_decode(d, NULL, 0, &used, &fr, NULL), 0);
+        assert_int_equal(rkl_spdy_decode(d, ping + 5, 7, &used, &fr, NULL), 1);
+        assert_int_equal(used, 7);
+        assert_int_equal(fr.ping_id, 7);
+        rkl_spdy_decoder_free(d);
+}
+
 /* One zlib stream spans a connection's header blocks: a block repeated costs a few bytes,
  * and each decodes only after the ones before it. */
 static void header_blocks_share_one_stream(void **state)
@@ -819,6 +838,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(round_trip_every_type),
             cmocka_unit_test(every_split_point),
+            cmocka_unit_test(nothing_to_read),
             cmocka_unit_test(header_blocks_share_one_stream),
             cmocka_unit_test(golden_kubelet_exec),
             cmocka_unit_test(golden_kubelet_portforward),
