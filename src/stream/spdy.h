@@ -110,11 +110,15 @@ rkl_spdy_decoder *rkl_spdy_decoder_free(rkl_spdy_decoder *d);
  * decoder keeps a partial frame itself), or a negative errno with a message in err:
  *   -EPROTO   malformed: a bad version, a length that does not fit the type, a header block
  *             that does not inflate or whose counts run past its end, a stream id of 0
- *             where one is needed, a WINDOW_UPDATE delta of 0;
+ *             where one is needed, a WINDOW_UPDATE delta of 0, an RST_STREAM status of 0,
+ *             flags on RST_STREAM, PING, GOAWAY or WINDOW_UPDATE (SPDY/3 defines none), a
+ *             header name that is empty, not lower case or repeated, a value with an empty
+ *             NUL-separated part;
  *   -E2BIG    a frame or an inflated header block over the limits;
  *   -ENOMEM.
- * After an error the connection is unusable: the zlib stream is out of step. Control frames
- * of unknown types are skipped, as SPDY/3 asks. A DATA frame is returned whole: its payload
+ * After an error the connection is unusable: the zlib stream is out of step, and later calls
+ * fail with the same code. Control frames of unknown types are skipped, as SPDY/3 asks, of
+ * any length (they are not buffered). A DATA frame is returned whole: its payload
  * is at most max_frame bytes. */
 int rkl_spdy_decode(rkl_spdy_decoder *d, const uint8_t *buf, size_t len, size_t *consumed,
                     rkl_spdy_frame *frame, rkl_error *err);
@@ -128,6 +132,8 @@ rkl_spdy_encoder *rkl_spdy_encoder_free(rkl_spdy_encoder *e);
  * *buf may start NULL). Header blocks are compressed with the encoder's zlib stream and a
  * sync flush, so each frame can be sent on its own. -EINVAL for a frame that cannot be
  * encoded (a stream id over 31 bits, a DATA payload over 2^24-1 bytes, a header block with
- * an empty name), -ENOMEM. On error *buf and *len are as they were. */
+ * an empty name) or that the decoder above would refuse with -EPROTO, -ENOMEM. On error *len
+ * is as it was (*buf may have been reallocated). An -ENOMEM while compressing leaves the
+ * zlib stream out of step: later calls fail with -EIO. */
 int rkl_spdy_encode(rkl_spdy_encoder *e, const rkl_spdy_frame *f, uint8_t **buf, size_t *len,
                     size_t *cap);
