@@ -173,14 +173,26 @@ static int run_app_add(action *a)
 }
 
 /* Whether rkt still has a directory for the pod, in any state. */
-static bool pod_dir_left(action *a)
+/* After rm said "no such pod": is its directory still there? Then, when what kept rkt from
+ * loading it was an empty net-info.json, that file is removed and *ret_retry set. */
+static bool pod_dir_left(action *a, bool *ret_retry)
 {
+        *ret_retry = false;
         if (a->r->pods_dirfd < 0)
                 return false;
-        rkl_poddir_pod p = {0};
-        bool left = rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL) >= 0;
-        rkl_poddir_pod_done(&p);
-        return left;
+        _cleanup_(rkl_poddir_pod_done) rkl_poddir_pod p = {0};
+        if (rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL) < 0)
+                return false;
+        int k = rkl_poddir_drop_empty_netinfo(a->r->pods_dirfd, &p);
+        if (k > 0)
+                rkl_log_warning("pod %s: rkt cannot load it, its net-info.json being empty (its "
+                                "network setup was cut short): removed that file for rkt rm",
+                                a->uuid);
+        else if (k < 0)
+                rkl_log_warning("pod %s: cannot remove its empty net-info.json: %s", a->uuid,
+                                strerror(-k));
+        *ret_retry = k > 0;
+        return true;
 }
 
 static void run_action(void *userdata)
@@ -207,19 +219,29 @@ static void run_action(void *userdata)
                            &err);
                 break;
         case ACT_POD_RM:
-        default:
+        default: {
+                bool retry;
                 k = failed(a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err), &err);
-                if (k == -ENOENT && pod_dir_left(a))
-                        /* Seen once in a 200-cycle chaos run on real rkt: rm said "no such
-                         * pod" at every retry while the directory stayed. Taken as gone as
-                         * before (a pod being deleted says the same), with rkt's words kept
-                         * for whoever looks into it. */
-                        rkl_log_info("pod %s: rkt rm says there is no such pod, but its "
-                                     "directory is still there: %s",
-                                     a->uuid, a->error);
+                if (k == -ENOENT && pod_dir_left(a, &retry)) {
+                        /* Seen in 200-cycle chaos runs on real rkt: rm said "cannot get pod:
+                         * EOF" at every retry while the directory stayed (an empty
+                         * net-info.json, dropped above). Otherwise taken as gone, as before
+                         * (a pod being deleted says the same), with rkt's words kept. */
+                        if (retry) {
+                                rkl_error_clear(&err);
+                                a->error[0] = 0;
+                                k = failed(
+                                    a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err),
+                                    &err);
+                        } else
+                                rkl_log_info("pod %s: rkt rm says there is no such pod, but "
+                                             "its directory is still there: %s",
+                                             a->uuid, a->error);
+                }
                 if (k == -ENOENT)
                         k = 0; /* gone already is what rm wanted */
                 break;
+        }
         }
         a->result = k;
 

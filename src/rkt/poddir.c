@@ -392,6 +392,21 @@ static bool read_supervisor_ready(int fd, const char *tree)
         return false;
 }
 
+int rkl_poddir_drop_empty_netinfo(int pods_dirfd, const rkl_poddir_pod *p)
+{
+        struct stat st;
+
+        if (!rkl_pod_state_is_after_run(p->state) || !rkl_pod_uuid_is_valid(p->uuid))
+                return 0; /* a live stage1 may be between its create and its write */
+        _cleanup_free_ char *path =
+            rkl_xasprintf("%s/%s/net-info.json", rkl_poddir_dir_to_string(p->dir), p->uuid);
+        if (fstatat(pods_dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISREG(st.st_mode) || st.st_size != 0)
+                return 0;
+        return unlinkat(pods_dirfd, path, 0) < 0 ? -errno : 1;
+}
+
 int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
 {
         _cleanup_(rkl_poddir_pod_done) rkl_poddir_pod p = {0};

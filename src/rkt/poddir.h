@@ -137,6 +137,15 @@ int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **
 /* An app status file: decimal exit status and "\n". -ENODATA when empty or whitespace only
  * (rkt wrote nothing: the pod stopped first), -EBADMSG for garbage, -ERANGE beyond 255. */
 int rkl_poddir_parse_exit(const char *buf, size_t len, int *ret_code);
+/* rkt 1.30 cannot load a pod whose net-info.json is empty: its rm and gc fail for ever with
+ * "cannot get pod: EOF". Stage1 writes the file by creating it, then encoding into it, and a
+ * pod stopped in between keeps it empty. rkt's gc takes a missing file for a network setup
+ * that never finished (it destroys the pod's network namespace, and no CNI DEL runs: an IP
+ * the setup reserved stays reserved, as after any setup rkt did not finish); an empty one
+ * means the same. So, for a pod that exited (p as rkl_poddir_read() read it), this removes
+ * that file when it is empty: 1 when it did, 0 when there was none to remove, -errno. */
+int rkl_poddir_drop_empty_netinfo(int pods_dirfd, const rkl_poddir_pod *p);
+
 /* ppid/pid: a positive decimal pid and optional trailing whitespace. */
 int rkl_poddir_parse_pid(const char *buf, size_t len, uint32_t *ret_pid);
 

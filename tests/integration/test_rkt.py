@@ -181,6 +181,28 @@ class LifecycleTest(RealRktBase):
         self.assertEqual(len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest()).items), 0)
         self.assert_nothing_left()
 
+    def test_pod_with_empty_netinfo_is_removed(self):
+        """rkt 1.30 cannot load a pod whose net-info.json is empty (stage1 creates the file,
+        then writes it: a pod stopped in between keeps it empty, seen in chaos soaks), and
+        its rm fails for ever. RemovePodSandbox still leaves nothing behind."""
+        sid, cfg, ip = self.run_pod("netinfo")
+        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        pods = harness.wait_for("the rkt pod exited", lambda: [
+            p for p in self.rkt_pods() if p.get("state") == "exited"], timeout=60)
+        uuid = pods[0]["name"]
+        path = os.path.join(self.env.rkt_dir, "pods", "run", uuid, "net-info.json")
+        self.env.run("truncate", "-s", "0", path)
+        # rkt itself is stuck on it.
+        r = self.env.rkt("rm", uuid, check=False)
+        self.assertEqual(r.returncode, 254)
+        self.assertIn("cannot get pod: EOF", r.stderr)
+        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+        harness.wait_for("no rkt pod, unit, cgroup or state directory left",
+                         lambda: not any(left()), timeout=90, interval=1)
+        self.assertIn("net-info.json being empty", self.env.daemon.log())
+
+
 
 class RestartTest(RealRktBase):
     def test_restart_adopts_running_pods(self):
