@@ -29,7 +29,7 @@ int main(int argc, char **argv)
         int status;
         pid_t pid;
 
-        (void) argc;
+        (void)argc;
         if (strcmp(argv[0], TITLE) != 0) {
                 char *args[] = {TITLE, NULL};
                 execv("/proc/self/exe", args);
@@ -50,14 +50,14 @@ int main(int argc, char **argv)
         }
         if (pid == 0) {
                 execl("/bin/busybox", "httpd", "-f", "-p", port, "-h", "/usr/share/nginx/html",
-                      (char *) NULL);
+                      (char *)NULL);
                 perror("nginx: exec httpd");
                 _exit(127);
         }
         worker = pid;
         f = fopen("/var/run/nginx.pid", "we");
         if (f) {
-                fprintf(f, "%d\n", (int) getpid());
+                fprintf(f, "%d\n", (int)getpid());
                 fclose(f);
         }
         while (waitpid(pid, &status, 0) < 0)

@@ -5,6 +5,6 @@
 
 int main(void)
 {
-        printf("Effective uid: %d\n", (int) geteuid());
+        printf("Effective uid: %d\n", (int)geteuid());
         return 0;
 }
