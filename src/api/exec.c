@@ -12,10 +12,15 @@
 
 #define MAX_OUTPUT    (16 << 20) /* each stream, as CRI says */
 #define MAX_CMD_BYTES (1 << 20)  /* the whole command line: execve's limit is near */
+/* How long an ExecSync without a timeout waits for a container being started: kubelet's
+ * default CRI request timeout. */
+#define START_WAIT_MAX (120 * USEC_PER_SEC)
 
 typedef struct exec_job {
         rkl_api_call *call;
+        rkl_cache *cache;
         char container_id[RKL_ID_LEN + 1];
+        bool starting; /* StartContainer accepted, the app not running yet: pid unknown */
         pid_t pid;
         char **argv; /* in the arena */
         uint64_t timeout_usec;
@@ -41,20 +46,53 @@ static bool job_cancelled(void *userdata)
         return rkl_api_call_cancelled(j->call);
 }
 
+/* StartContainer answers once the start is recorded, and kubelet runs a postStart hook
+ * (critest an exec) right after: wait for the app to run, within the call's timeout. */
+static int wait_started(exec_job *j, rkl_error *reterr)
+{
+        uint64_t budget = j->timeout_usec ? j->timeout_usec : START_WAIT_MAX;
+        for (;;) {
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(j->cache, j->container_id);
+                if (!v)
+                        return rkl_error_set(reterr, -ENOENT, "container %s is gone",
+                                             j->container_id);
+                const rkl_container_record *c = v->rec;
+                if (v->state == RKL_CONTAINER_RUNNING && c->observed.pid > 0 &&
+                    c->observed.pid <= INT32_MAX) {
+                        j->pid = (pid_t)c->observed.pid;
+                        return 0;
+                }
+                if (v->state != RKL_CONTAINER_CREATED ||
+                    c->desired != RKL_CONTAINER_DESIRED_RUNNING)
+                        return rkl_error_set(reterr, -EBADFD, "container %s is not running",
+                                             j->container_id);
+                if (rkl_api_call_cancelled(j->call))
+                        return rkl_error_set(reterr, -ECANCELED, "cancelled");
+                if (rkl_now_usec(CLOCK_MONOTONIC) - j->accepted_usec >= budget)
+                        return rkl_error_set(reterr, j->timeout_usec ? -ETIMEDOUT : -EBADFD,
+                                             "container %s did not start within %" PRIu64 " s",
+                                             j->container_id, budget / USEC_PER_SEC);
+                usleep(20 * 1000);
+        }
+}
+
 static void exec_run(void *userdata)
 {
         exec_job *j = userdata; /* in the call's arena: gone once the call is finished */
         rkl_api_call *call = j->call;
         rkl_error err = RKL_ERROR_INIT;
         rkl_exec_result res = {0};
-        uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
-        uint64_t waited = start - j->accepted_usec;
         char id[RKL_ID_LEN + 1];
         bool ran = false;
-        int r;
+        int r = j->starting ? wait_started(j, &err) : 0;
+        uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
+        uint64_t waited = start - j->accepted_usec;
 
         memcpy(id, j->container_id, sizeof(id));
-        if (rkl_api_call_cancelled(call))
+        if (r < 0)
+                ;
+        else if (rkl_api_call_cancelled(call))
                 r = rkl_error_set(&err, -ECANCELED, "cancelled");
         else if (j->timeout_usec && waited >= j->timeout_usec)
                 r = rkl_error_set(&err, -ETIMEDOUT,
@@ -136,14 +174,18 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
-        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
-            c->observed.pid > INT32_MAX)
+        bool starting =
+            v->state == RKL_CONTAINER_CREATED && c->desired == RKL_CONTAINER_DESIRED_RUNNING;
+        if (!starting && (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
+                          c->observed.pid > INT32_MAX))
                 return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
 
         exec_job *j = rkl_arena_newa(exec_job, ctx->arena, 1);
         *j = (exec_job){
             .call = ctx->call,
-            .pid = (pid_t)c->observed.pid,
+            .cache = ctx->cache,
+            .starting = starting,
+            .pid = starting ? 0 : (pid_t)c->observed.pid,
             .argv = rkl_arena_newa(char *, ctx->arena, req->n_cmd + 1),
             /* Beyond a century is no timeout at all (and would overflow). */
             .timeout_usec = req->timeout <= 0 || req->timeout > INT64_C(100) * 366 * 24 * 3600

@@ -74,6 +74,11 @@ int rkl_images__refresh_locked(rkl_images *im, rkl_error *reterr);
 /* Drops image id, which rkt no longer holds, from the cache with its recorded tags. op_lock
  * held, lock not. */
 void rkl_images__forget(rkl_images *im, const char *id);
+/* The IDs of the images rkt holds for the one image id that clients see (one per tag pulled
+ * of the same registry manifest), id's head first; empty when id is unknown. Lock not held. */
+char **rkl_images__members(rkl_images *im, const char *id);
+/* The ID clients see for rkt's image id (id itself when unknown). Lock not held. */
+char *rkl_images__head_id(rkl_images *im, const char *id);
 
 /* ---- pull.c: mirrors ---- */
 

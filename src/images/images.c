@@ -28,6 +28,11 @@ struct rkl_images__entry {
         rkl_rkt_image_manifest m;
         char *tag;    /* the manifest's name:version, normalised; NULL when none or hidden */
         char *digest; /* name@digest from the manifest, normalised; or NULL */
+        /* The image clients see this one as: the oldest with the same registry manifest
+         * (itself when none is older or it has none). rkt makes one image per tag pulled,
+         * since the tag is in the ACI manifest; the registry's manifest digest says they are
+         * one image, and CRI reports one image with all their tags. */
+        rkl_images__entry *head;
 };
 
 /* The most recent claim wins. */
@@ -80,10 +85,58 @@ static void claim(rkl_images *im, const char *key, rkl_images__entry *e, int64_t
         }
 }
 
+/* The registry's manifest digest docker2aci records, when the image came from a registry. */
+static const char *manifest_hash(const rkl_images__entry *e)
+{
+        const char *h =
+            e->has_manifest ? rkl_kvs_get(&e->m.annotations, "appc.io/docker/manifesthash") : NULL;
+        return h && strncmp(h, "sha256:", 7) == 0 ? h : NULL;
+}
+
+/* Points each entry at its head (entries sorted, oldest first). */
+static void groups_rebuild(rkl_images *im)
+{
+        rkl_hashmap *heads = rkl_hashmap_new();
+        for (size_t i = 0; i < im->n_entries; i++) {
+                rkl_images__entry *e = im->entries[i];
+                const char *h = manifest_hash(e);
+                rkl_images__entry *head = h ? rkl_hashmap_get(heads, h) : NULL;
+                if (!head && h)
+                        rkl_hashmap_put(heads, h, e);
+                e->head = head ? head : e;
+        }
+        rkl_hashmap_free(heads);
+}
+
+/* name@hash, normalised, for the image name of r. */
+static char *digest_of(const rkl_imageref *r, const char *hash)
+{
+        rkl_imageref d = {0};
+        _cleanup_free_ char *name = rkl_imageref_name(r);
+        _cleanup_free_ char *ds = rkl_xasprintf("%s@%s", name, hash);
+        char *out = rkl_imageref_parse(ds, &d, NULL) >= 0 ? rkl_imageref_digested(&d) : NULL;
+        rkl_imageref_done(&d);
+        return out;
+}
+
+/* The digest of a tag a client pulled of e: the registry's manifest digest under the name it
+ * asked for (a mirror serves the same manifest). NULL for a digest or an ID. */
+static char *alias_digest(const char *ref, const rkl_images__entry *e)
+{
+        const char *hash = manifest_hash(e);
+        rkl_imageref r = {0};
+        char *out = NULL;
+        if (hash && !strchr(ref, '@') && rkl_imageref_parse(ref, &r, NULL) >= 0 && !r.id)
+                out = digest_of(&r, hash);
+        rkl_imageref_done(&r);
+        return out;
+}
+
 static void index_rebuild(rkl_images *im)
 {
         index_clear(im);
-        im->index_ents = rkl_xnew0(rkl_images__index_ent, 2 * im->n_entries + im->n_aliases + 1);
+        im->index_ents =
+            rkl_xnew0(rkl_images__index_ent, 2 * im->n_entries + 2 * im->n_aliases + 1);
         for (size_t i = 0; i < im->n_entries; i++) {
                 rkl_images__entry *e = im->entries[i];
                 if (e->tag)
@@ -93,8 +146,12 @@ static void index_rebuild(rkl_images *im)
         }
         for (size_t i = 0; i < im->n_aliases; i++) {
                 rkl_images__entry *e = rkl_hashmap_get(im->by_id, im->aliases[i].id);
-                if (e)
-                        claim(im, im->aliases[i].ref, e, im->aliases[i].at_ns);
+                if (!e)
+                        continue;
+                claim(im, im->aliases[i].ref, e, im->aliases[i].at_ns);
+                _cleanup_free_ char *d = alias_digest(im->aliases[i].ref, e);
+                if (d)
+                        claim(im, d, e, im->aliases[i].at_ns);
         }
 }
 
@@ -128,16 +185,9 @@ static void entry_names(const rkl_images *im, rkl_images__entry *e)
                 goto out;
         e->tag = rkl_imageref_tagged(&r);
         e->digest = rkl_imageref_digested(&r);
-        const char *hash =
-            e->has_manifest ? rkl_kvs_get(&e->m.annotations, "appc.io/docker/manifesthash") : NULL;
-        if (!e->digest && hash) {
-                rkl_imageref d = {0};
-                _cleanup_free_ char *name = rkl_imageref_name(&r);
-                _cleanup_free_ char *ds = rkl_xasprintf("%s@%s", name, hash);
-                if (rkl_imageref_parse(ds, &d, NULL) >= 0)
-                        e->digest = rkl_imageref_digested(&d);
-                rkl_imageref_done(&d);
-        }
+        const char *hash = manifest_hash(e);
+        if (!e->digest && hash)
+                e->digest = digest_of(&r, hash);
 out:
         rkl_imageref_done(&r);
 }
@@ -156,20 +206,32 @@ static void push_unique(char ***l, const char *s)
         rkl_strv_push(l, s);
 }
 
+/* The image head e stands for, with the tags and digests of all its entries. */
 static rkl_image *image_copy(const rkl_images *im, const rkl_images__entry *e)
 {
         rkl_image *i = rkl_xnew0(rkl_image, 1);
         i->id = rkl_xstrdup(e->id);
         i->repo_tags = rkl_xnew0(char *, 1);
         i->repo_digests = rkl_xnew0(char *, 1);
-        if (e->tag && owns(im, e->tag, e))
-                push_unique(&i->repo_tags, e->tag);
-        if (e->digest && owns(im, e->digest, e))
-                push_unique(&i->repo_digests, e->digest);
-        for (size_t k = 0; k < im->n_aliases; k++) {
-                const rkl_images__alias *a = &im->aliases[k];
-                if (streq(a->id, e->id) && owns(im, a->ref, e))
-                        push_unique(strchr(a->ref, '@') ? &i->repo_digests : &i->repo_tags, a->ref);
+        for (size_t j = 0; j < im->n_entries; j++) {
+                const rkl_images__entry *m = im->entries[j];
+                if (m->head != e)
+                        continue;
+                if (m->tag && owns(im, m->tag, m))
+                        push_unique(&i->repo_tags, m->tag);
+                if (m->digest && owns(im, m->digest, m))
+                        push_unique(&i->repo_digests, m->digest);
+                for (size_t k = 0; k < im->n_aliases; k++) {
+                        const rkl_images__alias *a = &im->aliases[k];
+                        if (!streq(a->id, m->id))
+                                continue;
+                        if (owns(im, a->ref, m))
+                                push_unique(strchr(a->ref, '@') ? &i->repo_digests : &i->repo_tags,
+                                            a->ref);
+                        _cleanup_free_ char *d = alias_digest(a->ref, m);
+                        if (d && owns(im, d, m))
+                                push_unique(&i->repo_digests, d);
+                }
         }
         i->size = e->size;
         i->import_time_ns = e->import_time_ns;
@@ -380,6 +442,7 @@ int rkl_images__refresh_locked(rkl_images *im, rkl_error *reterr)
         im->entries = entries;
         im->n_entries = k;
         qsort(im->entries, im->n_entries, sizeof(rkl_images__entry *), cmp_import);
+        groups_rebuild(im);
 
         rkl_images__tags_drop_unlisted(im);
         index_rebuild(im);
@@ -423,8 +486,27 @@ void rkl_images__forget(rkl_images *im, const char *id)
                         break;
                 }
         rkl_images__tags_drop_image(im, id);
+        groups_rebuild(im);
         index_rebuild(im); /* before e goes: the index points at it */
         entry_free(e);
+}
+
+char **rkl_images__members(rkl_images *im, const char *id)
+{
+        RKL_GUARD(&im->lock);
+        char **l = rkl_xnew0(char *, 1);
+        rkl_images__entry *head = rkl_hashmap_get(im->by_id, id);
+        for (size_t i = 0; head && i < im->n_entries; i++)
+                if (im->entries[i]->head == head->head)
+                        rkl_strv_push(&l, im->entries[i]->id);
+        return l;
+}
+
+char *rkl_images__head_id(rkl_images *im, const char *id)
+{
+        RKL_GUARD(&im->lock);
+        rkl_images__entry *e = rkl_hashmap_get(im->by_id, id);
+        return rkl_xstrdup(e ? e->head->id : id);
 }
 
 /* ---- Reads ---- */
@@ -445,7 +527,7 @@ static int lookup_locked(rkl_images *im, const rkl_imageref *r, rkl_images__entr
                                 }
                 if (!found)
                         return -ENOENT;
-                *ret = found;
+                *ret = found->head;
                 return 0;
         }
         /* containerd's rule: with a digest the digest decides, the tag is decoration. */
@@ -453,7 +535,7 @@ static int lookup_locked(rkl_images *im, const rkl_imageref *r, rkl_images__entr
         rkl_images__index_ent *ie = rkl_hashmap_get(im->index, key);
         if (!ie)
                 return -ENOENT;
-        *ret = ie->e;
+        *ret = ie->e->head;
         return 0;
 }
 
@@ -475,8 +557,11 @@ int rkl_images_resolve(rkl_images *im, const char *ref, char **ret_id)
 bool rkl_images_container_uses(rkl_images *im, const char *ran_id, const char *ref,
                                const char *image_id)
 {
-        if (!isempty(ran_id))
-                return streq(ran_id, image_id);
+        if (!isempty(ran_id)) {
+                /* It may have run another image of the same registry manifest. */
+                _cleanup_free_ char *head = rkl_images__head_id(im, ran_id);
+                return streq(head, image_id);
+        }
         if (isempty(ref))
                 return false;
         /* Not run yet: it will run what its reference names now. */
@@ -538,9 +623,11 @@ int rkl_images_list(rkl_images *im, const char *filter_ref, rkl_image ***ret, si
         }
         RKL_GUARD(&im->lock);
         rkl_image **l = rkl_xnew0(rkl_image *, im->n_entries + 1);
+        size_t n = 0;
         for (size_t i = 0; i < im->n_entries; i++)
-                l[i] = image_copy(im, im->entries[i]);
+                if (im->entries[i]->head == im->entries[i])
+                        l[n++] = image_copy(im, im->entries[i]);
         *ret = l;
-        *ret_n = im->n_entries;
+        *ret_n = n;
         return 0;
 }

@@ -7,7 +7,10 @@
  * `sha512-<128 hex>` ID.
  *
  * Tags. rkt records one name and version per image (the tag is in the ACI manifest, so two
- * tags of the same content are two images with two IDs, as with real rkt). On top of that,
+ * tags of the same content are two images with two IDs in rkt's store). Those of one registry
+ * manifest (docker2aci's appc.io/docker/manifesthash) are one image here: the ID of the oldest
+ * stands for them all, with all their tags and digests, and removing it removes them all
+ * (`rkt image rm` of each). On top of that,
  * each pull records the reference the client pulled (normalised) as a tag of the image it
  * got, persisted in <state dir>/images.json: that is how an image pulled through a mirror
  * (whose manifest names the mirror host) lists the reference the client asked for. A tag

@@ -339,7 +339,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
         if (r < 0)
                 return rkl_error_prefix(reterr, "pulled '%s' but cannot read rkt's image store",
                                         key);
-        *ret_id = TAKE_PTR(id);
+        *ret_id = rkl_images__head_id(im, id);
         return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/imageref.h"
+#include "base/strv.h"
 #include "rkt/image.h"
 #include "base/banned.h"
 
@@ -30,13 +31,18 @@ int rkl_images_remove(rkl_images *im, const char *ref, rkl_images_in_use_fn in_u
         if (!im->rkt)
                 return rkl_images__no_rkt(reterr);
 
+        /* All of rkt's images for it: one per tag pulled of the same registry manifest. */
+        _cleanup_strv_free_ char **members = rkl_images__members(im, id);
         pthread_rwlock_wrlock(&im->store_lock);
         RKL_GUARD(&im->op_lock);
-        r = rkl_rkt_image_rm(im->rkt, id, im->cmd_timeout, reterr);
+        RKL_STRV_FOREACH (m, members) {
+                r = rkl_rkt_image_rm(im->rkt, *m, im->cmd_timeout, reterr);
+                if (r < 0 && r != -ENOENT) {
+                        pthread_rwlock_unlock(&im->store_lock);
+                        return rkl_error_prefix(reterr, "cannot remove image '%s'", ref);
+                }
+                rkl_images__forget(im, *m);
+        }
         pthread_rwlock_unlock(&im->store_lock);
-        if (r < 0 && r != -ENOENT)
-                return rkl_error_prefix(reterr, "cannot remove image '%s'", ref);
-
-        rkl_images__forget(im, id);
         return 0;
 }

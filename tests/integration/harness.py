@@ -343,6 +343,31 @@ def real_rkt():
     return _real_rkt
 
 
+_real_critest = None
+
+
+def real_critest():
+    """(path, None) of critest v1.26.1, built once by scripts/build-critest (cached outside
+    the tree), or (None, why) when it cannot be had here. $RKL_CRITEST names a built one."""
+    global _real_critest
+    if _real_critest is None:
+        if os.environ.get("RKL_CRITEST"):
+            _real_critest = (os.environ["RKL_CRITEST"], None)
+        else:
+            tarball = os.path.join(SOURCE_DIR, "..", "shared", "critest",
+                                   "cri-tools-1.26.1.tar.gz")
+            r = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "build-critest")] +
+                               (["--source", tarball] if os.path.exists(tarball) else []),
+                               capture_output=True, text=True)
+            path = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if r.returncode == 0 and os.access(path, os.X_OK):
+                _real_critest = (path, None)
+            else:
+                _real_critest = (None, "scripts/build-critest failed (%d): %s" % (
+                    r.returncode, r.stderr.strip()[-2000:]))
+    return _real_critest
+
+
 def rkt_host_tool():
     """scripts/rkt-host, or the shared env-start/env-stop pair it was copied from."""
     own = os.path.join(SOURCE_DIR, "scripts", "rkt-host")

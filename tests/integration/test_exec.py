@@ -203,6 +203,21 @@ class ExecCases:
         print("[figure] ExecSync of 'true' from Python, %d calls: p50 %.1f ms, max %.1f ms" %
               (n, t[n // 2], t[-1]))
 
+    def check_right_after_start(self, sid, cfg):
+        """kubelet runs a postStart hook as soon as StartContainer answers, which is before
+        the app runs: the exec waits for it. One never started fails at once."""
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name="early"),
+                                image=pb.ImageSpec(image=BUSYBOX), command=["sleep", "3600"],
+                                log_path="early.log")
+        cid = self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+        code, details, _ = self.exec_error(cid, ["true"])
+        self.assertEqual(code, grpc.StatusCode.FAILED_PRECONDITION, details)
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        r = self.exec(cid, ["echo", "started"])
+        self.assertEqual((r.exit_code, r.stdout), (0, b"started\n"))
+        self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=30)
+
     def run_all(self):
         sid, cfg = self.run_pod("exec")
         cid = self.start(sid, cfg, "app", user=self.user, groups=[44], workdir="/home/app",
@@ -219,6 +234,8 @@ class ExecCases:
             self.check_client_gone(cid)
         with self.subTest("concurrent"):
             self.check_concurrent(cid)
+        with self.subTest("right after start"):
+            self.check_right_after_start(sid, cfg)
         with self.subTest("stopped and removed"):
             self.check_stopped_and_removed(sid, cfg)
         self.exec_latency(cid)

@@ -1,0 +1,120 @@
+"""critest v1.26.1, kubelet's conformance suite for CRI runtimes, against the daemon on the real
+rkt: the gate of docs/conformance.md. critest runs inside the private systemd host's
+namespaces (pod IPs and the registry are local to it), pulls its images from the registry
+there (tests/lib/push-critest-images, reached through --registry-mirror for every registry
+critest names) and writes a ginkgo JSON report, parsed here spec by spec.
+
+Fails when fewer specs pass than docs/conformance.md records, or when a spec that does not
+pass is missing from its list. The results go to $RKL_BUILD_DIR/critest/ (report.json,
+results.txt, critest.log, rktlet.log) and stay there for a look after the run.
+$RKL_CRITEST_FOCUS (a ginkgo regular expression) runs only the specs it matches, without the
+gate: for work on one spec."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import unittest
+
+import harness
+
+CONFORMANCE_DOC = os.path.join(harness.SOURCE_DIR, "docs", "conformance.md")
+PUSH_CRITEST_IMAGES = os.path.join(harness.SOURCE_DIR, "tests", "lib", "push-critest-images")
+REGISTRY_URL = "http://127.0.0.1:5000"
+# Every registry critest pulls from, all served by the env's one registry (RktEnv maps
+# docker.io).
+MIRRORED = ("registry.k8s.io", "k8s.gcr.io", "gcr.io", "quay.io")
+# Specs not run, each with why. Only for specs that cannot finish; a failing spec runs.
+SKIPPED = {
+}
+CRITEST_TIMEOUT = 40 * 60
+
+
+def recorded_count():
+    """The passing count docs/conformance.md records, on its line `Passing: N of M`."""
+    with open(CONFORMANCE_DOC) as f:
+        m = re.search(r"^Passing: \*\*(\d+)\*\* of (\d+)", f.read(), re.M)
+    if not m:
+        raise AssertionError("docs/conformance.md has no line 'Passing: **N** of M'")
+    return int(m.group(1))
+
+
+def spec_name(r):
+    return " ".join(list(r.get("ContainerHierarchyTexts") or []) + [r.get("LeafNodeText", "")])
+
+
+def parse_report(path):
+    """[(state, name, failure message)] for each spec in critest's ginkgo JSON report."""
+    with open(path) as f:
+        suites = json.load(f)
+    out = []
+    for suite in suites:
+        for r in suite.get("SpecReports") or []:
+            if r.get("LeafNodeType") != "It":
+                continue  # BeforeSuite and friends: their failures fail specs too
+            msg = (r.get("Failure") or {}).get("Message", "")
+            out.append((r.get("State", "?"), spec_name(r), " ".join(msg.split())[:300]))
+    return out
+
+
+class TestCritest(unittest.TestCase):
+    def test_conformance(self):
+        critest, why = harness.real_critest()
+        if not critest:
+            self.skipTest("critest cannot be built here: " + why)
+        out_dir = os.path.join(harness.BUILD_DIR, "critest")
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+
+        env = harness.RktEnv(self, extra=[a for h in MIRRORED for a in
+                                          ("--registry-mirror", h + "=" + REGISTRY_URL)])
+        env.run(harness.PYTHON, PUSH_CRITEST_IMAGES, REGISTRY_URL, timeout=300)
+        env.start()
+        self.addCleanup(shutil.copy, env.daemon.log_path, out_dir)
+
+        report = os.path.join(out_dir, "report.json")
+        sock = "unix://" + env.daemon.socket
+        args = [critest, "--runtime-endpoint", sock, "--image-endpoint", sock,
+                "--ginkgo.json-report=" + report, "--ginkgo.no-color"]
+        focus = os.environ.get("RKL_CRITEST_FOCUS")
+        if focus:
+            args.append("--ginkgo.focus=" + focus)
+        for spec in SKIPPED:
+            args.append("--ginkgo.skip=" + re.escape(spec))
+        started = time.monotonic()
+        with open(os.path.join(out_dir, "critest.log"), "w") as log:
+            # From the env's / and with its TMPDIR: critest makes pod log dirs under /tmp.
+            proc = subprocess.run(env.enter + args, stdout=log, stderr=subprocess.STDOUT,
+                                  cwd="/", timeout=CRITEST_TIMEOUT)
+        minutes = (time.monotonic() - started) / 60
+        self.assertTrue(os.path.exists(report),
+                        "critest wrote no report (exit %d); see %s" % (proc.returncode, out_dir))
+
+        specs = parse_report(report)
+        passed = [n for s, n, _ in specs if s == "passed"]
+        failed = [(s, n, m) for s, n, m in specs if s not in ("passed", "skipped", "pending")]
+        skipped = [n for s, n, _ in specs if s in ("skipped", "pending")]
+        lines = ["critest: %d passed, %d failed, %d skipped of %d specs in %.1f min" % (
+            len(passed), len(failed), len(skipped), len(specs), minutes)]
+        lines += ["%-8s %s%s" % (s, n, ("\n         " + m) if m else "")
+                  for s, n, m in sorted(specs, key=lambda x: (x[0], x[1]))]
+        with open(os.path.join(out_dir, "results.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print("\n" + lines[0] + "\n(full list in %s/results.txt)" % out_dir)
+
+        if focus:
+            return
+        recorded = recorded_count()
+        self.assertGreaterEqual(
+            len(passed), recorded,
+            "fewer critest specs pass than docs/conformance.md records (%d < %d); failing:\n%s"
+            % (len(passed), recorded, "\n".join("%s: %s" % (n, m) for _, n, m in failed)))
+        with open(CONFORMANCE_DOC) as f:
+            doc = f.read()
+        unlisted = [n for _, n, _ in failed if n not in doc]
+        self.assertEqual(unlisted, [], "failing specs docs/conformance.md does not list")
+
+
+if __name__ == "__main__":
+    unittest.main()
