@@ -1,0 +1,154 @@
+"""The container security context on the real rkt 1.30.0 (stage1 host), read from inside:
+each container prints what its own first process has (id, /proc/self/status) into its log,
+and ExecSync checks what a process there can do. Options rkt cannot express are refused
+with INVALID_ARGUMENT naming the field. Skips, saying why, when rkt cannot be built here."""
+import json
+import os
+import unittest
+
+import grpc
+
+import harness
+
+pb, pbg = harness.stubs()
+
+BUSYBOX = "docker.io/library/busybox:latest"
+NONROOT = "docker.io/rktsim/nonroot:latest"
+# What the first process sees, printed once, then it stays up for ExecSync.
+REPORT = ("echo uid=$(id -u) gid=$(id -g) groups=$(id -G | tr ' ' ,); "
+          "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
+          "echo end; exec sleep 3600")
+
+# Docker's 14 default capabilities as a CapEff mask; CAP_SYS_ADMIN (21), CAP_SYS_PTRACE (19).
+DEFAULT_CAPS = 0xa80425fb
+SYS_ADMIN = 1 << 21
+SYS_PTRACE = 1 << 19
+NET_ADMIN = 1 << 12
+# What systemd-nspawn 252 lets a pod hold (its default bounding set), hence every app in it.
+POD_CAPS = 0xfcecafff
+
+
+class RealRktSecurityTest(unittest.TestCase):
+    def setUp(self):
+        self.env = harness.RktEnv(self).start()
+        ch = self.env.daemon.channel()
+        self.addCleanup(ch.close)
+        self.rs = pbg.RuntimeServiceStub(ch)
+        im = pbg.ImageServiceStub(ch)
+        for image in (BUSYBOX, NONROOT):
+            im.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image=image)), timeout=120)
+
+    def run_pod(self, name, privileged=False):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="sec"),
+            hostname=name, log_directory=os.path.join(self.env.dir, "logs", name))
+        cfg.linux.security_context.privileged = privileged
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        harness.wait_for("sandbox %s running" % name, lambda: json.loads(
+            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
+                    "phase") == "running", timeout=120)
+        return sid, cfg
+
+    def config(self, name, image=BUSYBOX, command=("sh", "-c", REPORT)):
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
+                                image=pb.ImageSpec(image=image), log_path=name + ".log")
+        cc.command.extend(command)
+        return cc
+
+    def create(self, pod, cc):
+        sid, cfg = pod
+        return self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+
+    def refused(self, pod, cc):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.create(pod, cc)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        return e.exception.details()
+
+    def start(self, pod, cc, report=True):
+        """Starts cc and returns (container id, what its first process reported)."""
+        cid = self.create(pod, cc)
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        log = os.path.join(pod[1].log_directory, cc.log_path)
+        end = "end" if report else ""
+
+        def report():
+            st = self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid),
+                                         timeout=10).status
+            if st.state == pb.CONTAINER_EXITED:
+                raise AssertionError("%s exited %d: %s" % (cc.metadata.name, st.exit_code,
+                                                           self.log_lines(log)))
+            lines = self.log_lines(log)
+            return (not end or end in lines) and st.state == pb.CONTAINER_RUNNING
+        harness.wait_for("%s reported" % cc.metadata.name, report, timeout=60, interval=0.2)
+        seen = {}
+        for line in self.log_lines(log):
+            if line.startswith("uid="):
+                seen.update(kv.split("=", 1) for kv in line.split())
+            elif ":" in line:
+                k, v = line.split(":", 1)
+                seen[k] = v.strip()
+        return cid, seen
+
+    @staticmethod
+    def log_lines(path):
+        try:
+            with open(path) as f:
+                # CRI log lines: "<time> <stream> <tag> <text>"
+                return [line.rstrip("\n").split(" ", 3)[3] for line in f if line.count(" ") >= 3]
+        except FileNotFoundError:
+            return []
+
+    def exec(self, cid, *cmd):
+        r = self.rs.ExecSync(pb.ExecSyncRequest(container_id=cid, cmd=list(cmd), timeout=10),
+                             timeout=30)
+        return r.exit_code, r.stdout.decode(), r.stderr.decode()
+
+    def test_users_and_groups(self):
+        pod = self.run_pod("users")
+        # run_as_user that is not root: the app starts (its root directory is the image's
+        # 0755, not 0700) and runs with that uid.
+        cc = self.config("uid")
+        cc.linux.security_context.run_as_user.value = 1000
+        cc.linux.security_context.run_as_group.value = 2000
+        cc.linux.security_context.supplemental_groups.extend([3000, 4000])
+        cid, seen = self.start(pod, cc)
+        self.assertEqual((seen["uid"], seen["gid"]), ("1000", "2000"))
+        self.assertEqual(set(seen["groups"].split(",")), {"2000", "3000", "4000"})
+        self.assertEqual(self.exec(cid, "id", "-u")[1], "1000\n")
+        self.assertEqual(set(self.exec(cid, "id", "-G")[1].split()), {"2000", "3000", "4000"})
+        # Not root: the image's root-owned files are not writable.
+        self.assertNotEqual(self.exec(cid, "touch", "/etc/x")[0], 0)
+        # The image's own user (User 1000:1000), with its entrypoint and working directory.
+        cid, _ = self.start(pod, self.config("image-user", image=NONROOT, command=()),
+                            report=False)
+        self.assertEqual(self.exec(cid, "id", "-u")[1], "1000\n")
+        self.assertEqual(self.exec(cid, "pwd")[1], "/home/app\n")
+        # run_as_username from the image's /etc/passwd.
+        cc = self.config("username")
+        cc.linux.security_context.run_as_username = "app"
+        cid, seen = self.start(pod, cc)
+        self.assertEqual(seen["uid"], "1000")
+        self.assertEqual(self.exec(cid, "id", "-nu")[1], "app\n")
+        # run_as_group without a user is refused, naming the field.
+        cc = self.config("group-only")
+        cc.linux.security_context.run_as_group.value = 5
+        self.assertIn("run_as_group", self.refused(pod, cc))
+
+    def test_readonly_rootfs(self):
+        pod = self.run_pod("rofs")
+        cc = self.config("ro")
+        cc.linux.security_context.readonly_rootfs = True
+        cid, _ = self.start(pod, cc)
+        code, _, err = self.exec(cid, "touch", "/x")
+        self.assertNotEqual(code, 0)
+        self.assertIn("Read-only file system", err)
+        cid, _ = self.start(pod, self.config("rw"))
+        self.assertEqual(self.exec(cid, "touch", "/x")[0], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
