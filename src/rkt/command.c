@@ -102,39 +102,73 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         return 0;
 }
 
+/* What a pod can hold at most: rkt's stage1 starts the pod's systemd with systemd-nspawn's
+ * default bounding set (nspawn 252, no --capability), so no app in it can have more. */
+static const char *const pod_caps[] = {
+    "CAP_CHOWN",           "CAP_DAC_OVERRIDE",     "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",          "CAP_FSETID",           "CAP_KILL",
+    "CAP_SETGID",          "CAP_SETUID",           "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+    "CAP_NET_RAW",         "CAP_IPC_OWNER",        "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",      "CAP_SYS_ADMIN",        "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",        "CAP_SYS_TTY_CONFIG",   "CAP_MKNOD",
+    "CAP_LEASE",           "CAP_AUDIT_WRITE",      "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+};
+
+/* "sys_admin", "CAP_SYS_ADMIN" -> "CAP_SYS_ADMIN" */
+static char *cap_canonical(const char *s)
+{
+        char *c = strncasecmp(s, "CAP_", 4) == 0 ? rkl_xstrdup(s) : rkl_xasprintf("CAP_%s", s);
+        for (char *p = c; *p; p++)
+                *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        return c;
+}
+
 static bool cap_in(char *const *l, const char *cap)
 {
         RKL_STRV_FOREACH (s, l) {
-                const char *name = strncmp(*s, "CAP_", 4) == 0 ? *s + 4 : *s;
+                const char *name = strncasecmp(*s, "CAP_", 4) == 0 ? *s + 4 : *s;
                 if (strcasecmp(name, cap + 4) == 0 || strcasecmp(*s, "ALL") == 0)
                         return true;
         }
         return false;
 }
 
-/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both. */
+static bool is_pod_cap(const char *cap)
+{
+        for (size_t i = 0; i < ELEMENTSOF(pod_caps); i++)
+                if (streq(pod_caps[i], cap))
+                        return true;
+        return false;
+}
+
+static bool has_all(char *const *l)
+{
+        RKL_STRV_FOREACH (s, l)
+                if (strcasecmp(*s, "ALL") == 0)
+                        return true;
+        return false;
+}
+
+/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both and
+ * means all a pod can hold. A privileged container gets them all. */
 static char *caps_retain(const rkl_container_spec *spec)
 {
         _cleanup_strv_free_ char **caps = NULL;
-        bool drop_all = false, add_all = false;
-        RKL_STRV_FOREACH (s, spec->caps_drop)
-                drop_all |= strcasecmp(*s, "ALL") == 0;
-        RKL_STRV_FOREACH (s, spec->caps_add)
-                add_all |= strcasecmp(*s, "ALL") == 0;
-        if (add_all)
-                return NULL; /* caller passes no --caps-retain restriction */
-
-        if (!drop_all)
-                for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
-                        if (!cap_in(spec->caps_drop, default_caps[i]))
-                                rkl_strv_push(&caps, default_caps[i]);
-        RKL_STRV_FOREACH (s, spec->caps_add) {
-                _cleanup_free_ char *c =
-                    strncasecmp(*s, "CAP_", 4) == 0 ? rkl_xstrdup(*s) : rkl_xasprintf("CAP_%s", *s);
-                for (char *p = c; *p; p++)
-                        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-                if (!cap_in(caps, c))
-                        rkl_strv_push(&caps, c);
+        if (spec->privileged || has_all(spec->caps_add)) {
+                for (size_t i = 0; i < ELEMENTSOF(pod_caps); i++)
+                        rkl_strv_push(&caps, pod_caps[i]);
+        } else {
+                if (!has_all(spec->caps_drop))
+                        for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
+                                if (!cap_in(spec->caps_drop, default_caps[i]))
+                                        rkl_strv_push(&caps, default_caps[i]);
+                RKL_STRV_FOREACH (s, spec->caps_add) {
+                        _cleanup_free_ char *c = cap_canonical(*s);
+                        if (!cap_in(caps, c))
+                                rkl_strv_push(&caps, c);
+                }
         }
         size_t len = 1;
         RKL_STRV_FOREACH (s, caps)
@@ -144,6 +178,29 @@ static char *caps_retain(const rkl_container_spec *spec)
         RKL_STRV_FOREACH (s, caps)
                 p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : ",", *s);
         return out;
+}
+
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,
+                                 rkl_error *reterr)
+{
+        /* A privileged pod's nspawn keeps (nearly) every capability, and rkt then puts no
+         * bound on its apps. */
+        RKL_STRV_FOREACH (s, pod_privileged ? NULL : spec->caps_add) {
+                if (strcasecmp(*s, "ALL") == 0)
+                        continue;
+                _cleanup_free_ char *c = cap_canonical(*s);
+                if (!is_pod_cap(c))
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "linux.security_context.capabilities."
+                                             "add_capabilities: rkt's pods cannot hold %s "
+                                             "(systemd-nspawn's bounding set)",
+                                             c);
+        }
+        if (spec->seccomp == RKL_SECCOMP_LOCALHOST && !spec->privileged)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.seccomp: rkt cannot load localhost "
+                                     "profiles");
+        return 0;
 }
 
 /* s with every '%' doubled (taken over). */
@@ -213,13 +270,13 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->oom_score_adj != 0)
                 pushf(&a, "--oom-score-adj=%" PRIi64, spec->oom_score_adj);
 
+        /* The pod's privilege is checked when the container is accepted. */
+        int r = rkl_rkt_container_spec_check(spec, true, reterr);
+        if (r < 0)
+                return r;
         if (spec->privileged || spec->seccomp == RKL_SECCOMP_UNCONFINED)
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
-        else if (spec->seccomp == RKL_SECCOMP_LOCALHOST)
-                return rkl_error_set(reterr, -EINVAL,
-                                     "linux.security_context.seccomp: rkt cannot load localhost "
-                                     "profiles");
-        if (!spec->privileged && (spec->caps_add || spec->caps_drop)) {
+        if (spec->privileged || spec->caps_add || spec->caps_drop) {
                 _cleanup_free_ char *caps = caps_retain(spec);
                 if (caps && *caps)
                         pushf(&a, "--caps-retain=%s", caps);

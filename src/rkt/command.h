@@ -38,6 +38,11 @@ typedef struct rkl_rkt_app_opts {
         const char *log_file;          /* flat file name under the sandbox's log_dir */
 } rkl_rkt_app_opts;
 
+/* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
+ * CreateContainer is accepted, and again when the arguments are built). */
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,
+                                 rkl_error *reterr);
+
 /* `rkt app add UUID IMAGE ...` arguments. */
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr);

@@ -142,7 +142,7 @@ static void test_app_add(void **state)
             .cpu_shares = 512,
             .memory_limit = 64 << 20,
             .oom_score_adj = 500,
-            .caps_add = strv("NET_ADMIN", NULL, NULL),
+            .caps_add = strv("SYS_ADMIN", NULL, NULL),
             .caps_drop = strv("CAP_CHOWN", "kill", NULL),
         };
         rkl_error err = RKL_ERROR_INIT;
@@ -187,7 +187,7 @@ static void test_app_add(void **state)
                         found = true;
                         assert_null(strstr(*p, "CAP_CHOWN"));
                         assert_null(strstr(*p, "CAP_KILL"));
-                        assert_non_null(strstr(*p, "CAP_NET_ADMIN"));
+                        assert_non_null(strstr(*p, "CAP_SYS_ADMIN"));
                         assert_non_null(strstr(*p, "CAP_SETUID"));
                 }
         assert_true(found);
@@ -256,12 +256,24 @@ static void test_app_add_security(void **state)
         assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "seccomp"));
 
+        /* Privileged, or "ALL" added: every capability a pod can hold, drops or not. */
         rkl_container_spec p = {.privileged = true, .caps_drop = strv("ALL", NULL, NULL)};
         assert_int_equal(rkl_rkt_app_add_args("u", &p, &app_opts, &b, &err), 0);
+        bool all = false;
         RKL_STRV_FOREACH (s, b)
-                assert_true(strncmp(*s, "--caps-", 7) != 0);
+                all |= strncmp(*s, "--caps-retain=CAP_CHOWN,", 24) == 0 &&
+                       strstr(*s, ",CAP_SYS_ADMIN,") && strstr(*s, ",CAP_SYS_PTRACE,");
+        assert_true(all);
+
+        /* What no pod can hold is refused, naming the field. */
+        rkl_container_spec n = {.caps_add = strv("net_admin", NULL, NULL)};
+        assert_int_equal(rkl_rkt_container_spec_check(&n, false, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "add_capabilities"));
+        assert_non_null(strstr(err.msg, "CAP_NET_ADMIN"));
+        assert_int_equal(rkl_rkt_container_spec_check(&n, true, &err), 0);
         rkl_container_spec_done(&c);
         rkl_container_spec_done(&p);
+        rkl_container_spec_done(&n);
 }
 
 int main(void)
