@@ -325,6 +325,24 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                                                      "is not a capability",
                                                      *p);
         }
+        /* They go into a systemd unit (rkt/command.c): a plain path, nothing systemd would
+         * read as a quote, a separator or a specifier. */
+        if ((r = strv_from("linux.security_context.masked_paths", sc->masked_paths,
+                           sc->n_masked_paths, RKL_MAX_MOUNTS, RKL_MAX_PATH,
+                           CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT | CHECK_NO_SPACE,
+                           &s->masked_paths, reterr)) < 0 ||
+            (r = strv_from("linux.security_context.readonly_paths", sc->readonly_paths,
+                           sc->n_readonly_paths, RKL_MAX_MOUNTS, RKL_MAX_PATH,
+                           CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT | CHECK_NO_SPACE,
+                           &s->readonly_paths, reterr)) < 0)
+                return r;
+        for (size_t k = 0; k < 2; k++)
+                RKL_STRV_FOREACH (p, k ? s->readonly_paths : s->masked_paths)
+                        if (strpbrk(*p, "\\\"'%;"))
+                                return rkl_error_set(reterr, -EINVAL,
+                                                     "linux.security_context.%s: '%.64s' has a "
+                                                     "character rkt's units cannot take",
+                                                     k ? "readonly_paths" : "masked_paths", *p);
         if (sc->seccomp) {
                 switch (sc->seccomp->profile_type) {
                 case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault:

@@ -83,6 +83,8 @@ void rkl_container_spec_done(rkl_container_spec *s)
         free(s->supplemental_groups);
         rkl_strv_free(s->caps_add);
         rkl_strv_free(s->caps_drop);
+        rkl_strv_free(s->masked_paths);
+        rkl_strv_free(s->readonly_paths);
         free(s->seccomp_localhost_ref);
         *s = (rkl_container_spec){0};
 }

@@ -117,6 +117,7 @@ typedef struct rkl_container_spec {
         size_t n_supplemental_groups;
         bool readonly_rootfs, privileged, no_new_privs;
         char **caps_add, **caps_drop;
+        char **masked_paths, **readonly_paths;
         rkl_seccomp seccomp;
         char *seccomp_localhost_ref;
 } rkl_container_spec;

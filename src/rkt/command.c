@@ -203,6 +203,33 @@ int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privil
         return 0;
 }
 
+static void dropin_paths(char ***l, const char *key, char *const *paths, const char *app_name)
+{
+        /* One assignment per path (systemd appends them); resolved from the pod's root, and
+         * "-": a path the image lacks is no error. */
+        RKL_STRV_FOREACH (p, paths)
+                pushf(l, "%s=-/opt/stage2/%s/rootfs%s", key, app_name, *p);
+}
+
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
+{
+        _cleanup_strv_free_ char **l = NULL;
+        if (spec->no_new_privs)
+                rkl_strv_push(&l, "NoNewPrivileges=yes");
+        dropin_paths(&l, "InaccessiblePaths", spec->masked_paths, app_name);
+        dropin_paths(&l, "ReadOnlyPaths", spec->readonly_paths, app_name);
+        if (!l)
+                return NULL;
+        size_t len = sizeof("[Service]\n");
+        RKL_STRV_FOREACH (s, l)
+                len += strlen(*s) + 1;
+        char *out = rkl_xmalloc(len), *p = out;
+        p += snprintf(p, len, "[Service]\n");
+        RKL_STRV_FOREACH (s, l)
+                p += snprintf(p, len - (size_t)(p - out), "%s\n", *s);
+        return out;
+}
+
 /* s with every '%' doubled (taken over). */
 static char *percent_doubled(char *s)
 {

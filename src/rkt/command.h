@@ -38,6 +38,11 @@ typedef struct rkl_rkt_app_opts {
         const char *log_file;          /* flat file name under the sandbox's log_dir */
 } rkl_rkt_app_opts;
 
+/* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod
+ * (NoNewPrivileges=, InaccessiblePaths= for masked paths, ReadOnlyPaths=), or NULL when the
+ * spec needs none. */
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
+
 /* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
  * CreateContainer is accepted, and again when the arguments are built). */
 int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,

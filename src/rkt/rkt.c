@@ -173,6 +173,11 @@ int rkl_rkt__classify_error(const char *text)
         return -EIO;
 }
 
+const char *rkl_rkt__data_dir(const rkl_rkt *d)
+{
+        return d->dir_flag + strlen("--dir=");
+}
+
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr)
 {

@@ -220,5 +220,41 @@ class RealRktSecurityTest(unittest.TestCase):
         self.assertEqual(self.exec(cid, "hostname")[1], "priv\n")
 
 
+    def test_no_new_privs_and_paths(self):
+        pod = self.run_pod("paths")
+        cid, seen = self.start(pod, self.config("plain"))
+        self.assertEqual(seen["NoNewPrivs"], "0")  # root, as asked: rkt sets none
+        self.assertEqual(self.exec(cid, "sh", "-c", "head -c1 /proc/timer_list")[0], 0)
+        self.assertIn("app:", self.exec(cid, "cat", "/etc/group")[1])
+        self.assertEqual(self.exec(cid, "touch", "/tmp/x")[0], 0)
+        cc = self.config("nnp")
+        cc.linux.security_context.no_new_privs = True
+        # kubelet's defaults for a container that is not privileged (a directory, files,
+        # and paths this kernel may not have).
+        cc.linux.security_context.masked_paths.extend([
+            "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+            "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+            "/etc/group"])
+        cc.linux.security_context.readonly_paths.extend([
+            "/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+            "/proc/sysrq-trigger", "/tmp"])
+        cid, seen = self.start(pod, cc)
+        self.assertEqual(seen["NoNewPrivs"], "1")
+        code, out, _ = self.exec(cid, "sh", "-c", "cat /proc/timer_list")
+        self.assertTrue(code != 0 or out == "", out[:200])
+        self.assertEqual(self.exec(cid, "ls", "/sys/firmware")[1], "")
+        code, out, _ = self.exec(cid, "cat", "/etc/group")
+        self.assertTrue(code != 0 or out == "", out)
+        code, _, err = self.exec(cid, "touch", "/tmp/x")
+        self.assertNotEqual(code, 0)
+        self.assertIn("Read-only", err)
+        # Not a plain absolute path: refused, naming the field.
+        for field, path in (("masked_paths", "proc/x"), ("readonly_paths", "/a b"),
+                            ("masked_paths", "/proc/%n")):
+            cc = self.config("bad-path")
+            getattr(cc.linux.security_context, field).append(path)
+            self.assertIn(field, self.refused(pod, cc))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -276,6 +276,22 @@ static void test_app_add_security(void **state)
         rkl_container_spec_done(&n);
 }
 
+static void test_app_dropin(void **state)
+{
+        rkl_container_spec c = {0};
+        assert_null(rkl_rkt_app_dropin(&c, "cffee"));
+        c.no_new_privs = true;
+        c.masked_paths = strv("/proc/kcore", "/sys/firmware", NULL);
+        c.readonly_paths = strv("/proc/sys", NULL, NULL);
+        _cleanup_free_ char *d = rkl_rkt_app_dropin(&c, "cffee");
+        assert_string_equal(d, "[Service]\n"
+                               "NoNewPrivileges=yes\n"
+                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/proc/kcore\n"
+                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/sys/firmware\n"
+                               "ReadOnlyPaths=-/opt/stage2/cffee/rootfs/proc/sys\n");
+        rkl_container_spec_done(&c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -285,6 +301,7 @@ int main(void)
             cmocka_unit_test(test_app_add),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
+            cmocka_unit_test(test_app_dropin),
             cmocka_unit_test(test_app_add_security),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
