@@ -2,6 +2,7 @@
 
 #include <assert.h>
 
+#include "image-user.h"
 #include "rkt.h"
 #include "rkt-internal.h"
 #include <fcntl.h>
@@ -54,7 +55,13 @@ int rkl_rkt_app_add(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec
         int r;
 
         assert(uuid && spec && o);
-        r = rkl_rkt_app_add_args(uuid, spec, o, &args, reterr);
+        _cleanup_(rkl_rkt_ids_done) rkl_rkt_ids ids = {0};
+        r = rkl_rkt_image_ids(d, o->image, spec, &ids, reterr);
+        if (r < 0)
+                return r;
+        rkl_rkt_app_opts oi = *o;
+        oi.ids = &ids;
+        r = rkl_rkt_app_add_args(uuid, spec, &oi, &args, reterr);
         if (r < 0)
                 return r;
         r = write_dropin(d, uuid, spec, o->app_name, reterr);

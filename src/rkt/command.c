@@ -273,18 +273,27 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->readonly_rootfs)
                 rkl_strv_push(&a, "--readonly-rootfs=true");
 
-        if (!isempty(spec->run_as_username))
+        const rkl_rkt_ids *ids = o->ids && o->ids->set ? o->ids : NULL;
+        if (ids) {
+                pushf(&a, "--user=%" PRIi64, ids->uid);
+                pushf(&a, "--group=%" PRIi64, ids->gid);
+        } else if (!isempty(spec->run_as_username))
                 pushf(&a, "--user=%s", spec->run_as_username);
         else if (spec->has_run_as_user)
                 pushf(&a, "--user=%" PRIi64, spec->run_as_user);
-        if (spec->has_run_as_group)
+        if (!ids && spec->has_run_as_group)
                 pushf(&a, "--group=%" PRIi64, spec->run_as_group);
-        if (spec->n_supplemental_groups > 0) {
-                char buf[4096];
+        /* The spec's groups, then the image's for the user (as containerd adds them). */
+        size_t n_image = ids ? ids->n_groups : 0;
+        if (spec->n_supplemental_groups + n_image > 0) {
+                char buf[8192];
                 size_t n = 0;
-                for (size_t i = 0; i < spec->n_supplemental_groups && n < sizeof(buf) - 32; i++)
+                for (size_t i = 0;
+                     i < spec->n_supplemental_groups + n_image && n < sizeof(buf) - 32; i++)
                         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%" PRIi64, i ? "," : "",
-                                              spec->supplemental_groups[i]);
+                                              i < spec->n_supplemental_groups
+                                                  ? spec->supplemental_groups[i]
+                                                  : ids->groups[i - spec->n_supplemental_groups]);
                 pushf(&a, "--supplementary-gids=%s", buf);
         }
 

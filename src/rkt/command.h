@@ -30,12 +30,21 @@ typedef struct rkl_rkt_sandbox_opts {
 int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o, char ***ret,
                          const char **ret_insecure, rkl_error *reterr);
 
+/* Who the app runs as, resolved from the image (image-user.h). */
+typedef struct rkl_rkt_ids {
+        bool set; /* false: the image's own user and group, as rkt takes them */
+        int64_t uid, gid;
+        int64_t *groups; /* the image's groups that list the user as a member */
+        size_t n_groups;
+} rkl_rkt_ids;
+
 typedef struct rkl_rkt_app_opts {
         const char *container_id;
         const char *app_name;
         const char *image;             /* image ID (sha512-...) or reference */
         char *const *image_entrypoint; /* the image's own entrypoint, for args-only specs */
         const char *log_file;          /* flat file name under the sandbox's log_dir */
+        const rkl_rkt_ids *ids;        /* NULL or unset: run_as_* as the spec says */
 } rkl_rkt_app_opts;
 
 /* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod

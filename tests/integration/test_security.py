@@ -111,15 +111,31 @@ class RealRktSecurityTest(unittest.TestCase):
         pod = self.run_pod("users")
         # run_as_user that is not root: the app starts (its root directory is the image's
         # 0755, not 0700) and runs with that uid.
+        # The image's /etc/group lists "app" (1000) in group 50000: that group is added,
+        # as containerd does.
         cc = self.config("uid")
         cc.linux.security_context.run_as_user.value = 1000
         cc.linux.security_context.run_as_group.value = 2000
         cc.linux.security_context.supplemental_groups.extend([3000, 4000])
         cid, seen = self.start(pod, cc)
         self.assertEqual((seen["uid"], seen["gid"]), ("1000", "2000"))
-        self.assertEqual(set(seen["groups"].split(",")), {"2000", "3000", "4000"})
+        groups = {"2000", "3000", "4000", "50000"}
+        self.assertEqual(set(seen["groups"].split(",")), groups)
         self.assertEqual(self.exec(cid, "id", "-u")[1], "1000\n")
-        self.assertEqual(set(self.exec(cid, "id", "-G")[1].split()), {"2000", "3000", "4000"})
+        self.assertEqual(set(self.exec(cid, "id", "-G")[1].split()), groups)
+        # Without run_as_group the user's own group from /etc/passwd (critest's "primary UID
+        # belongs to some groups in the image" case).
+        cc = self.config("uid-only")
+        cc.linux.security_context.run_as_user.value = 1000
+        cc.linux.security_context.supplemental_groups.append(1234)
+        cid, seen = self.start(pod, cc)
+        self.assertEqual((seen["uid"], seen["gid"]), ("1000", "1000"))
+        self.assertEqual(self.exec(cid, "id", "-G")[1], "1000 1234 50000\n")
+        # A uid the image does not name: gid 0, no group of the image's.
+        cc = self.config("unnamed")
+        cc.linux.security_context.run_as_user.value = 4242
+        _, seen = self.start(pod, cc)
+        self.assertEqual((seen["uid"], seen["gid"], seen["groups"]), ("4242", "0", "0"))
         # Not root: the image's root-owned files are not writable.
         self.assertNotEqual(self.exec(cid, "touch", "/etc/x")[0], 0)
         # The image's own user (User 1000:1000), with its entrypoint and working directory.
@@ -131,8 +147,19 @@ class RealRktSecurityTest(unittest.TestCase):
         cc = self.config("username")
         cc.linux.security_context.run_as_username = "app"
         cid, seen = self.start(pod, cc)
-        self.assertEqual(seen["uid"], "1000")
+        self.assertEqual((seen["uid"], seen["gid"]), ("1000", "1000"))
+        self.assertEqual(set(seen["groups"].split(",")), {"1000", "50000"})
         self.assertEqual(self.exec(cid, "id", "-nu")[1], "app\n")
+        # A name the image does not have: the container fails, saying why.
+        cc = self.config("nobody-here")
+        cc.linux.security_context.run_as_username = "ghost"
+        cid = self.create(pod, cc)
+
+        def failed():
+            info = json.loads(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+                container_id=cid, verbose=True), timeout=10).info["info"])
+            return "ghost" in (info.get("lastError") or "")
+        harness.wait_for("ghost refused", failed, timeout=60, interval=0.2)
         # run_as_group without a user is refused, naming the field.
         cc = self.config("group-only")
         cc.linux.security_context.run_as_group.value = 5
