@@ -196,10 +196,6 @@ int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privil
                                              "(systemd-nspawn's bounding set)",
                                              c);
         }
-        if (spec->seccomp == RKL_SECCOMP_LOCALHOST && !spec->privileged)
-                return rkl_error_set(reterr, -EINVAL,
-                                     "linux.security_context.seccomp: rkt cannot load localhost "
-                                     "profiles");
         return 0;
 }
 
@@ -218,6 +214,9 @@ char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
                 rkl_strv_push(&l, "NoNewPrivileges=yes");
         dropin_paths(&l, "InaccessiblePaths", spec->masked_paths, app_name);
         dropin_paths(&l, "ReadOnlyPaths", spec->readonly_paths, app_name);
+        /* A privileged container ignores its profile, as with runc. */
+        if (spec->seccomp == RKL_SECCOMP_LOCALHOST && spec->seccomp_unit && !spec->privileged)
+                rkl_strv_push(&l, spec->seccomp_unit);
         if (!l)
                 return NULL;
         size_t len = sizeof("[Service]\n");
@@ -310,7 +309,8 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         int r = rkl_rkt_container_spec_check(spec, true, reterr);
         if (r < 0)
                 return r;
-        if (spec->privileged || spec->seccomp == RKL_SECCOMP_UNCONFINED)
+        /* No filter of rkt's: unconfined, or the localhost profile alone (rktlet's drop-in). */
+        if (spec->privileged || spec->seccomp != RKL_SECCOMP_RUNTIME_DEFAULT)
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
         if (spec->privileged || spec->caps_add || spec->caps_drop) {
                 _cleanup_free_ char *caps = caps_retain(spec);

@@ -52,6 +52,10 @@ typedef struct rkl_rkt_app_opts {
  * spec needs none. */
 char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
 
+/* A localhost seccomp profile (OCI JSON) as the lines of a [Service] section, in *ret;
+ * -EINVAL with the reason for what systemd's SystemCallFilter= cannot express exactly. */
+int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rkl_error *reterr);
+
 /* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
  * CreateContainer is accepted, and again when the arguments are built). */
 int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,

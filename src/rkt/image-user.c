@@ -164,7 +164,9 @@ int rkl_rkt_image_ids(rkl_rkt *d, const char *image_id, const rkl_container_spec
         if (spec->has_run_as_group)
                 ids.gid = spec->run_as_group;
 
-        for (const char *l = group; name && l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *image_groups = spec->supplemental_groups_strict ? NULL : group;
+        for (const char *l = image_groups; name && l && *l;
+             l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
                 _cleanup_free_ char *g = field(l, 2), *members = field(l, 3);
                 int64_t gid;
                 if (!members || !parse_id(g, &gid) || !member_of(members, name))

@@ -86,8 +86,8 @@ class RealRktSecurityTest(unittest.TestCase):
         harness.wait_for("%s reported" % cc.metadata.name, report, timeout=60, interval=0.2)
         seen = {}
         for line in self.log_lines(log):
-            if line.startswith("uid="):
-                seen.update(kv.split("=", 1) for kv in line.split())
+            if line.startswith("uid=") or line.startswith("try:"):
+                seen.update(kv.split("=", 1) for kv in line.split() if "=" in kv)
             elif ":" in line:
                 k, v = line.split(":", 1)
                 seen[k] = v.strip()
@@ -281,6 +281,75 @@ class RealRktSecurityTest(unittest.TestCase):
             cc = self.config("bad-path")
             getattr(cc.linux.security_context, field).append(path)
             self.assertIn(field, self.refused(pod, cc))
+
+
+    def test_seccomp_and_apparmor(self):
+        pod = self.run_pod("seccomp")
+        # What the first process may do, then the usual report.
+        tries = ("echo try: sethostname=$(hostname sec0 2>/dev/null && echo ok || echo no) "
+                 "chmod=$(chmod 1777 /tmp 2>/dev/null && echo ok || echo no); ")
+
+        def run(name, profile=None, path=None, caps=("SYS_ADMIN",)):
+            cc = self.config(name, command=("sh", "-c", tries + REPORT))
+            sc = cc.linux.security_context
+            sc.capabilities.add_capabilities.extend(caps)
+            if profile is not None:
+                sc.seccomp.profile_type = profile
+                if path:
+                    sc.seccomp.localhost_ref = path
+            elif path is not None:
+                sc.seccomp_profile_path = path
+            return self.start(pod, cc)[1]
+
+        block = os.path.join(self.env.dir, "block-chmod.json")
+        with open(block, "w") as f:
+            json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+                {"names": ["chmod", "fchmodat", "fchmodat2"], "action": "SCMP_ACT_ERRNO"}]}, f)
+        # rkt's default filter refuses sethostname; unconfined (what nothing asked for is) and
+        # a profile that does not name it let CAP_SYS_ADMIN do it.
+        seen = run("default", pb.SecurityProfile.RuntimeDefault)
+        self.assertEqual((seen["sethostname"], seen["chmod"]), ("no", "ok"))
+        seen = run("docker-default", path="docker/default")
+        self.assertEqual(seen["sethostname"], "no")
+        for name, kw in (("unconfined", {"profile": pb.SecurityProfile.Unconfined}),
+                         ("nothing", {}), ("unconfined-path", {"path": "unconfined"})):
+            seen = run(name, **kw)
+            self.assertEqual((seen["sethostname"], seen["chmod"]), ("ok", "ok"), name)
+        # A localhost profile, in either field: its syscalls are refused, the rest allowed.
+        for name, kw in (("local", {"profile": pb.SecurityProfile.Localhost, "path": block}),
+                         ("local-path", {"path": "localhost/" + block})):
+            seen = run(name, **kw)
+            self.assertEqual((seen["sethostname"], seen["chmod"]), ("ok", "no"), name)
+        # What cannot be honoured exactly is refused, naming the field.
+        cond = os.path.join(self.env.dir, "cond.json")
+        with open(cond, "w") as f:
+            json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+                {"names": ["kill"], "action": "SCMP_ACT_ERRNO",
+                 "args": [{"index": 1, "value": 9, "op": "SCMP_CMP_EQ"}]}]}, f)
+        for field, setup in (
+                ("seccomp_profile_path", lambda sc: setattr(sc, "seccomp_profile_path",
+                                                            "block-chmod.json")),
+                ("localhost_ref", lambda sc: (sc.seccomp.__setattr__(
+                    "profile_type", pb.SecurityProfile.Localhost),
+                    sc.seccomp.__setattr__("localhost_ref", cond))),
+                ("localhost_ref", lambda sc: (sc.seccomp.__setattr__(
+                    "profile_type", pb.SecurityProfile.Localhost),
+                    sc.seccomp.__setattr__("localhost_ref", block + ".missing"))),
+                ("apparmor", lambda sc: (sc.apparmor.__setattr__(
+                    "profile_type", pb.SecurityProfile.Localhost),
+                    sc.apparmor.__setattr__("localhost_ref", "k8s-deny-write"))),
+                ("apparmor_profile", lambda sc: setattr(sc, "apparmor_profile",
+                                                        "localhost/k8s-deny-write")),
+                ("selinux_options", lambda sc: setattr(sc.selinux_options, "type",
+                                                       "spc_t"))):
+            cc = self.config("refused")
+            setup(cc.linux.security_context)
+            self.assertIn(field, self.refused(pod, cc))
+        # AppArmor's runtime default and unconfined are accepted (rkt applies none).
+        cc = self.config("apparmor-unconfined")
+        cc.linux.security_context.apparmor_profile = "unconfined"
+        cc.linux.security_context.apparmor.profile_type = pb.SecurityProfile.RuntimeDefault
+        self.start(pod, cc)
 
 
 if __name__ == "__main__":

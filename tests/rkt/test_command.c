@@ -252,9 +252,15 @@ static void test_app_add_security(void **state)
                 removed |= strncmp(*p, "--caps-remove=", 14) == 0;
         assert_true(removed);
 
-        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST};
-        assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "seccomp"));
+        /* A localhost profile alone: no filter of rkt's, the profile's in the drop-in. */
+        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST,
+                                .seccomp_unit = rkl_xstrdup("SystemCallFilter=~chmod")};
+        assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), 0);
+        assert_true(has(none, "--seccomp=mode=retain,@appc.io/all"));
+        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&l, "cffee");
+        assert_string_equal(dropin, "[Service]\nSystemCallFilter=~chmod\n");
+        rkl_strv_free(none);
+        rkl_container_spec_done(&l);
 
         /* Privileged, or "ALL" added: every capability a pod can hold, drops or not. */
         rkl_container_spec p = {.privileged = true, .caps_drop = strv("ALL", NULL, NULL)};
@@ -292,6 +298,44 @@ static void test_app_dropin(void **state)
         rkl_container_spec_done(&c);
 }
 
+static void test_seccomp_profile(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char *u = NULL;
+        static const char block[] =
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"chmod\", "
+            "\"fchmodat\"], \"action\": \"SCMP_ACT_ERRNO\"}, {\"name\": \"sethostname\", "
+            "\"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1}]}";
+        assert_int_equal(rkl_rkt_seccomp_profile_to_unit(block, strlen(block), &u, &err), 0);
+        assert_string_equal(u, "SystemCallFilter=\nSystemCallFilter=~chmod fchmodat sethostname\n"
+                               "SystemCallErrorNumber=1\n");
+        free(u);
+        static const char allow[] =
+            "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38, \"syscalls\": "
+            "[{\"names\": [\"read\", \"exit\"], \"action\": \"SCMP_ACT_ALLOW\"}]}";
+        assert_int_equal(rkl_rkt_seccomp_profile_to_unit(allow, strlen(allow), &u, &err), 0);
+        assert_string_equal(u, "SystemCallFilter=\nSystemCallFilter=read exit\n"
+                               "SystemCallErrorNumber=38\n");
+        free(u);
+        static const char *const refused[] = {
+            "{\"defaultAction\": \"SCMP_ACT_TRACE\"}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"kill\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 1, \"value\": 9, "
+            "\"op\": \"SCMP_CMP_EQ\"}]}]}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"a\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\"}, {\"names\": [\"b\"], \"action\": "
+            "\"SCMP_ACT_KILL\"}]}",
+            "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"x y\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\"}]}",
+            "not json",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                assert_int_equal(
+                    rkl_rkt_seccomp_profile_to_unit(refused[i], strlen(refused[i]), &u, &err),
+                    i == ELEMENTSOF(refused) - 1 ? -EBADMSG : -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -302,6 +346,7 @@ int main(void)
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
             cmocka_unit_test(test_app_dropin),
+            cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_app_add_security),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
