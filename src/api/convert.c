@@ -11,6 +11,7 @@
 #include "base/strv.h"
 #include "base/utf8.h"
 #include "rkt/command.h"
+#include "rkt/sysctl.h"
 #include "base/banned.h"
 
 /* What a string may not be, beyond length and UTF-8. */
@@ -219,6 +220,33 @@ static int seccomp_kind(const Runtime__V1__SecurityProfile *p, const char *path,
                              field, path);
 }
 
+/* Only what a pod's own namespaces hold (rkt/sysctl.c sets them there), by plain names. */
+static int sysctls_check(const rkl_kvs *l, rkl_error *reterr)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                const char *k = l->items[i].key, *v = l->items[i].value;
+                bool plain = *k && k[0] != '.' && !strstr(k, "..") && k[strlen(k) - 1] != '.';
+                for (const char *p = k; *p && plain; p++)
+                        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                                (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.';
+                if (!plain)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: '%.64s' is not a sysctl name",
+                                             k);
+                if (!rkl_rkt_sysctl_is_namespaced(k))
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: '%.64s' is not namespaced: a "
+                                             "pod cannot set it",
+                                             k);
+                if (strpbrk(v, "\n") || strlen(v) > 4096)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: the value of '%.64s' is not "
+                                             "one line",
+                                             k);
+        }
+        return 0;
+}
+
 int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *ret,
                              rkl_error *reterr)
 {
@@ -291,6 +319,9 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
                 r = KVS_FROM("config.linux.sysctls", l->sysctls, l->n_sysctls, &s.sysctls, reterr);
                 if (r < 0)
                         return r;
+                r = sysctls_check(&s.sysctls, reterr);
+                if (r < 0)
+                        return r;
                 if (l->security_context) {
                         const Runtime__V1__LinuxSandboxSecurityContext *sc = l->security_context;
                         s.privileged = sc->privileged;
@@ -312,6 +343,13 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
                         if (sc->namespace_options) {
                                 const Runtime__V1__NamespaceOption *ns = sc->namespace_options;
                                 s.host_network = ns->network == RUNTIME__V1__NAMESPACE_MODE__NODE;
+                                for (size_t i = 0; s.host_network && i < s.sysctls.n; i++)
+                                        if (strncmp(s.sysctls.items[i].key, "net.", 4) == 0)
+                                                return rkl_error_set(
+                                                    reterr, -EINVAL,
+                                                    "config.linux.sysctls: '%.64s' would be the "
+                                                    "host's: the pod uses the host's network",
+                                                    s.sysctls.items[i].key);
                                 /* rkt's app sandbox cannot share the host's PID or IPC
                                  * namespace: refuse rather than pretend. */
                                 if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE)

@@ -3,6 +3,7 @@
 #include <assert.h>
 
 #include "image-user.h"
+#include "sysctl.h"
 #include "rkt.h"
 #include "rkt-internal.h"
 #include <fcntl.h>
@@ -62,6 +63,11 @@ int rkl_rkt_app_add(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec
         rkl_rkt_app_opts oi = *o;
         oi.ids = &ids;
         r = rkl_rkt_app_add_args(uuid, spec, &oi, &args, reterr);
+        if (r < 0)
+                return r;
+        /* Before every app, not once per pod: cheap, idempotent, and no app ever starts
+         * without them, whatever a restart of the daemon interrupted. */
+        r = rkl_rkt_pod_sysctls(o->pod_pid, o->pod_sysctls, reterr);
         if (r < 0)
                 return r;
         r = write_dropin(d, uuid, spec, o->app_name, reterr);

@@ -45,6 +45,8 @@ typedef struct rkl_rkt_app_opts {
         char *const *image_entrypoint; /* the image's own entrypoint, for args-only specs */
         const char *log_file;          /* flat file name under the sandbox's log_dir */
         const rkl_rkt_ids *ids;        /* NULL or unset: run_as_* as the spec says */
+        const rkl_kvs *pod_sysctls;    /* set in the pod's namespaces before the app is added */
+        uint32_t pod_pid;              /* the pod's nspawn (its ppid file) */
 } rkl_rkt_app_opts;
 
 /* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod

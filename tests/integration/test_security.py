@@ -352,5 +352,103 @@ class RealRktSecurityTest(unittest.TestCase):
         self.start(pod, cc)
 
 
+class RealRktPodNetworkTest(unittest.TestCase):
+    """DNS, hostname, sysctls, port mappings and the host's network, seen from inside."""
+    setUp = RealRktSecurityTest.setUp
+    start = RealRktSecurityTest.start
+    create = RealRktSecurityTest.create
+    refused = RealRktSecurityTest.refused
+    exec = RealRktSecurityTest.exec
+    log_lines = staticmethod(RealRktSecurityTest.log_lines)
+
+    def run_pod(self, name, **kw):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="net"),
+            log_directory=os.path.join(self.env.dir, "logs", name), **kw)
+        return self.run_config(cfg)
+
+    def run_config(self, cfg):
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        harness.wait_for("sandbox running", lambda: json.loads(
+            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
+                    "phase") == "running", timeout=120)
+        return sid, cfg
+
+    def config(self, name, command):
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
+                                image=pb.ImageSpec(image=BUSYBOX), log_path=name + ".log")
+        cc.command.extend(["sh", "-c", command + "; echo end; exec sleep 3600"])
+        return cc
+
+    def test_pod_network(self):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name="web", uid="web-uid", namespace="net"),
+            hostname="web-host", log_directory=os.path.join(self.env.dir, "logs", "web"),
+            dns_config=pb.DNSConfig(servers=["10.96.0.10"], searches=["net.svc.cluster.local",
+                                                                     "cluster.local"],
+                                    options=["ndots:5"]),
+            port_mappings=[pb.PortMapping(protocol=pb.TCP, container_port=80, host_port=8080)])
+        cfg.linux.sysctls["net.ipv4.ip_local_port_range"] = "20000 30000"
+        cfg.linux.sysctls["kernel.shm_rmid_forced"] = "1"
+        host_range = self.env.run("cat", "/proc/sys/net/ipv4/ip_local_port_range").stdout
+        pod = self.run_config(cfg)
+        cid, _ = self.start(pod, self.config("web", (
+            "echo index > /tmp/index.html; httpd -p 80 -h /tmp; "
+            "echo sysctl: range=$(tr '\\t' - < /proc/sys/net/ipv4/ip_local_port_range) "
+            "rmid=$(cat /proc/sys/kernel/shm_rmid_forced)")))
+        resolv = self.exec(cid, "cat", "/etc/resolv.conf")[1]
+        self.assertIn("nameserver 10.96.0.10", resolv)
+        self.assertIn("search net.svc.cluster.local cluster.local", resolv)
+        self.assertIn("options ndots:5", resolv)
+        self.assertEqual(self.exec(cid, "hostname")[1], "web-host\n")
+        lines = self.log_lines(os.path.join(cfg.log_directory, "web.log"))
+        self.assertIn("sysctl: range=20000-30000 rmid=1", lines)
+        # Only the pod's namespaces changed.
+        self.assertEqual(self.env.run("cat", "/proc/sys/net/ipv4/ip_local_port_range").stdout,
+                         host_range)
+        # The host port reaches the pod's port 80 at the host's address (inside the env).
+        addrs = self.env.run("ip", "-4", "-o", "addr", "show").stdout
+        host_ip = [line.split()[3].split("/")[0] for line in addrs.splitlines()
+                   if " lo " not in line][0]
+        got = self.env.run("sh", "-c", "printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | "
+                           "busybox nc -w 5 %s 8080" % host_ip, check=False).stdout
+        self.assertIn("index", got)
+
+    def test_host_network_and_refusals(self):
+        pod = self.run_pod("hostnet")
+        cfg = pod[1]
+        cfg2 = pb.PodSandboxConfig()
+        cfg2.CopyFrom(cfg)
+        cfg2.metadata.name = cfg2.metadata.uid = "hostnet2"
+        cfg2.linux.security_context.namespace_options.network = pb.NODE
+        pod = self.run_config(cfg2)
+        cid, _ = self.start(pod, self.config("h", "true"))
+        self.assertEqual(sorted(l.split(":")[0].strip() for l in self.exec(
+            cid, "cat", "/proc/net/dev")[1].splitlines()[2:]), sorted(
+            l.split(":")[0].strip() for l in self.env.run("cat", "/proc/net/dev").stdout
+            .splitlines()[2:]))
+
+        def bad(field, change):
+            c = pb.PodSandboxConfig()
+            c.CopyFrom(cfg)
+            change(c)
+            with self.assertRaises(grpc.RpcError) as e:
+                self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=c), timeout=10)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(field, e.exception.details())
+        bad("sysctls", lambda c: c.linux.sysctls.__setitem__("vm.swappiness", "1"))
+        bad("sysctls", lambda c: c.linux.sysctls.__setitem__("net/ipv4/ip_forward", "1"))
+        bad("sysctls", lambda c: (c.linux.security_context.namespace_options.__setattr__(
+            "network", pb.NODE), c.linux.sysctls.__setitem__("net.ipv4.ip_forward", "1")))
+        bad("namespace_options.pid", lambda c: setattr(
+            c.linux.security_context.namespace_options, "pid", pb.NODE))
+        bad("namespace_options.ipc", lambda c: setattr(
+            c.linux.security_context.namespace_options, "ipc", pb.NODE))
+        bad("seccomp_profile_path", lambda c: setattr(
+            c.linux.security_context, "seccomp_profile_path", "nonsense"))
+
+
 if __name__ == "__main__":
     unittest.main()
