@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "observe.h"
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/crash.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -86,6 +87,11 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
         if (k < 0)
                 return RKL_APP_PROC_UNKNOWN;
         if (*ret_pid <= 0)
+                return RKL_APP_PROC_NONE;
+        /* Not running before its program does: systemd's child still has the manager's root
+         * and privileges (and ExecSync waits for the same). */
+        if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING &&
+            rkl_pid_before_exec(*ret_pid, NULL) > 0)
                 return RKL_APP_PROC_NONE;
         /* The first sight of its process: give the app a memory cgroup of its own, so that
          * its OOM kills are its own (idempotent; after a restart it moves nothing). */

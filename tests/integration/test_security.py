@@ -165,6 +165,25 @@ class RealRktSecurityTest(unittest.TestCase):
         cc.linux.security_context.run_as_group.value = 5
         self.assertIn("run_as_group", self.refused(pod, cc))
 
+    def test_running_means_its_program_runs(self):
+        """RUNNING is reported once the app runs its program, not while systemd's child
+        (named "(sleep)") still sets it up with the manager's root and privileges."""
+        pod = self.run_pod("exec")
+        for i in range(3):
+            cc = self.config("c%d" % i, command=("sleep", "3600"))
+            cc.linux.security_context.run_as_user.value = 1000
+            cid = self.create(pod, cc)
+            self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+            info = {}
+
+            def running():
+                info.update(json.loads(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+                    container_id=cid, verbose=True), timeout=10).info["info"]))
+                return info["phase"] == "running"
+            harness.wait_for("running", running, timeout=60, interval=0.01)
+            comm = self.env.run("cat", "/proc/%d/comm" % info["pid"]).stdout.strip()
+            self.assertEqual(comm, "sleep")
+
     def test_readonly_rootfs(self):
         pod = self.run_pod("rofs")
         cc = self.config("ro")
