@@ -184,6 +184,29 @@ class RealRktSecurityTest(unittest.TestCase):
             comm = self.env.run("cat", "/proc/%d/comm" % info["pid"]).stdout.strip()
             self.assertEqual(comm, "sleep")
 
+    def test_mounts(self):
+        pod = self.run_pod("mounts")
+        data = os.path.join(self.env.dir, "data")
+        os.makedirs(data)
+        with open(os.path.join(data, "f"), "w") as f:
+            f.write("hello\n")
+        link = os.path.join(self.env.dir, "link")
+        os.symlink(data, link)
+        # A host path that is a symlink: its target is mounted.
+        cc = self.config("link")
+        cc.mounts.add(container_path="/data", host_path=link)
+        cc.mounts.add(container_path="/ro", host_path=link, readonly=True)
+        cid, _ = self.start(pod, cc)
+        self.assertEqual(self.exec(cid, "cat", "/data/f")[1], "hello\n")
+        self.assertEqual(self.exec(cid, "touch", "/data/g")[0], 0)
+        self.assertTrue(os.path.exists(os.path.join(data, "g")))
+        self.assertNotEqual(self.exec(cid, "touch", "/ro/h")[0], 0)
+        # Propagation other than private is refused, naming the mount.
+        for prop in (pb.PROPAGATION_HOST_TO_CONTAINER, pb.PROPAGATION_BIDIRECTIONAL):
+            cc = self.config("prop")
+            cc.mounts.add(container_path="/data", host_path=data, propagation=prop)
+            self.assertIn("mounts[0].propagation", self.refused(pod, cc))
+
     def test_readonly_rootfs(self):
         pod = self.run_pod("rofs")
         cc = self.config("ro")
