@@ -118,35 +118,11 @@ void rkl_rkt_ids_done(rkl_rkt_ids *ids)
         *ids = (rkl_rkt_ids){0};
 }
 
-int rkl_rkt_image_ids(rkl_rkt *d, const char *image_id, const rkl_container_spec *spec,
+int rkl_rkt_ids_parse(const char *passwd, const char *group, const rkl_container_spec *spec,
                       rkl_rkt_ids *ret, rkl_error *reterr)
 {
-        _cleanup_free_ char *passwd = NULL, *group = NULL, *name = NULL, *tree = NULL;
-        rkl_rkt_ids ids = {0};
-        int r;
-
-        /* The image's own user: rkt uses the manifest's user and group as they are. */
-        if (!spec->has_run_as_user && !spec->run_as_username)
-                return 0;
-        if (!image_id || strncmp(image_id, "sha512-", 7) != 0 || !(tree = tree_id(image_id)))
-                return rkl_error_set(reterr, -EINVAL, "%s: not an image ID", image_id);
-        _cleanup_free_ char *root =
-            rkl_xasprintf("%s/cas/tree/%s/rootfs", rkl_rkt__data_dir(d), tree);
-        _cleanup_close_ int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        /* `rkt image gc` removed it (app add renders it again), or the simulator has none:
-         * rkt's own way then (ret->set false). */
-        if (rootfd < 0 && errno == ENOENT)
-                return 0;
-        if (rootfd < 0)
-                return rkl_error_set(reterr, -errno, "image %s: %s: %s", image_id, root,
-                                     strerror(errno));
-        r = read_in_root(rootfd, "etc/passwd", &passwd);
-        if (r < 0 && r != -ENOENT)
-                return rkl_error_set(reterr, r, "image %s: /etc/passwd: %s", image_id,
-                                     strerror(-r));
-        r = read_in_root(rootfd, "etc/group", &group);
-        if (r < 0 && r != -ENOENT)
-                return rkl_error_set(reterr, r, "image %s: /etc/group: %s", image_id, strerror(-r));
+        _cleanup_(rkl_rkt_ids_done) rkl_rkt_ids ids = {0};
+        _cleanup_free_ char *name = NULL;
 
         if (spec->run_as_username) {
                 if (!passwd ||
@@ -178,5 +154,39 @@ int rkl_rkt_image_ids(rkl_rkt *d, const char *image_id, const rkl_container_spec
         }
         ids.set = true;
         *ret = ids;
+        ids = (rkl_rkt_ids){0};
         return 0;
+}
+
+int rkl_rkt_image_ids(rkl_rkt *d, const char *image_id, const rkl_container_spec *spec,
+                      rkl_rkt_ids *ret, rkl_error *reterr)
+{
+        _cleanup_free_ char *passwd = NULL, *group = NULL, *tree = NULL;
+        int r;
+
+        /* The image's own user: rkt uses the manifest's user and group as they are. */
+        if (!spec->has_run_as_user && !spec->run_as_username)
+                return 0;
+        if (!image_id || strncmp(image_id, "sha512-", 7) != 0 || !(tree = tree_id(image_id)))
+                return rkl_error_set(reterr, -EINVAL, "%s: not an image ID",
+                                     image_id ? image_id : "(none)");
+        _cleanup_free_ char *root =
+            rkl_xasprintf("%s/cas/tree/%s/rootfs", rkl_rkt__data_dir(d), tree);
+        _cleanup_close_ int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* `rkt image gc` removed it (app add renders it again), or the simulator has none:
+         * rkt's own way then (ret->set false). */
+        if (rootfd < 0 && errno == ENOENT)
+                return 0;
+        if (rootfd < 0)
+                return rkl_error_set(reterr, -errno, "image %s: %s: %s", image_id, root,
+                                     strerror(errno));
+        r = read_in_root(rootfd, "etc/passwd", &passwd);
+        if (r < 0 && r != -ENOENT)
+                return rkl_error_set(reterr, r, "image %s: /etc/passwd: %s", image_id,
+                                     strerror(-r));
+        r = read_in_root(rootfd, "etc/group", &group);
+        if (r < 0 && r != -ENOENT)
+                return rkl_error_set(reterr, r, "image %s: /etc/group: %s", image_id, strerror(-r));
+
+        return rkl_rkt_ids_parse(passwd, group, spec, ret, reterr);
 }

@@ -13,6 +13,10 @@
 
 void rkl_rkt_ids_done(rkl_rkt_ids *ids);
 
+/* The rules below over the texts of /etc/passwd and /etc/group (NULL: the image has none). */
+int rkl_rkt_ids_parse(const char *passwd, const char *group, const rkl_container_spec *spec,
+                      rkl_rkt_ids *ret, rkl_error *reterr);
+
 /* For a spec with run_as_user or run_as_username: the uid (a name looked up in the image's
  * /etc/passwd, -ENOENT naming the field when it is not there), the gid (run_as_group, else the
  * user's own from /etc/passwd, else 0) and the user's groups in /etc/group. image_id is the
