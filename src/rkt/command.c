@@ -143,6 +143,65 @@ static bool is_pod_cap(const char *cap)
         return false;
 }
 
+/* Docker's denylist (rkt's @docker/default-blacklist) and the capability with which Docker's
+ * default profile allows each all the same (NULL: never). rkt's own default is an allowlist of
+ * 2016 without statx, rseq or clone3: it kills today's programs with SIGSYS at their first
+ * thread or `ls -l`, so the runtime's default is this list instead. */
+static const struct {
+        const char *syscall, *cap;
+} default_denied[] = {
+    {"acct", "CAP_SYS_PACCT"},
+    {"add_key", NULL},
+    {"adjtimex", "CAP_SYS_TIME"},
+    {"bpf", "CAP_SYS_ADMIN"},
+    {"clock_adjtime", "CAP_SYS_TIME"},
+    {"clock_settime", "CAP_SYS_TIME"},
+    {"create_module", "CAP_SYS_MODULE"},
+    {"delete_module", "CAP_SYS_MODULE"},
+    {"finit_module", "CAP_SYS_MODULE"},
+    {"get_kernel_syms", NULL},
+    {"get_mempolicy", "CAP_SYS_NICE"},
+    {"init_module", "CAP_SYS_MODULE"},
+    {"ioperm", "CAP_SYS_RAWIO"},
+    {"iopl", "CAP_SYS_RAWIO"},
+    {"kcmp", "CAP_SYS_PTRACE"},
+    {"kexec_file_load", "CAP_SYS_BOOT"},
+    {"kexec_load", "CAP_SYS_BOOT"},
+    {"keyctl", NULL},
+    {"lookup_dcookie", "CAP_SYS_ADMIN"},
+    {"mbind", "CAP_SYS_NICE"},
+    {"mount", "CAP_SYS_ADMIN"},
+    {"move_pages", NULL},
+    {"name_to_handle_at", "CAP_DAC_READ_SEARCH"},
+    {"nfsservctl", NULL},
+    {"open_by_handle_at", "CAP_DAC_READ_SEARCH"},
+    {"perf_event_open", "CAP_SYS_ADMIN"},
+    {"pivot_root", "CAP_SYS_ADMIN"},
+    {"process_vm_readv", "CAP_SYS_PTRACE"},
+    {"process_vm_writev", "CAP_SYS_PTRACE"},
+    {"ptrace", "CAP_SYS_PTRACE"},
+    {"query_module", "CAP_SYS_MODULE"},
+    {"quotactl", "CAP_SYS_ADMIN"},
+    {"reboot", "CAP_SYS_BOOT"},
+    {"request_key", NULL},
+    {"set_mempolicy", "CAP_SYS_NICE"},
+    {"setns", "CAP_SYS_ADMIN"},
+    {"settimeofday", "CAP_SYS_TIME"},
+    {"stime", "CAP_SYS_TIME"},
+    {"swapon", "CAP_SYS_ADMIN"},
+    {"swapoff", "CAP_SYS_ADMIN"},
+    {"sysfs", NULL},
+    {"_sysctl", NULL},
+    {"umount", "CAP_SYS_ADMIN"},
+    {"umount2", "CAP_SYS_ADMIN"},
+    {"unshare", "CAP_SYS_ADMIN"},
+    {"uselib", NULL},
+    {"userfaultfd", NULL},
+    {"ustat", NULL},
+    {"vm86", NULL},
+    {"vm86old", NULL},
+};
+
 static bool has_all(char *const *l)
 {
         RKL_STRV_FOREACH (s, l)
@@ -177,6 +236,32 @@ static char *caps_retain(const rkl_container_spec *spec)
         *p = 0;
         RKL_STRV_FOREACH (s, caps)
                 p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : ",", *s);
+        return out;
+}
+
+/* Whether the app holds cap, by Docker's rules (as caps_retain() makes them). */
+static bool holds_cap(const rkl_container_spec *spec, const char *cap)
+{
+        if (spec->privileged || has_all(spec->caps_add) || cap_in(spec->caps_add, cap))
+                return true;
+        if (has_all(spec->caps_drop) || cap_in(spec->caps_drop, cap))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
+                if (streq(default_caps[i], cap))
+                        return true;
+        return false;
+}
+
+static char *default_seccomp(const rkl_container_spec *spec)
+{
+        size_t len = 64;
+        for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
+                len += strlen(default_denied[i].syscall) + 1;
+        char *out = rkl_xmalloc(len), *p = out;
+        p += snprintf(p, len, "--seccomp=mode=remove,errno=EPERM");
+        for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
+                if (!default_denied[i].cap || !holds_cap(spec, default_denied[i].cap))
+                        p += snprintf(p, len - (size_t)(p - out), ",%s", default_denied[i].syscall);
         return out;
 }
 
@@ -312,6 +397,8 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         /* No filter of rkt's: unconfined, or the localhost profile alone (rktlet's drop-in). */
         if (spec->privileged || spec->seccomp != RKL_SECCOMP_RUNTIME_DEFAULT)
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
+        else
+                rkl_strv_consume(&a, default_seccomp(spec));
         if (spec->privileged || spec->caps_add || spec->caps_drop) {
                 _cleanup_free_ char *caps = caps_retain(spec);
                 if (caps && *caps)

@@ -298,6 +298,26 @@ static void test_app_dropin(void **state)
         rkl_container_spec_done(&c);
 }
 
+static void test_default_seccomp(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char **a = NULL;
+        const char *flag = NULL;
+        rkl_container_spec c = {.caps_add = strv("SYS_ADMIN", NULL, NULL)};
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        RKL_STRV_FOREACH (s, a)
+                if (strncmp(*s, "--seccomp=", 10) == 0)
+                        flag = *s;
+        /* Docker's denylist, less what CAP_SYS_ADMIN lets Docker's profile do. */
+        assert_non_null(flag);
+        assert_true(strncmp(flag, "--seccomp=mode=remove,errno=EPERM,acct,add_key,", 47) == 0);
+        assert_non_null(strstr(flag, ",ptrace,"));
+        assert_null(strstr(flag, ",mount,"));
+        assert_null(strstr(flag, ",unshare,"));
+        rkl_strv_free(a);
+        rkl_container_spec_done(&c);
+}
+
 static void test_seccomp_profile(void **state)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -346,6 +366,7 @@ int main(void)
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
             cmocka_unit_test(test_app_dropin),
+            cmocka_unit_test(test_default_seccomp),
             cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_app_add_security),
         };
