@@ -732,6 +732,7 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
                 s.oom_score_adj = res.oom_score_adj;
                 s.cpuset_cpus = res.cpuset_cpus ? rkl_xstrdup(res.cpuset_cpus) : NULL;
         }
+        s.seccomp = RKL_SECCOMP_UNCONFINED; /* no profile at all (seccomp_kind()) */
         if (c->linux && c->linux->security_context) {
                 r = security_from(c->linux->security_context, &s, reterr);
                 if (r < 0)
