@@ -36,6 +36,10 @@ static int write_dropin(rkl_rkt *d, const char *uuid, const rkl_container_spec *
         _cleanup_free_ char *text = rkl_rkt_app_dropin(spec, app_name);
         if (!text)
                 return 0;
+        /* Beneath the pod's directory, never a new one for a pod that is not there. */
+        _cleanup_free_ char *pod = rkl_xasprintf("%s/pods/run/%s", rkl_rkt__data_dir(d), uuid);
+        if (access(pod, F_OK) < 0)
+                return rkl_error_set(reterr, -ENOENT, "no running pod %s", uuid);
         _cleanup_free_ char *dir = dropin_dir(d, uuid, app_name);
         int r = rkl_mkdir_p(dir, 0755);
         if (r < 0)

@@ -15,13 +15,6 @@ static const char *const default_caps[] = {
     "CAP_KILL",    "CAP_AUDIT_WRITE",
 };
 
-static const char *all_default_caps(void)
-{
-        return "CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FSETID,CAP_FOWNER,CAP_MKNOD,CAP_NET_RAW,"
-               "CAP_SETGID,CAP_SETUID,CAP_SETFCAP,CAP_SETPCAP,CAP_NET_BIND_SERVICE,"
-               "CAP_SYS_CHROOT,CAP_KILL,CAP_AUDIT_WRITE";
-}
-
 static void pushf(char ***l, const char *fmt, ...) _printf_(2, 3);
 static void pushf(char ***l, const char *fmt, ...)
 {
@@ -96,24 +89,59 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAME, spec->name);
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAMESPACE, spec->namespace);
 
-        /* rkt has no per-app switch: privileged lifts restrictions for the whole pod. */
-        *ret_insecure = spec->privileged ? "all-run" : NULL;
+        /* rkt has no per-app switch: privileged lifts restrictions for the whole pod. Every
+         * pod runs without rkt's capability restriction, which would bound the whole pod by
+         * nspawn's default set (no CAP_NET_ADMIN...) and let rkt's unit choose each app's:
+         * rktlet's drop-in sets each app's bound instead (rkl_rkt_app_dropin()). */
+        *ret_insecure = spec->privileged ? "all-run" : "capabilities";
         *ret = TAKE_PTR(a);
         return 0;
 }
 
-/* What a pod can hold at most: rkt's stage1 starts the pod's systemd with systemd-nspawn's
- * default bounding set (nspawn 252, no --capability), so no app in it can have more. */
-static const char *const pod_caps[] = {
-    "CAP_CHOWN",           "CAP_DAC_OVERRIDE",     "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",          "CAP_FSETID",           "CAP_KILL",
-    "CAP_SETGID",          "CAP_SETUID",           "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-    "CAP_NET_RAW",         "CAP_IPC_OWNER",        "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",      "CAP_SYS_ADMIN",        "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",        "CAP_SYS_TTY_CONFIG",   "CAP_MKNOD",
-    "CAP_LEASE",           "CAP_AUDIT_WRITE",      "CAP_AUDIT_CONTROL",
+/* Every capability systemd 252 knows, by number (0 to 40): a name outside this list would
+ * make systemd ignore the whole CapabilityBoundingSet= line, leaving the app every one. */
+static const char *const known_caps[] = {
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
     "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
 };
 
 /* "sys_admin", "CAP_SYS_ADMIN" -> "CAP_SYS_ADMIN" */
@@ -135,10 +163,10 @@ static bool cap_in(char *const *l, const char *cap)
         return false;
 }
 
-static bool is_pod_cap(const char *cap)
+static bool is_known_cap(const char *cap)
 {
-        for (size_t i = 0; i < ELEMENTSOF(pod_caps); i++)
-                if (streq(pod_caps[i], cap))
+        for (size_t i = 0; i < ELEMENTSOF(known_caps); i++)
+                if (streq(known_caps[i], cap))
                         return true;
         return false;
 }
@@ -210,24 +238,22 @@ static bool has_all(char *const *l)
         return false;
 }
 
-/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both and
- * means all a pod can hold. A privileged container gets them all. */
-static char *caps_retain(const rkl_container_spec *spec)
+/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both.
+ * Space-separated, for CapabilityBoundingSet=; NULL: every capability (privileged, or ALL
+ * added). */
+static char *caps_bound(const rkl_container_spec *spec)
 {
         _cleanup_strv_free_ char **caps = NULL;
-        if (spec->privileged || has_all(spec->caps_add)) {
-                for (size_t i = 0; i < ELEMENTSOF(pod_caps); i++)
-                        rkl_strv_push(&caps, pod_caps[i]);
-        } else {
-                if (!has_all(spec->caps_drop))
-                        for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
-                                if (!cap_in(spec->caps_drop, default_caps[i]))
-                                        rkl_strv_push(&caps, default_caps[i]);
-                RKL_STRV_FOREACH (s, spec->caps_add) {
-                        _cleanup_free_ char *c = cap_canonical(*s);
-                        if (!cap_in(caps, c))
-                                rkl_strv_push(&caps, c);
-                }
+        if (spec->privileged || has_all(spec->caps_add))
+                return NULL;
+        if (!has_all(spec->caps_drop))
+                for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
+                        if (!cap_in(spec->caps_drop, default_caps[i]))
+                                rkl_strv_push(&caps, default_caps[i]);
+        RKL_STRV_FOREACH (s, spec->caps_add) {
+                _cleanup_free_ char *c = cap_canonical(*s);
+                if (!cap_in(caps, c))
+                        rkl_strv_push(&caps, c);
         }
         size_t len = 1;
         RKL_STRV_FOREACH (s, caps)
@@ -235,11 +261,11 @@ static char *caps_retain(const rkl_container_spec *spec)
         char *out = rkl_xmalloc(len), *p = out;
         *p = 0;
         RKL_STRV_FOREACH (s, caps)
-                p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : ",", *s);
+                p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : " ", *s);
         return out;
 }
 
-/* Whether the app holds cap, by Docker's rules (as caps_retain() makes them). */
+/* Whether the app holds cap, by Docker's rules (as caps_bound() makes them). */
 static bool holds_cap(const rkl_container_spec *spec, const char *cap)
 {
         if (spec->privileged || has_all(spec->caps_add) || cap_in(spec->caps_add, cap))
@@ -265,20 +291,16 @@ static char *default_seccomp(const rkl_container_spec *spec)
         return out;
 }
 
-int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,
-                                 rkl_error *reterr)
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr)
 {
-        /* A privileged pod's nspawn keeps (nearly) every capability, and rkt then puts no
-         * bound on its apps. */
-        RKL_STRV_FOREACH (s, pod_privileged ? NULL : spec->caps_add) {
+        RKL_STRV_FOREACH (s, spec->caps_add) {
                 if (strcasecmp(*s, "ALL") == 0)
                         continue;
                 _cleanup_free_ char *c = cap_canonical(*s);
-                if (!is_pod_cap(c))
+                if (!is_known_cap(c))
                         return rkl_error_set(reterr, -EINVAL,
                                              "linux.security_context.capabilities."
-                                             "add_capabilities: rkt's pods cannot hold %s "
-                                             "(systemd-nspawn's bounding set)",
+                                             "add_capabilities: %s is not a capability",
                                              c);
         }
         return 0;
@@ -295,6 +317,11 @@ static void dropin_paths(char ***l, const char *key, char *const *paths, const c
 char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
 {
         _cleanup_strv_free_ char **l = NULL;
+        /* The pod runs with rkt's capability restriction off (rkl_rkt_sandbox_args()): the
+         * app's bound is this one alone. The empty assignment clears any before it. */
+        _cleanup_free_ char *caps = caps_bound(spec);
+        if (caps)
+                pushf(&l, "CapabilityBoundingSet=\nCapabilityBoundingSet=%s", caps);
         if (spec->no_new_privs)
                 rkl_strv_push(&l, "NoNewPrivileges=yes");
         dropin_paths(&l, "InaccessiblePaths", spec->masked_paths, app_name);
@@ -390,8 +417,7 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->oom_score_adj != 0)
                 pushf(&a, "--oom-score-adj=%" PRIi64, spec->oom_score_adj);
 
-        /* The pod's privilege is checked when the container is accepted. */
-        int r = rkl_rkt_container_spec_check(spec, true, reterr);
+        int r = rkl_rkt_container_spec_check(spec, reterr);
         if (r < 0)
                 return r;
         /* No filter of rkt's: unconfined, or the localhost profile alone (rktlet's drop-in). */
@@ -399,15 +425,6 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
         else
                 rkl_strv_consume(&a, default_seccomp(spec));
-        if (spec->privileged || spec->caps_add || spec->caps_drop) {
-                _cleanup_free_ char *caps = caps_retain(spec);
-                if (caps && *caps)
-                        pushf(&a, "--caps-retain=%s", caps);
-                else if (caps)
-                        /* Everything dropped: rkt takes no empty retain list, so remove
-                         * the whole default set instead. */
-                        pushf(&a, "--caps-remove=%s", all_default_caps());
-        }
 
         for (size_t i = 0; i < spec->n_mounts; i++) {
                 const rkl_mount *m = &spec->mounts[i];

@@ -50,8 +50,8 @@ typedef struct rkl_rkt_app_opts {
 } rkl_rkt_app_opts;
 
 /* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod
- * (NoNewPrivileges=, InaccessiblePaths= for masked paths, ReadOnlyPaths=), or NULL when the
- * spec needs none. */
+ * (CapabilityBoundingSet=, NoNewPrivileges=, InaccessiblePaths= for masked paths,
+ * ReadOnlyPaths=, a localhost seccomp profile), or NULL when the spec needs none. */
 char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
 
 /* A localhost seccomp profile (OCI JSON) as the lines of a [Service] section, in *ret;
@@ -60,8 +60,7 @@ int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rk
 
 /* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
  * CreateContainer is accepted, and again when the arguments are built). */
-int rkl_rkt_container_spec_check(const rkl_container_spec *spec, bool pod_privileged,
-                                 rkl_error *reterr);
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr);
 
 /* `rkt app add UUID IMAGE ...` arguments. */
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,

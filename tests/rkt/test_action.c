@@ -509,11 +509,12 @@ static void test_sandbox_command(void **state)
         RKL_STRV_FOREACH (s, env)
                 assert_true(strncmp(*s, "RKT_", 4) == 0 || strncmp(*s, "PATH=", 5) == 0);
 
-        /* Not privileged: no extra insecure option. */
+        /* Not privileged: rkt's capability restriction only is off (the app units' drop-ins
+         * bound each app). */
         rkl_strv_free(argv), rkl_strv_free(env);
         spec.privileged = false;
         assert_int_equal(rkl_rkt_sandbox_command(d, &spec, &o, &argv, &env, &err), 0);
-        assert_string_equal(argv[2], "--insecure-options=image,ondisk");
+        assert_string_equal(argv[2], "--insecure-options=image,ondisk,capabilities");
 
         /* What rkt cannot express. */
         rkl_port_mapping sctp = {RKL_PROTOCOL_SCTP, 80, 8080, NULL};
