@@ -341,10 +341,13 @@ int rkl_pid_before_exec(pid_t pid, char **ret_comm)
                 return r;
         comm[strcspn(comm, "\n")] = 0;
         size_t n = strlen(comm);
-        /* Right after the fork it still has the manager's name and binary. */
-        pid_t parent = parent_of(pid);
-        bool forked = (n >= 2 && comm[0] == '(' && comm[n - 1] == ')') ||
-                      (parent > 0 && same_exe(pid, parent));
+        /* Right after the fork it still has the manager's name and binary (only systemd's:
+         * a shell whose child is a shell is no manager). */
+        bool forked = n >= 2 && comm[0] == '(' && comm[n - 1] == ')';
+        if (!forked && streq(comm, "systemd")) {
+                pid_t parent = parent_of(pid);
+                forked = parent > 0 && same_exe(pid, parent);
+        }
         if (ret_comm)
                 *ret_comm = TAKE_PTR(comm);
         return forked;

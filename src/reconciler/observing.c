@@ -88,11 +88,6 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
                 return RKL_APP_PROC_UNKNOWN;
         if (*ret_pid <= 0)
                 return RKL_APP_PROC_NONE;
-        /* Not running before its program does: systemd's child still has the manager's root
-         * and privileges (and ExecSync waits for the same). */
-        if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING &&
-            rkl_pid_before_exec(*ret_pid, NULL) > 0)
-                return RKL_APP_PROC_NONE;
         /* The first sight of its process: give the app a memory cgroup of its own, so that
          * its OOM kills are its own (idempotent; after a restart it moves nothing). */
         if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING) {
@@ -101,6 +96,12 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
                         rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
                                         "an OOM kill will read as a plain SIGKILL",
                                         rec->id, strerror(-k));
+                /* Not running before its program does: systemd's child still has the
+                 * manager's root and privileges (ExecSync waits for the same). Its memory
+                 * cgroup comes first all the same: what the program charges after its exec
+                 * must land there (v1 does not move charges with a process). */
+                if (rkl_pid_before_exec(*ret_pid, NULL) > 0)
+                        return RKL_APP_PROC_NONE;
         }
         return RKL_APP_PROC_SEEN;
 }
