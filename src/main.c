@@ -20,6 +20,7 @@
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "exec/exec.h"
+#include "rkt/sysctl.h"
 #include "images/images.h"
 #include "metrics/metrics.h"
 #include "base/banned.h"
@@ -557,6 +558,8 @@ int main(int argc, char *argv[])
          * set-up, which it needs none of. */
         if (argc > 1 && streq(argv[1], RKL_EXEC_IN_COMMAND))
                 return rkl_exec_in_main(argc - 1, argv + 1);
+        if (argc > 1 && streq(argv[1], RKL_SYSCTL_COMMAND))
+                return rkl_rkt_sysctl_main(argc - 1, argv + 1);
 
         umask(0077);
         rkl_crash_points_init();

@@ -9,6 +9,7 @@
 #include "base/utf8.h"
 #include "state/cache.h"
 #include "images/images.h"
+#include "rkt/command.h"
 #include "state/state.h"
 #include "base/banned.h"
 
@@ -37,6 +38,9 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         if (r < 0)
                 return r;
         r = rkl_api_log_path_check(pod->rec->spec.log_directory, spec.log_path, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "config");
+        r = rkl_rkt_container_spec_check(&spec, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "config");
         /* Like containerd: a container joins a sandbox that is ready, not one that was

@@ -4,9 +4,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/strv.h"
 #include "base/utf8.h"
+#include "rkt/command.h"
+#include "rkt/sysctl.h"
 #include "base/banned.h"
 
 /* What a string may not be, beyond length and UTF-8. */
@@ -142,6 +147,106 @@ static int ports_from(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *s, r
         return 0;
 }
 
+static bool selinux_set(const Runtime__V1__SELinuxOption *o)
+{
+        return o &&
+               (!isempty(o->user) || !isempty(o->role) || !isempty(o->type) || !isempty(o->level));
+}
+
+/* rkt's stage1 has no AppArmor profile of its own and rktlet loads none: the runtime's default
+ * and unconfined are the same here, a named profile cannot be honoured. */
+static int apparmor_check(const Runtime__V1__SecurityProfile *p, const char *path,
+                          const char *field, rkl_error *reterr)
+{
+        if (p) {
+                if (p->profile_type ==
+                        RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault ||
+                    p->profile_type == RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined)
+                        return 0;
+                return rkl_error_set(reterr, -EINVAL,
+                                     "%s.apparmor: rktlet applies no AppArmor profile (only "
+                                     "RuntimeDefault and Unconfined, which are the same here)",
+                                     field);
+        }
+        if (isempty(path) || streq(path, "runtime/default") || streq(path, "unconfined"))
+                return 0;
+        return rkl_error_set(reterr, -EINVAL,
+                             "%s.apparmor_profile: '%.64s': rktlet applies no AppArmor profile "
+                             "(only runtime/default and unconfined)",
+                             field, path);
+}
+
+/* The profile a SecurityProfile or the deprecated *_profile_path string names:
+ * RKL_SECCOMP_* and, for Localhost, the path. An absent one is unconfined (CRI's default for
+ * the deprecated field, and containerd's). */
+static int seccomp_kind(const Runtime__V1__SecurityProfile *p, const char *path, const char *field,
+                        rkl_seccomp *ret, const char **ret_ref, rkl_error *reterr)
+{
+        *ret_ref = NULL;
+        if (p) {
+                switch (p->profile_type) {
+                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault:
+                        *ret = RKL_SECCOMP_RUNTIME_DEFAULT;
+                        return 0;
+                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined:
+                        *ret = RKL_SECCOMP_UNCONFINED;
+                        return 0;
+                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost:
+                        *ret = RKL_SECCOMP_LOCALHOST;
+                        *ret_ref = p->localhost_ref;
+                        return 0;
+                default:
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "%s.seccomp.profile_type: unknown value %d", field,
+                                             (int)p->profile_type);
+                }
+        }
+        if (isempty(path) || streq(path, "unconfined")) {
+                *ret = RKL_SECCOMP_UNCONFINED;
+                return 0;
+        }
+        if (streq(path, "runtime/default") || streq(path, "docker/default")) {
+                *ret = RKL_SECCOMP_RUNTIME_DEFAULT;
+                return 0;
+        }
+        if (strncmp(path, "localhost/", 10) == 0) {
+                *ret = RKL_SECCOMP_LOCALHOST;
+                *ret_ref = path + 10;
+                return 0;
+        }
+        return rkl_error_set(reterr, -EINVAL,
+                             "%s.seccomp_profile_path: '%.64s' is none of runtime/default, "
+                             "docker/default, unconfined, localhost/<absolute path>",
+                             field, path);
+}
+
+/* Only what a pod's own namespaces hold (rkt/sysctl.c sets them there), by plain names. */
+static int sysctls_check(const rkl_kvs *l, rkl_error *reterr)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                const char *k = l->items[i].key, *v = l->items[i].value;
+                bool plain = *k && k[0] != '.' && !strstr(k, "..") && k[strlen(k) - 1] != '.';
+                for (const char *p = k; *p && plain; p++)
+                        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                                (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.';
+                if (!plain)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: '%.64s' is not a sysctl name",
+                                             k);
+                if (!rkl_rkt_sysctl_is_namespaced(k))
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: '%.64s' is not namespaced: a "
+                                             "pod cannot set it",
+                                             k);
+                if (strpbrk(v, "\n") || strlen(v) > 4096)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: the value of '%.64s' is not "
+                                             "one line",
+                                             k);
+        }
+        return 0;
+}
+
 int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *ret,
                              rkl_error *reterr)
 {
@@ -214,12 +319,37 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
                 r = KVS_FROM("config.linux.sysctls", l->sysctls, l->n_sysctls, &s.sysctls, reterr);
                 if (r < 0)
                         return r;
+                r = sysctls_check(&s.sysctls, reterr);
+                if (r < 0)
+                        return r;
                 if (l->security_context) {
                         const Runtime__V1__LinuxSandboxSecurityContext *sc = l->security_context;
                         s.privileged = sc->privileged;
+                        /* The sandbox's own profiles are for an infra container rkt does not
+                         * have: checked, nothing to apply. */
+                        rkl_seccomp kind;
+                        const char *ref;
+                        if ((r = seccomp_kind(sc->seccomp, sc->seccomp_profile_path,
+                                              "config.linux.security_context", &kind, &ref,
+                                              reterr)) < 0 ||
+                            (r = apparmor_check(sc->apparmor, NULL, "config.linux.security_context",
+                                                reterr)) < 0)
+                                return r;
+                        if (selinux_set(sc->selinux_options))
+                                return rkl_error_set(reterr, -EINVAL,
+                                                     "config.linux.security_context."
+                                                     "selinux_options: rkt's stage1 applies no "
+                                                     "SELinux labels");
                         if (sc->namespace_options) {
                                 const Runtime__V1__NamespaceOption *ns = sc->namespace_options;
                                 s.host_network = ns->network == RUNTIME__V1__NAMESPACE_MODE__NODE;
+                                for (size_t i = 0; s.host_network && i < s.sysctls.n; i++)
+                                        if (strncmp(s.sysctls.items[i].key, "net.", 4) == 0)
+                                                return rkl_error_set(
+                                                    reterr, -EINVAL,
+                                                    "config.linux.sysctls: '%.64s' would be the "
+                                                    "host's: the pod uses the host's network",
+                                                    s.sysctls.items[i].key);
                                 /* rkt's app sandbox cannot share the host's PID or IPC
                                  * namespace: refuse rather than pretend. */
                                 if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE)
@@ -251,6 +381,34 @@ static bool is_cap_name(const char *s)
                       (*p >= '0' && *p <= '9')))
                         return false;
         return *s != 0;
+}
+
+static int seccomp_from(const Runtime__V1__LinuxContainerSecurityContext *sc, rkl_container_spec *s,
+                        rkl_error *reterr)
+{
+        const char *ref;
+        int r = seccomp_kind(sc->seccomp, sc->seccomp_profile_path, "linux.security_context",
+                             &s->seccomp, &ref, reterr);
+        if (r < 0 || s->seccomp != RKL_SECCOMP_LOCALHOST)
+                return r;
+        r = check("linux.security_context.seccomp.localhost_ref", ref, RKL_MAX_PATH,
+                  CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT, reterr);
+        if (r < 0)
+                return r;
+        s->seccomp_localhost_ref = rkl_xstrdup(ref);
+        /* Read now: a profile that cannot be used fails CreateContainer, not the start. */
+        _cleanup_free_ char *json = NULL;
+        size_t n = 0;
+        r = rkl_read_file_at(AT_FDCWD, ref, 1 << 20, &json, &n);
+        if (r < 0)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.seccomp.localhost_ref: %.256s: %s",
+                                     ref, strerror(-r));
+        r = rkl_rkt_seccomp_profile_to_unit(json, n, &s->seccomp_unit, reterr);
+        if (r < 0)
+                return rkl_error_prefix(
+                    reterr, "linux.security_context.seccomp.localhost_ref: %.256s", ref);
+        return 0;
 }
 
 static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
@@ -325,29 +483,66 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                                                      "is not a capability",
                                                      *p);
         }
-        if (sc->seccomp) {
-                switch (sc->seccomp->profile_type) {
-                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault:
-                        s->seccomp = RKL_SECCOMP_RUNTIME_DEFAULT;
-                        break;
-                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined:
-                        s->seccomp = RKL_SECCOMP_UNCONFINED;
-                        break;
-                case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost:
-                        r = check("linux.security_context.seccomp.localhost_ref",
-                                  sc->seccomp->localhost_ref, RKL_MAX_PATH,
-                                  CHECK_REQUIRED | CHECK_ABSOLUTE, reterr);
-                        if (r < 0)
-                                return r;
-                        s->seccomp = RKL_SECCOMP_LOCALHOST;
-                        s->seccomp_localhost_ref = rkl_xstrdup(sc->seccomp->localhost_ref);
-                        break;
-                default:
+        /* They go into a systemd unit (rkt/command.c): a plain path, nothing systemd would
+         * read as a quote, a separator or a specifier. */
+        if ((r = strv_from("linux.security_context.masked_paths", sc->masked_paths,
+                           sc->n_masked_paths, RKL_MAX_MOUNTS, RKL_MAX_PATH,
+                           CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT | CHECK_NO_SPACE,
+                           &s->masked_paths, reterr)) < 0 ||
+            (r = strv_from("linux.security_context.readonly_paths", sc->readonly_paths,
+                           sc->n_readonly_paths, RKL_MAX_MOUNTS, RKL_MAX_PATH,
+                           CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT | CHECK_NO_SPACE,
+                           &s->readonly_paths, reterr)) < 0)
+                return r;
+        for (size_t k = 0; k < 2; k++)
+                RKL_STRV_FOREACH (p, k ? s->readonly_paths : s->masked_paths)
+                        if (strpbrk(*p, "\\\"'%;"))
+                                return rkl_error_set(reterr, -EINVAL,
+                                                     "linux.security_context.%s: '%.64s' has a "
+                                                     "character rkt's units cannot take",
+                                                     k ? "readonly_paths" : "masked_paths", *p);
+        r = seccomp_from(sc, s, reterr);
+        if (r < 0)
+                return r;
+        r = apparmor_check(sc->apparmor, sc->apparmor_profile, "linux.security_context", reterr);
+        if (r < 0)
+                return r;
+        if (selinux_set(sc->selinux_options))
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.selinux_options: rkt's stage1 "
+                                     "applies no SELinux labels");
+        if (sc->supplemental_groups_policy == RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Strict)
+                s->supplemental_groups_strict = true;
+        else if (sc->supplemental_groups_policy != RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Merge)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.supplemental_groups_policy: unknown "
+                                     "value %d",
+                                     (int)sc->supplemental_groups_policy);
+        if (sc->namespace_options) {
+                const Runtime__V1__NamespaceOption *ns = sc->namespace_options;
+                /* Every app of a rkt pod shares the pod's PID namespace (the pod's systemd is
+                 * its PID 1): CONTAINER, kubelet's default, runs as POD does
+                 * (docs/security.md). */
+                if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE ||
+                    ns->pid == RUNTIME__V1__NAMESPACE_MODE__TARGET)
                         return rkl_error_set(reterr, -EINVAL,
-                                             "linux.security_context.seccomp.profile_type: "
-                                             "unknown value %d",
-                                             (int)sc->seccomp->profile_type);
-                }
+                                             "linux.security_context.namespace_options.pid: "
+                                             "a rkt app has its pod's PID namespace only");
+                if (ns->network != RUNTIME__V1__NAMESPACE_MODE__POD &&
+                    ns->network != RUNTIME__V1__NAMESPACE_MODE__CONTAINER)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "linux.security_context.namespace_options.network: "
+                                             "a rkt app has its pod's network namespace only");
+                if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__POD &&
+                    ns->ipc != RUNTIME__V1__NAMESPACE_MODE__CONTAINER)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "linux.security_context.namespace_options.ipc: "
+                                             "a rkt app has its pod's IPC namespace only");
+                if (ns->userns_options &&
+                    ns->userns_options->mode != RUNTIME__V1__NAMESPACE_MODE__NODE)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "linux.security_context.namespace_options."
+                                             "userns_options: rktlet runs no user namespaces");
         }
         return 0;
 }
@@ -537,6 +732,7 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
                 s.oom_score_adj = res.oom_score_adj;
                 s.cpuset_cpus = res.cpuset_cpus ? rkl_xstrdup(res.cpuset_cpus) : NULL;
         }
+        s.seccomp = RKL_SECCOMP_UNCONFINED; /* no profile at all (seccomp_kind()) */
         if (c->linux && c->linux->security_context) {
                 r = security_from(c->linux->security_context, &s, reterr);
                 if (r < 0)

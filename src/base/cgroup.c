@@ -302,3 +302,53 @@ int rkl_cgroup_kill_and_remove(const char *dir, uint64_t timeout_usec)
                         pause_ns *= 2;
         }
 }
+
+/* The parent of pid, from /proc/PID/stat ("pid (comm) state ppid ..."). */
+static pid_t parent_of(pid_t pid)
+{
+        char path[64];
+        _cleanup_free_ char *stat = NULL;
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (rkl_read_file_at(AT_FDCWD, path, 4096, &stat, NULL) < 0)
+                return -1;
+        const char *p = strrchr(stat, ')');
+        int ppid;
+        char state;
+        if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+                return -1;
+        return ppid;
+}
+
+static bool same_exe(pid_t a, pid_t b)
+{
+        char pa[64], pb[64];
+        struct stat sa, sb;
+        (void)snprintf(pa, sizeof(pa), "/proc/%d/exe", (int)a);
+        (void)snprintf(pb, sizeof(pb), "/proc/%d/exe", (int)b);
+        return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
+}
+
+int rkl_pid_before_exec(pid_t pid, char **ret_comm)
+{
+        char path[64];
+        _cleanup_free_ char *comm = NULL;
+        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        int r = rkl_read_file_at(AT_FDCWD, path, 64, &comm, NULL);
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        comm[strcspn(comm, "\n")] = 0;
+        size_t n = strlen(comm);
+        /* Right after the fork it still has the manager's name and binary (only systemd's:
+         * a shell whose child is a shell is no manager). */
+        bool forked = n >= 2 && comm[0] == '(' && comm[n - 1] == ')';
+        if (!forked && streq(comm, "systemd")) {
+                pid_t parent = parent_of(pid);
+                forked = parent > 0 && same_exe(pid, parent);
+        }
+        if (ret_comm)
+                *ret_comm = TAKE_PTR(comm);
+        return forked;
+}

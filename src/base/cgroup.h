@@ -46,3 +46,9 @@ int rkl_cgroup_kill_and_remove(const char *dir, uint64_t timeout_usec);
 /* Removes dir and its descendants, deepest first (ENOENT is fine); the first error, e.g.
  * -EBUSY for a cgroup that still holds processes. */
 int rkl_cgroup_remove(const char *dir);
+
+/* A service's process runs the service manager's code from its fork to its exec of the
+ * program: first as "systemd" with its parent's binary, then named "(program)" by systemd.
+ * 1 while pid is so, 0 once it runs its program, -ESRCH when it is gone, else -errno;
+ * *ret_comm (may be NULL) gets its name. */
+int rkl_pid_before_exec(pid_t pid, char **ret_comm);

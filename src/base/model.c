@@ -83,7 +83,10 @@ void rkl_container_spec_done(rkl_container_spec *s)
         free(s->supplemental_groups);
         rkl_strv_free(s->caps_add);
         rkl_strv_free(s->caps_drop);
+        rkl_strv_free(s->masked_paths);
+        rkl_strv_free(s->readonly_paths);
         free(s->seccomp_localhost_ref);
+        free(s->seccomp_unit);
         *s = (rkl_container_spec){0};
 }
 

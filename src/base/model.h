@@ -115,10 +115,13 @@ typedef struct rkl_container_spec {
         char *run_as_username;
         int64_t *supplemental_groups;
         size_t n_supplemental_groups;
+        bool supplemental_groups_strict; /* none of the image's groups for the user */
         bool readonly_rootfs, privileged, no_new_privs;
         char **caps_add, **caps_drop;
+        char **masked_paths, **readonly_paths;
         rkl_seccomp seccomp;
         char *seccomp_localhost_ref;
+        char *seccomp_unit; /* Localhost: the profile as systemd unit lines, read at create */
 } rkl_container_spec;
 
 void rkl_container_spec_done(rkl_container_spec *s);

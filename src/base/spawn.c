@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "alloc.h"
@@ -12,6 +14,20 @@
 #include "banned.h"
 
 extern char **environ;
+
+/* posix_spawn has no umask attribute and umask() is the whole process's: the calling thread
+ * takes a private copy of the fs attributes (cwd, root, umask) once, so that a umask set
+ * around its posix_spawn reaches only that child, never another thread's files. */
+static int thread_umask_private(void)
+{
+        static _Thread_local bool done;
+        if (done)
+                return 0;
+        if (unshare(CLONE_FS) < 0)
+                return -errno;
+        done = true;
+        return 0;
+}
 
 void rkl_spawn_result_done(rkl_spawn_result *r)
 {
@@ -137,7 +153,20 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         }
         posix_spawnattr_setflags(&attr, flags);
 
+        mode_t old_umask = 0;
+        if (o->set_umask) {
+                r = thread_umask_private();
+                if (r < 0) {
+                        posix_spawn_file_actions_destroy(&fa);
+                        posix_spawnattr_destroy(&attr);
+                        fds_close(pass, n_pass);
+                        return rkl_error_set(reterr, r, "unshare(CLONE_FS): %s", strerror(-r));
+                }
+                old_umask = umask((mode_t)o->umask);
+        }
         r = posix_spawn(&pid, argv[0], &fa, &attr, argv, o->envp ? o->envp : environ);
+        if (o->set_umask)
+                (void)umask(old_umask);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         fds_close(pass, n_pass);

@@ -18,6 +18,9 @@ typedef struct rkl_spawn_opts {
         size_t n_pass_fds;
         /* The child leads a process group of its own, which its children inherit. */
         bool new_process_group;
+        /* The child's umask, when set_umask (else the daemon's own, 0077). */
+        bool set_umask;
+        unsigned umask;
         /* For a child whose descendants must not outlive it: ends the whole tree (a cgroup,
          * a process group). Called instead of SIGTERM then SIGKILL when the deadline passes
          * or cancelled() turns true, and as soon as the child exited while something else

@@ -138,17 +138,15 @@ static int cgroups_make(pid_t pid, exec_cgroups *c, rkl_error *reterr)
 static int wait_exec(const rkl_exec_opts *o, uint64_t deadline, rkl_error *reterr)
 {
         pid_t pid = o->pid;
-        _cleanup_free_ char *path = rkl_xasprintf("/proc/%d/comm", (int)pid);
         for (;;) {
                 _cleanup_free_ char *comm = NULL;
-                int r = rkl_read_file_at(AT_FDCWD, path, 64, &comm, NULL);
-                if (r == -ENOENT || r == -ESRCH)
+                int r = rkl_pid_before_exec(pid, &comm);
+                if (r == -ESRCH)
                         return rkl_error_set(reterr, -ESRCH, "process %d is gone", (int)pid);
                 if (r < 0)
-                        return rkl_error_set(reterr, r, "cannot read '%s': %s", path, strerror(-r));
-                comm[strcspn(comm, "\n")] = 0;
-                size_t n = strlen(comm);
-                if (n < 2 || comm[0] != '(' || comm[n - 1] != ')')
+                        return rkl_error_set(reterr, r, "cannot read /proc/%d/comm: %s", (int)pid,
+                                             strerror(-r));
+                if (r == 0)
                         return 0;
                 if (o->cancelled && o->cancelled(o->userdata))
                         return rkl_error_set(reterr, -ECANCELED, "cancelled");

@@ -49,6 +49,7 @@ void rkl_reconciler__action_free(action *a)
         rkl_container_view_unref(a->container);
         free(a->image);
         free(a->log_file);
+        rkl_kvs_done(&a->sysctls);
         free(a);
 }
 
@@ -166,6 +167,8 @@ static int run_app_add(action *a)
             .app_name = c->app_name,
             .image = a->image,
             .log_file = a->log_file,
+            .pod_sysctls = &a->sysctls,
+            .pod_pid = a->pod_pid,
         };
         rkl_error err = RKL_ERROR_INIT;
         return failed(a, rkl_rkt_app_add(a->r->rkt, a->uuid, &c->spec, &o, a->timeout_usec, &err),

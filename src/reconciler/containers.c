@@ -152,6 +152,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 }
                 a->image = TAKE_PTR(image);
                 a->log_file = TAKE_PTR(log_file);
+                rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
+                a->pod_pid = p ? p->ppid : 0;
         } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))

@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "observe.h"
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/crash.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -107,6 +108,12 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
                         rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
                                         "an OOM kill will read as a plain SIGKILL",
                                         rec->id, strerror(-k));
+                /* Not running before its program does: systemd's child still has the
+                 * manager's root and privileges (ExecSync waits for the same). Its memory
+                 * cgroup comes first all the same: what the program charges after its exec
+                 * must land there (v1 does not move charges with a process). */
+                if (rkl_pid_before_exec(*ret_pid, NULL) > 0)
+                        return RKL_APP_PROC_NONE;
         }
         return RKL_APP_PROC_SEEN;
 }

@@ -61,6 +61,8 @@ typedef struct action {
          * gets and the app's log file name. */
         rkl_container_view *container;
         char *image, *log_file;
+        rkl_kvs sysctls;  /* ACT_APP_ADD: the pod's */
+        uint32_t pod_pid; /* ACT_APP_ADD: the pod's nspawn */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */

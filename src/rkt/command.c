@@ -15,13 +15,6 @@ static const char *const default_caps[] = {
     "CAP_KILL",    "CAP_AUDIT_WRITE",
 };
 
-static const char *all_default_caps(void)
-{
-        return "CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FSETID,CAP_FOWNER,CAP_MKNOD,CAP_NET_RAW,"
-               "CAP_SETGID,CAP_SETUID,CAP_SETFCAP,CAP_SETPCAP,CAP_NET_BIND_SERVICE,"
-               "CAP_SYS_CHROOT,CAP_KILL,CAP_AUDIT_WRITE";
-}
-
 static void pushf(char ***l, const char *fmt, ...) _printf_(2, 3);
 static void pushf(char ***l, const char *fmt, ...)
 {
@@ -96,43 +89,169 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAME, spec->name);
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_POD_NAMESPACE, spec->namespace);
 
-        /* rkt has no per-app switch: privileged lifts restrictions for the whole pod. */
-        *ret_insecure = spec->privileged ? "all-run" : NULL;
+        /* rkt has no per-app switch: privileged lifts restrictions for the whole pod. Every
+         * pod runs without rkt's capability restriction, which would bound the whole pod by
+         * nspawn's default set (no CAP_NET_ADMIN...) and let rkt's unit choose each app's:
+         * rktlet's drop-in sets each app's bound instead (rkl_rkt_app_dropin()). */
+        *ret_insecure = spec->privileged ? "all-run" : "capabilities";
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+/* Every capability systemd 252 knows, by number (0 to 40): a name outside this list would
+ * make systemd ignore the whole CapabilityBoundingSet= line, leaving the app every one. */
+static const char *const known_caps[] = {
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+};
+
+/* "sys_admin", "CAP_SYS_ADMIN" -> "CAP_SYS_ADMIN" */
+static char *cap_canonical(const char *s)
+{
+        char *c = strncasecmp(s, "CAP_", 4) == 0 ? rkl_xstrdup(s) : rkl_xasprintf("CAP_%s", s);
+        for (char *p = c; *p; p++)
+                *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        return c;
 }
 
 static bool cap_in(char *const *l, const char *cap)
 {
         RKL_STRV_FOREACH (s, l) {
-                const char *name = strncmp(*s, "CAP_", 4) == 0 ? *s + 4 : *s;
+                const char *name = strncasecmp(*s, "CAP_", 4) == 0 ? *s + 4 : *s;
                 if (strcasecmp(name, cap + 4) == 0 || strcasecmp(*s, "ALL") == 0)
                         return true;
         }
         return false;
 }
 
-/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both. */
-static char *caps_retain(const rkl_container_spec *spec)
+static bool is_known_cap(const char *cap)
+{
+        for (size_t i = 0; i < ELEMENTSOF(known_caps); i++)
+                if (streq(known_caps[i], cap))
+                        return true;
+        return false;
+}
+
+/* Docker's denylist (rkt's @docker/default-blacklist) and the capability with which Docker's
+ * default profile allows each all the same (NULL: never). rkt's own default is an allowlist of
+ * 2016 without statx, rseq or clone3: it kills today's programs with SIGSYS at their first
+ * thread or `ls -l`, so the runtime's default is this list instead. */
+static const struct {
+        const char *syscall, *cap;
+} default_denied[] = {
+    {"acct", "CAP_SYS_PACCT"},
+    {"add_key", NULL},
+    {"adjtimex", "CAP_SYS_TIME"},
+    {"bpf", "CAP_SYS_ADMIN"},
+    {"clock_adjtime", "CAP_SYS_TIME"},
+    {"clock_settime", "CAP_SYS_TIME"},
+    {"create_module", "CAP_SYS_MODULE"},
+    {"delete_module", "CAP_SYS_MODULE"},
+    {"finit_module", "CAP_SYS_MODULE"},
+    {"get_kernel_syms", NULL},
+    {"get_mempolicy", "CAP_SYS_NICE"},
+    {"init_module", "CAP_SYS_MODULE"},
+    {"ioperm", "CAP_SYS_RAWIO"},
+    {"iopl", "CAP_SYS_RAWIO"},
+    {"kcmp", "CAP_SYS_PTRACE"},
+    {"kexec_file_load", "CAP_SYS_BOOT"},
+    {"kexec_load", "CAP_SYS_BOOT"},
+    {"keyctl", NULL},
+    {"lookup_dcookie", "CAP_SYS_ADMIN"},
+    {"mbind", "CAP_SYS_NICE"},
+    {"mount", "CAP_SYS_ADMIN"},
+    {"move_pages", NULL},
+    {"name_to_handle_at", "CAP_DAC_READ_SEARCH"},
+    {"nfsservctl", NULL},
+    {"open_by_handle_at", "CAP_DAC_READ_SEARCH"},
+    {"perf_event_open", "CAP_SYS_ADMIN"},
+    {"pivot_root", "CAP_SYS_ADMIN"},
+    {"process_vm_readv", "CAP_SYS_PTRACE"},
+    {"process_vm_writev", "CAP_SYS_PTRACE"},
+    {"ptrace", "CAP_SYS_PTRACE"},
+    {"query_module", "CAP_SYS_MODULE"},
+    {"quotactl", "CAP_SYS_ADMIN"},
+    {"reboot", "CAP_SYS_BOOT"},
+    {"request_key", NULL},
+    {"set_mempolicy", "CAP_SYS_NICE"},
+    {"setns", "CAP_SYS_ADMIN"},
+    {"settimeofday", "CAP_SYS_TIME"},
+    {"stime", "CAP_SYS_TIME"},
+    {"swapon", "CAP_SYS_ADMIN"},
+    {"swapoff", "CAP_SYS_ADMIN"},
+    {"sysfs", NULL},
+    {"_sysctl", NULL},
+    {"umount", "CAP_SYS_ADMIN"},
+    {"umount2", "CAP_SYS_ADMIN"},
+    {"unshare", "CAP_SYS_ADMIN"},
+    {"uselib", NULL},
+    {"userfaultfd", NULL},
+    {"ustat", NULL},
+    {"vm86", NULL},
+    {"vm86old", NULL},
+};
+
+static bool has_all(char *const *l)
+{
+        RKL_STRV_FOREACH (s, l)
+                if (strcasecmp(*s, "ALL") == 0)
+                        return true;
+        return false;
+}
+
+/* Docker's TweakCapabilities over the default set: drop, then add; "ALL" works in both.
+ * Space-separated, for CapabilityBoundingSet=; NULL: every capability (privileged, or ALL
+ * added). */
+static char *caps_bound(const rkl_container_spec *spec)
 {
         _cleanup_strv_free_ char **caps = NULL;
-        bool drop_all = false, add_all = false;
-        RKL_STRV_FOREACH (s, spec->caps_drop)
-                drop_all |= strcasecmp(*s, "ALL") == 0;
-        RKL_STRV_FOREACH (s, spec->caps_add)
-                add_all |= strcasecmp(*s, "ALL") == 0;
-        if (add_all)
-                return NULL; /* caller passes no --caps-retain restriction */
-
-        if (!drop_all)
+        if (spec->privileged || has_all(spec->caps_add))
+                return NULL;
+        if (!has_all(spec->caps_drop))
                 for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
                         if (!cap_in(spec->caps_drop, default_caps[i]))
                                 rkl_strv_push(&caps, default_caps[i]);
         RKL_STRV_FOREACH (s, spec->caps_add) {
-                _cleanup_free_ char *c =
-                    strncasecmp(*s, "CAP_", 4) == 0 ? rkl_xstrdup(*s) : rkl_xasprintf("CAP_%s", *s);
-                for (char *p = c; *p; p++)
-                        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+                _cleanup_free_ char *c = cap_canonical(*s);
                 if (!cap_in(caps, c))
                         rkl_strv_push(&caps, c);
         }
@@ -142,7 +261,83 @@ static char *caps_retain(const rkl_container_spec *spec)
         char *out = rkl_xmalloc(len), *p = out;
         *p = 0;
         RKL_STRV_FOREACH (s, caps)
-                p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : ",", *s);
+                p += snprintf(p, len - (size_t)(p - out), "%s%s", p == out ? "" : " ", *s);
+        return out;
+}
+
+/* Whether the app holds cap, by Docker's rules (as caps_bound() makes them). */
+static bool holds_cap(const rkl_container_spec *spec, const char *cap)
+{
+        if (spec->privileged || has_all(spec->caps_add) || cap_in(spec->caps_add, cap))
+                return true;
+        if (has_all(spec->caps_drop) || cap_in(spec->caps_drop, cap))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(default_caps); i++)
+                if (streq(default_caps[i], cap))
+                        return true;
+        return false;
+}
+
+static char *default_seccomp(const rkl_container_spec *spec)
+{
+        size_t len = 64;
+        for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
+                len += strlen(default_denied[i].syscall) + 1;
+        char *out = rkl_xmalloc(len), *p = out;
+        p += snprintf(p, len, "--seccomp=mode=remove,errno=EPERM");
+        for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
+                if (!default_denied[i].cap || !holds_cap(spec, default_denied[i].cap))
+                        p += snprintf(p, len - (size_t)(p - out), ",%s", default_denied[i].syscall);
+        return out;
+}
+
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr)
+{
+        RKL_STRV_FOREACH (s, spec->caps_add) {
+                if (strcasecmp(*s, "ALL") == 0)
+                        continue;
+                _cleanup_free_ char *c = cap_canonical(*s);
+                if (!is_known_cap(c))
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "linux.security_context.capabilities."
+                                             "add_capabilities: %s is not a capability",
+                                             c);
+        }
+        return 0;
+}
+
+static void dropin_paths(char ***l, const char *key, char *const *paths, const char *app_name)
+{
+        /* One assignment per path (systemd appends them); resolved from the pod's root, and
+         * "-": a path the image lacks is no error. */
+        RKL_STRV_FOREACH (p, paths)
+                pushf(l, "%s=-/opt/stage2/%s/rootfs%s", key, app_name, *p);
+}
+
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
+{
+        _cleanup_strv_free_ char **l = NULL;
+        /* The pod runs with rkt's capability restriction off (rkl_rkt_sandbox_args()): the
+         * app's bound is this one alone. The empty assignment clears any before it. */
+        _cleanup_free_ char *caps = caps_bound(spec);
+        if (caps)
+                pushf(&l, "CapabilityBoundingSet=\nCapabilityBoundingSet=%s", caps);
+        if (spec->no_new_privs)
+                rkl_strv_push(&l, "NoNewPrivileges=yes");
+        dropin_paths(&l, "InaccessiblePaths", spec->masked_paths, app_name);
+        dropin_paths(&l, "ReadOnlyPaths", spec->readonly_paths, app_name);
+        /* A privileged container ignores its profile, as with runc. */
+        if (spec->seccomp == RKL_SECCOMP_LOCALHOST && spec->seccomp_unit && !spec->privileged)
+                rkl_strv_push(&l, spec->seccomp_unit);
+        if (!l)
+                return NULL;
+        size_t len = sizeof("[Service]\n");
+        RKL_STRV_FOREACH (s, l)
+                len += strlen(*s) + 1;
+        char *out = rkl_xmalloc(len), *p = out;
+        p += snprintf(p, len, "[Service]\n");
+        RKL_STRV_FOREACH (s, l)
+                p += snprintf(p, len - (size_t)(p - out), "%s\n", *s);
         return out;
 }
 
@@ -189,18 +384,27 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->readonly_rootfs)
                 rkl_strv_push(&a, "--readonly-rootfs=true");
 
-        if (!isempty(spec->run_as_username))
+        const rkl_rkt_ids *ids = o->ids && o->ids->set ? o->ids : NULL;
+        if (ids) {
+                pushf(&a, "--user=%" PRIi64, ids->uid);
+                pushf(&a, "--group=%" PRIi64, ids->gid);
+        } else if (!isempty(spec->run_as_username))
                 pushf(&a, "--user=%s", spec->run_as_username);
         else if (spec->has_run_as_user)
                 pushf(&a, "--user=%" PRIi64, spec->run_as_user);
-        if (spec->has_run_as_group)
+        if (!ids && spec->has_run_as_group)
                 pushf(&a, "--group=%" PRIi64, spec->run_as_group);
-        if (spec->n_supplemental_groups > 0) {
-                char buf[4096];
+        /* The spec's groups, then the image's for the user (as containerd adds them). */
+        size_t n_image = ids ? ids->n_groups : 0;
+        if (spec->n_supplemental_groups + n_image > 0) {
+                char buf[8192];
                 size_t n = 0;
-                for (size_t i = 0; i < spec->n_supplemental_groups && n < sizeof(buf) - 32; i++)
+                for (size_t i = 0;
+                     i < spec->n_supplemental_groups + n_image && n < sizeof(buf) - 32; i++)
                         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%" PRIi64, i ? "," : "",
-                                              spec->supplemental_groups[i]);
+                                              i < spec->n_supplemental_groups
+                                                  ? spec->supplemental_groups[i]
+                                                  : ids->groups[i - spec->n_supplemental_groups]);
                 pushf(&a, "--supplementary-gids=%s", buf);
         }
 
@@ -213,21 +417,14 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->oom_score_adj != 0)
                 pushf(&a, "--oom-score-adj=%" PRIi64, spec->oom_score_adj);
 
-        if (spec->privileged || spec->seccomp == RKL_SECCOMP_UNCONFINED)
+        int r = rkl_rkt_container_spec_check(spec, reterr);
+        if (r < 0)
+                return r;
+        /* No filter of rkt's: unconfined, or the localhost profile alone (rktlet's drop-in). */
+        if (spec->privileged || spec->seccomp != RKL_SECCOMP_RUNTIME_DEFAULT)
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
-        else if (spec->seccomp == RKL_SECCOMP_LOCALHOST)
-                return rkl_error_set(reterr, -EINVAL,
-                                     "linux.security_context.seccomp: rkt cannot load localhost "
-                                     "profiles");
-        if (!spec->privileged && (spec->caps_add || spec->caps_drop)) {
-                _cleanup_free_ char *caps = caps_retain(spec);
-                if (caps && *caps)
-                        pushf(&a, "--caps-retain=%s", caps);
-                else if (caps)
-                        /* Everything dropped: rkt takes no empty retain list, so remove
-                         * the whole default set instead. */
-                        pushf(&a, "--caps-remove=%s", all_default_caps());
-        }
+        else
+                rkl_strv_consume(&a, default_seccomp(spec));
 
         for (size_t i = 0; i < spec->n_mounts; i++) {
                 const rkl_mount *m = &spec->mounts[i];

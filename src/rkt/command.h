@@ -30,13 +30,37 @@ typedef struct rkl_rkt_sandbox_opts {
 int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o, char ***ret,
                          const char **ret_insecure, rkl_error *reterr);
 
+/* Who the app runs as, resolved from the image (image-user.h). */
+typedef struct rkl_rkt_ids {
+        bool set; /* false: the image's own user and group, as rkt takes them */
+        int64_t uid, gid;
+        int64_t *groups; /* the image's groups that list the user as a member */
+        size_t n_groups;
+} rkl_rkt_ids;
+
 typedef struct rkl_rkt_app_opts {
         const char *container_id;
         const char *app_name;
         const char *image;             /* image ID (sha512-...) or reference */
         char *const *image_entrypoint; /* the image's own entrypoint, for args-only specs */
         const char *log_file;          /* flat file name under the sandbox's log_dir */
+        const rkl_rkt_ids *ids;        /* NULL or unset: run_as_* as the spec says */
+        const rkl_kvs *pod_sysctls;    /* set in the pod's namespaces before the app is added */
+        uint32_t pod_pid;              /* the pod's nspawn (its ppid file) */
 } rkl_rkt_app_opts;
+
+/* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod
+ * (CapabilityBoundingSet=, NoNewPrivileges=, InaccessiblePaths= for masked paths,
+ * ReadOnlyPaths=, a localhost seccomp profile), or NULL when the spec needs none. */
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
+
+/* A localhost seccomp profile (OCI JSON) as the lines of a [Service] section, in *ret;
+ * -EINVAL with the reason for what systemd's SystemCallFilter= cannot express exactly. */
+int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rkl_error *reterr);
+
+/* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
+ * CreateContainer is accepted, and again when the arguments are built). */
+int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr);
 
 /* `rkt app add UUID IMAGE ...` arguments. */
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,

@@ -27,4 +27,7 @@ int rkl_rkt__exec(rkl_rkt *d, char *const args[], const rkl_rkt__exec_opts *o,
 
 /* rkt's error text classified: -ENOENT (no such pod or app), -EALREADY (already stopped),
  * -EAGAIN (not ready yet, not running, pod lock busy: retry), else -EIO. */
+/* The rkt data directory (--dir). */
+const char *rkl_rkt__data_dir(const rkl_rkt *d);
+
 int rkl_rkt__classify_error(const char *stderr_text);

@@ -173,6 +173,11 @@ int rkl_rkt__classify_error(const char *text)
         return -EIO;
 }
 
+const char *rkl_rkt__data_dir(const rkl_rkt *d)
+{
+        return d->dir_flag + strlen("--dir=");
+}
+
 int rkl_rkt_exec(rkl_rkt *d, char *const args[], uint64_t timeout_usec, rkl_spawn_result *ret,
                  rkl_error *reterr)
 {
@@ -193,6 +198,11 @@ int rkl_rkt__exec(rkl_rkt *d, char *const args[], const rkl_rkt__exec_opts *eo,
             .timeout_usec = timeout_usec,
             .kill_grace_usec = 2 * USEC_PER_SEC,
             .max_output = 8 << 20,
+            /* rkt makes each app's overlay upper dir, the app's root directory, with the
+             * image's mode less the umask: the daemon's 0077 would leave it 0700, and no app
+             * that is not root could even chdir there (systemd's exit 200). */
+            .set_umask = true,
+            .umask = 0022,
         };
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         r = rkl_spawn_run(argv, &o, &res, reterr);

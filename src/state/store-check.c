@@ -205,8 +205,13 @@ int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *rete
                 0 ||
             (r = check_strv("capabilities.drop", c->caps_drop, RKL_MAX_KV, RKL_MAX_NAME, reterr)) <
                 0 ||
+            (r = check_strv("masked_paths", c->masked_paths, RKL_MAX_KV, RKL_MAX_PATH, reterr)) <
+                0 ||
+            (r = check_strv("readonly_paths", c->readonly_paths, RKL_MAX_KV, RKL_MAX_PATH,
+                            reterr)) < 0 ||
             (r = rkl_store__check_str("seccomp.localhost_ref", c->seccomp_localhost_ref,
-                                      RKL_MAX_PATH, false, reterr)) < 0)
+                                      RKL_MAX_PATH, false, reterr)) < 0 ||
+            (r = rkl_store__check_str("seccomp_unit", c->seccomp_unit, 2 << 20, false, reterr)) < 0)
                 return r;
         if ((unsigned)c->seccomp >= _RKL_SECCOMP_MAX)
                 return rkl_error_set(reterr, -EINVAL, "seccomp.profile_type: unknown");

@@ -192,10 +192,14 @@ char *rkl_store__container_config_to_json(const rkl_container_spec *spec)
         put_bool(o, "readonly_rootfs", spec->readonly_rootfs);
         put_bool(o, "privileged", spec->privileged);
         put_bool(o, "no_new_privs", spec->no_new_privs);
+        put_bool(o, "supplemental_groups_strict", spec->supplemental_groups_strict);
         put_strv(o, "caps_add", spec->caps_add);
         put_strv(o, "caps_drop", spec->caps_drop);
+        put_strv(o, "masked_paths", spec->masked_paths);
+        put_strv(o, "readonly_paths", spec->readonly_paths);
         put_str(o, "seccomp", enum_name(seccomps, ELEMENTSOF(seccomps), spec->seccomp));
         put_str(o, "seccomp_localhost_ref", spec->seccomp_localhost_ref);
+        put_str(o, "seccomp_unit", spec->seccomp_unit);
         return to_string(o);
 }
 
@@ -441,10 +445,15 @@ int rkl_store__container_config_from_json(const char *json, rkl_container_spec *
             (r = get_bool(o, "readonly_rootfs", &spec->readonly_rootfs, reterr)) < 0 ||
             (r = get_bool(o, "privileged", &spec->privileged, reterr)) < 0 ||
             (r = get_bool(o, "no_new_privs", &spec->no_new_privs, reterr)) < 0 ||
+            (r = get_bool(o, "supplemental_groups_strict", &spec->supplemental_groups_strict,
+                          reterr)) < 0 ||
             (r = get_strv(o, "caps_add", &spec->caps_add, reterr)) < 0 ||
             (r = get_strv(o, "caps_drop", &spec->caps_drop, reterr)) < 0 ||
+            (r = get_strv(o, "masked_paths", &spec->masked_paths, reterr)) < 0 ||
+            (r = get_strv(o, "readonly_paths", &spec->readonly_paths, reterr)) < 0 ||
             (r = get_enum(o, "seccomp", seccomps, ELEMENTSOF(seccomps), &seccomp, reterr)) < 0 ||
-            (r = get_str(o, "seccomp_localhost_ref", &spec->seccomp_localhost_ref, reterr)) < 0)
+            (r = get_str(o, "seccomp_localhost_ref", &spec->seccomp_localhost_ref, reterr)) < 0 ||
+            (r = get_str(o, "seccomp_unit", &spec->seccomp_unit, reterr)) < 0)
                 return r;
         spec->seccomp = seccomp;
 

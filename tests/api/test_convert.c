@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "api/convert.h"
+#include "base/macro.h"
 
 static Runtime__V1__PodSandboxMetadata pod_md = {
     PROTOBUF_C_MESSAGE_INIT(&runtime__v1__pod_sandbox_metadata__descriptor), (char *)"web",
@@ -284,12 +285,60 @@ static void test_container_bad(void **state)
         expect_container_error(&c, "oom_score_adj");
 }
 
+/* The seccomp forms CRI has (the profile and the deprecated path), and what is refused. */
+static void test_container_seccomp(void **state)
+{
+        Runtime__V1__ContainerConfig c;
+        Runtime__V1__LinuxContainerConfig l = RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
+        Runtime__V1__LinuxContainerSecurityContext sc =
+            RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
+        rkl_error err = RKL_ERROR_INIT;
+        static const struct {
+                const char *path;
+                rkl_seccomp want;
+        } paths[] = {
+            {"", RKL_SECCOMP_UNCONFINED},
+            {"unconfined", RKL_SECCOMP_UNCONFINED},
+            {"runtime/default", RKL_SECCOMP_RUNTIME_DEFAULT},
+            {"docker/default", RKL_SECCOMP_RUNTIME_DEFAULT},
+        };
+
+        container_config(&c);
+        rkl_container_spec s = {0};
+        assert_int_equal(rkl_api_container_spec_from_pb(&c, &s, &err), 0);
+        assert_int_equal(s.seccomp, RKL_SECCOMP_UNCONFINED); /* no security context at all */
+        rkl_container_spec_done(&s);
+
+        l.security_context = &sc;
+        c.linux = &l;
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                sc.seccomp_profile_path = (char *)paths[i].path;
+                assert_int_equal(rkl_api_container_spec_from_pb(&c, &s, &err), 0);
+                assert_int_equal(s.seccomp, paths[i].want);
+                rkl_container_spec_done(&s);
+        }
+        sc.seccomp_profile_path = (char *)"block.json";
+        expect_container_error(&c, "seccomp_profile_path");
+        sc.seccomp_profile_path = (char *)"localhost/relative.json";
+        expect_container_error(&c, "localhost_ref");
+        sc.seccomp_profile_path = (char *)"localhost/nonexistent/profile.json";
+        expect_container_error(&c, "localhost_ref");
+        sc.seccomp_profile_path = (char *)"";
+        sc.apparmor_profile = (char *)"localhost/deny-write";
+        expect_container_error(&c, "apparmor_profile");
+        sc.apparmor_profile = (char *)"unconfined";
+        char *masked[] = {(char *)"/proc/%n"};
+        sc.masked_paths = masked;
+        sc.n_masked_paths = 1;
+        expect_container_error(&c, "masked_paths");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pod_ok),           cmocka_unit_test(test_pod_bad),
             cmocka_unit_test(test_pod_host_network), cmocka_unit_test(test_container_ok),
-            cmocka_unit_test(test_container_bad),
+            cmocka_unit_test(test_container_bad),    cmocka_unit_test(test_container_seccomp),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

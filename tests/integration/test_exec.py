@@ -35,12 +35,7 @@ class ExecCases:
     """The checks, for a subclass that sets up self.env (SimEnv or RktEnv) and knows how to
     list the processes where pods run (procs()) and read a file there (host_read())."""
     real = False  # hostname and PID namespace are the pod's own only on the real rkt
-    # The app's user. Real rkt 1.30 makes each app's overlay upper directory 0700, which
-    # becomes the mode of the app's root directory: an app that is not root cannot even
-    # start there (systemd's chdir fails, exit 200), with any image. So the real rkt runs a
-    # root app (its 14 capabilities, its seccomp filter and supplementary groups are still
-    # its own), the simulator a user's.
-    user = 1000
+    user = 1000  # the app's user
 
     def connect(self):
         ch = self.env.daemon.channel()
@@ -247,7 +242,6 @@ class ExecCases:
 
 class RealRktExecTest(ExecCases, unittest.TestCase):
     real = True
-    user = 0
 
     def setUp(self):
         self.env = harness.RktEnv(self).start()

@@ -78,7 +78,7 @@ static void test_sandbox(void **state)
         assert_true(has(a, "--user-annotation=rktlet.io/pod-uid=uid-1"));
         assert_true(has(a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir="
                            "/var/lib/rktlet/logs/abcd"));
-        assert_null(insecure);
+        assert_string_equal(insecure, "capabilities");
         rkl_pod_spec_done(&s);
 }
 
@@ -142,7 +142,7 @@ static void test_app_add(void **state)
             .cpu_shares = 512,
             .memory_limit = 64 << 20,
             .oom_score_adj = 500,
-            .caps_add = strv("NET_ADMIN", NULL, NULL),
+            .caps_add = strv("SYS_ADMIN", NULL, NULL),
             .caps_drop = strv("CAP_CHOWN", "kill", NULL),
         };
         rkl_error err = RKL_ERROR_INIT;
@@ -180,17 +180,18 @@ static void test_app_add(void **state)
         assert_true(has(a, "--mnt-volume=name=vol-0,kind=host,source=/srv/data,target=/data,"
                            "readOnly=true"));
         assert_true(has(a, "--user-annotation=rktlet.io/container-id=ffee"));
-        /* Docker's defaults, minus the drops, plus the adds. */
-        bool found = false;
+        /* Docker's defaults, minus the drops, plus the adds: the drop-in's bound alone. */
         RKL_STRV_FOREACH (p, a)
-                if (strncmp(*p, "--caps-retain=", 14) == 0) {
-                        found = true;
-                        assert_null(strstr(*p, "CAP_CHOWN"));
-                        assert_null(strstr(*p, "CAP_KILL"));
-                        assert_non_null(strstr(*p, "CAP_NET_ADMIN"));
-                        assert_non_null(strstr(*p, "CAP_SETUID"));
-                }
-        assert_true(found);
+                assert_true(strncmp(*p, "--caps-", 7) != 0);
+        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&c, "cffee");
+        const char *bound = strstr(dropin, "CapabilityBoundingSet=\nCapabilityBoundingSet=");
+        assert_non_null(bound);
+        bound += strlen("CapabilityBoundingSet=\nCapabilityBoundingSet=");
+        _cleanup_free_ char *line = rkl_xstrndup(bound, strcspn(bound, "\n"));
+        assert_null(strstr(line, "CAP_CHOWN"));
+        assert_null(strstr(line, "CAP_KILL"));
+        assert_non_null(strstr(line, "CAP_SYS_ADMIN"));
+        assert_non_null(strstr(line, "CAP_SETUID"));
 
         /* The whole argv follows --exec, framed by -- and ---. */
         size_t n = rkl_strv_length(a);
@@ -247,21 +248,110 @@ static void test_app_add_security(void **state)
 
         assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
         assert_true(has(a, "--seccomp=mode=retain,@appc.io/all"));
-        bool removed = false;
-        RKL_STRV_FOREACH (p, a)
-                removed |= strncmp(*p, "--caps-remove=", 14) == 0;
-        assert_true(removed);
+        /* Everything dropped: an empty bound. */
+        _cleanup_free_ char *none_bound = rkl_rkt_app_dropin(&c, "cffee");
+        assert_string_equal(none_bound,
+                            "[Service]\nCapabilityBoundingSet=\nCapabilityBoundingSet=\n");
 
-        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST};
-        assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "seccomp"));
+        /* A localhost profile alone: no filter of rkt's, the profile's in the drop-in. */
+        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST,
+                                .seccomp_unit = rkl_xstrdup("SystemCallFilter=~chmod")};
+        assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), 0);
+        assert_true(has(none, "--seccomp=mode=retain,@appc.io/all"));
+        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&l, "cffee");
+        assert_non_null(strstr(dropin, "\nSystemCallFilter=~chmod\n"));
+        rkl_strv_free(none);
+        rkl_container_spec_done(&l);
 
+        /* Privileged, or "ALL" added: no bound at all, drops or not. */
         rkl_container_spec p = {.privileged = true, .caps_drop = strv("ALL", NULL, NULL)};
         assert_int_equal(rkl_rkt_app_add_args("u", &p, &app_opts, &b, &err), 0);
-        RKL_STRV_FOREACH (s, b)
-                assert_true(strncmp(*s, "--caps-", 7) != 0);
+        assert_null(rkl_rkt_app_dropin(&p, "cffee"));
+
+        /* Any capability the kernel has; a name systemd would not know is refused. */
+        rkl_container_spec n = {.caps_add = strv("net_admin", NULL, NULL)};
+        assert_int_equal(rkl_rkt_container_spec_check(&n, &err), 0);
+        rkl_strv_free(n.caps_add);
+        n.caps_add = strv("CAP_NOT_ONE", NULL, NULL);
+        assert_int_equal(rkl_rkt_container_spec_check(&n, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "add_capabilities"));
         rkl_container_spec_done(&c);
         rkl_container_spec_done(&p);
+        rkl_container_spec_done(&n);
+}
+
+static void test_app_dropin(void **state)
+{
+        rkl_container_spec c = {.privileged = true};
+        assert_null(rkl_rkt_app_dropin(&c, "cffee"));
+        c.no_new_privs = true;
+        c.masked_paths = strv("/proc/kcore", "/sys/firmware", NULL);
+        c.readonly_paths = strv("/proc/sys", NULL, NULL);
+        _cleanup_free_ char *d = rkl_rkt_app_dropin(&c, "cffee");
+        assert_string_equal(d, "[Service]\n"
+                               "NoNewPrivileges=yes\n"
+                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/proc/kcore\n"
+                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/sys/firmware\n"
+                               "ReadOnlyPaths=-/opt/stage2/cffee/rootfs/proc/sys\n");
+        rkl_container_spec_done(&c);
+}
+
+static void test_default_seccomp(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char **a = NULL;
+        const char *flag = NULL;
+        rkl_container_spec c = {.caps_add = strv("SYS_ADMIN", NULL, NULL)};
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        RKL_STRV_FOREACH (s, a)
+                if (strncmp(*s, "--seccomp=", 10) == 0)
+                        flag = *s;
+        /* Docker's denylist, less what CAP_SYS_ADMIN lets Docker's profile do. */
+        assert_non_null(flag);
+        assert_true(strncmp(flag, "--seccomp=mode=remove,errno=EPERM,acct,add_key,", 47) == 0);
+        assert_non_null(strstr(flag, ",ptrace,"));
+        assert_null(strstr(flag, ",mount,"));
+        assert_null(strstr(flag, ",unshare,"));
+        rkl_strv_free(a);
+        rkl_container_spec_done(&c);
+}
+
+static void test_seccomp_profile(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char *u = NULL;
+        static const char block[] =
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"chmod\", "
+            "\"fchmodat\"], \"action\": \"SCMP_ACT_ERRNO\"}, {\"name\": \"sethostname\", "
+            "\"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1}]}";
+        assert_int_equal(rkl_rkt_seccomp_profile_to_unit(block, strlen(block), &u, &err), 0);
+        assert_string_equal(u, "SystemCallFilter=\nSystemCallFilter=~chmod fchmodat sethostname\n"
+                               "SystemCallErrorNumber=1\n");
+        free(u);
+        static const char allow[] =
+            "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38, \"syscalls\": "
+            "[{\"names\": [\"read\", \"exit\"], \"action\": \"SCMP_ACT_ALLOW\"}]}";
+        assert_int_equal(rkl_rkt_seccomp_profile_to_unit(allow, strlen(allow), &u, &err), 0);
+        assert_string_equal(u, "SystemCallFilter=\nSystemCallFilter=read exit\n"
+                               "SystemCallErrorNumber=38\n");
+        free(u);
+        static const char *const refused[] = {
+            "{\"defaultAction\": \"SCMP_ACT_TRACE\"}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"kill\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 1, \"value\": 9, "
+            "\"op\": \"SCMP_CMP_EQ\"}]}]}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"a\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\"}, {\"names\": [\"b\"], \"action\": "
+            "\"SCMP_ACT_KILL\"}]}",
+            "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}",
+            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"x y\"], "
+            "\"action\": \"SCMP_ACT_ERRNO\"}]}",
+            "not json",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                assert_int_equal(
+                    rkl_rkt_seccomp_profile_to_unit(refused[i], strlen(refused[i]), &u, &err),
+                    i == ELEMENTSOF(refused) - 1 ? -EBADMSG : -EINVAL);
 }
 
 int main(void)
@@ -273,6 +363,9 @@ int main(void)
             cmocka_unit_test(test_app_add),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
+            cmocka_unit_test(test_app_dropin),
+            cmocka_unit_test(test_default_seccomp),
+            cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_app_add_security),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
