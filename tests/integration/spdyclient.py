@@ -2,7 +2,10 @@
 (header blocks through zlib with SPDY/3's dictionary), enough to play client-go's part and
 to misbehave on purpose."""
 import base64
+import ctypes
+import os
 import socket
+import threading
 import struct
 import time
 import urllib.parse
@@ -37,11 +40,38 @@ SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDAT
 FIN = 1
 
 
+def connect_in(netns, host, port, timeout=30):
+    """A TCP connection made from inside the network namespace netns (a path), by a thread
+    of its own: setns() moves only the calling thread, and the socket keeps its namespace."""
+    out = {}
+
+    def run():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(netns, os.O_RDONLY)
+            try:
+                if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), "setns " + netns)
+            finally:
+                os.close(fd)
+            out["sock"] = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["sock"]
+
+
 class Client:
-    def __init__(self, url, protocols=("v4.channel.k8s.io",), upgrade="SPDY/3.1",
-                 timeout=30, method="POST"):
+    def __init__(self, url, netns, protocols=("v4.channel.k8s.io",), upgrade="SPDY/3.1",
+                 timeout=30, method="POST", path=None):
         u = urllib.parse.urlsplit(url)
-        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
+        self.sock = connect_in(netns, u.hostname, u.port, timeout)
+        u = u._replace(path=path) if path is not None else u
         head = ["%s %s HTTP/1.1" % (method, u.path), "Host: %s" % u.netloc,
                 "Content-Length: 0"]
         if upgrade:

@@ -22,6 +22,7 @@ import spdyclient
 pb, pbg = harness.stubs()
 
 BUSYBOX = "docker.io/library/busybox:latest"
+HERE = os.path.dirname(os.path.abspath(__file__))
 CRICTL = os.environ.get("RKL_CRICTL",
                         "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
 
@@ -133,6 +134,98 @@ class RealRktExecStreamTest(StreamingTest):
         self.assertIn("x42y", out)
         self.assertIn("40 100", out)
         self.assertNotEqual(code, 0, out)
+
+
+HTTPD = ["sh", "-c", "mkdir -p /www && echo hello-pf > /www/index.html && "
+         "dd if=/dev/zero of=/www/big bs=1M count=20 2>/dev/null && "
+         "exec busybox httpd -f -p 127.0.0.1:8080 -h /www"]
+
+
+class RealRktPortForwardTest(StreamingTest):
+    def port_forward(self, sid, local):
+        p = subprocess.Popen(self.env.enter + [
+            CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket,
+            "port-forward", sid, "%d:8080" % local], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd="/")
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        # It says so once it listens.
+        line = p.stdout.readline().decode()
+        self.assertIn("Forwarding from", line)
+        return p
+
+    def fetch(self, port, path, timeout=60):
+        return self.env.run("busybox", "wget", "-q", "-O-",
+                            "http://127.0.0.1:%d/%s" % (port, path), check=False,
+                            timeout=timeout)
+
+    def test_port_forward(self):
+        sid, _ = self.run_pod("pf", HTTPD)
+        self.wait_httpd(sid)
+        self.port_forward(sid, 18080)
+        p = self.fetch(18080, "index.html")
+        self.assertEqual((p.returncode, p.stdout), (0, "hello-pf\n"), p.stderr)
+        # 20 MB, and several connections at once.
+        p = self.env.run("sh", "-c", "for i in 1 2 3 4; do busybox wget -q -O- "
+                         "http://127.0.0.1:18080/big | wc -c & done; wait", timeout=120)
+        self.assertEqual(p.stdout.split(), ["20971520"] * 4, p.stderr)
+
+    def test_own_client(self):
+        """Half-close, a refused port on the error stream, a port the request did not name."""
+        sid, _ = self.run_pod("pf2", HTTPD)
+        self.wait_httpd(sid)
+        url = self.rs.PortForward(pb.PortForwardRequest(pod_sandbox_id=sid, port=[8080, 8081]),
+                                  timeout=10).url
+        c = self.client(url, protocols=["portforward.k8s.io"])
+        self.assertEqual((c.status, c.headers.get("x-stream-protocol-version")),
+                         (101, "portforward.k8s.io"))
+        streams = {}
+        for rid, port in enumerate((8080, 8081, 8082)):
+            h = {"port": str(port), "requestid": str(rid)}
+            err = c.open(dict(h, streamtype="error"), fin=True)
+            streams[port] = (err, c.open(dict(h, streamtype="data")))
+        # 8082 was not in the request: refused, at once.
+        self.assertIn(streams[8082][0], c.reset)
+        err, data = streams[8080]
+        c.send(data, b"GET /index.html HTTP/1.0\r\n\r\n", fin=True)
+        c.until(lambda: data in c.fin and err in c.fin)
+        self.assertIn(b"200 OK", c.data[data])
+        self.assertIn(b"hello-pf", c.data[data])
+        self.assertEqual(c.data.get(err, b""), b"")
+        err, data = streams[8081]
+        c.until(lambda: err in c.fin and data in c.fin)
+        msg = c.data[err].decode()
+        self.assertIn("cannot connect to localhost:8081", msg)
+        self.assertIn("refused", msg.lower())
+        # Many at once, on one connection.
+        pairs = []
+        for rid in range(10, 40):
+            h = {"port": "8080", "requestid": str(rid)}
+            pairs.append((c.open(dict(h, streamtype="error"), fin=True),
+                          c.open(dict(h, streamtype="data"))))
+        for _, data in pairs:
+            c.send(data, b"GET /index.html HTTP/1.0\r\n\r\n", fin=True)
+        c.until(lambda: all(d in c.fin for _, d in pairs))
+        for _, data in pairs:
+            self.assertIn(b"hello-pf", c.data[data])
+        c.close()
+
+    def client(self, url, **kw):
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def wait_httpd(self, sid):
+        pid = str(self.pod_pid(sid))
+        harness.wait_for("httpd answering", lambda: self.env.run(
+            "nsenter", "-t", pid, "-n", "busybox", "wget", "-q", "-O/dev/null",
+            "http://127.0.0.1:8080/index.html", check=False).returncode == 0, timeout=30)
+
+    def pod_pid(self, sid):
+        info = json.loads(self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+            pod_sandbox_id=sid, verbose=True), timeout=10).info["info"])
+        return info["pid"]
 
 
 if __name__ == "__main__":
