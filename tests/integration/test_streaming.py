@@ -5,6 +5,8 @@ the daemon's stream address is; and a small SPDY client of our own (spdyclient.p
 crictl cannot do: bad, reused and expired tokens, garbage, a client that vanishes. Skips,
 saying why, when rkt or crictl is not there."""
 import fcntl
+import random
+import socket
 import json
 import os
 import pty
@@ -15,6 +17,8 @@ import subprocess
 import termios
 import time
 import unittest
+
+import grpc
 
 import harness
 import spdyclient
@@ -100,6 +104,7 @@ class StreamingTest(unittest.TestCase):
         return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
 
     def url(self, cid, **kw):
+        kw.setdefault("stdout", True)
         req = pb.ExecRequest(container_id=cid, cmd=kw.pop("cmd", ["true"]), **kw)
         return self.rs.Exec(req, timeout=10).url
 
@@ -226,6 +231,147 @@ class RealRktPortForwardTest(StreamingTest):
         info = json.loads(self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
             pod_sandbox_id=sid, verbose=True), timeout=10).info["info"])
         return info["pid"]
+
+
+class RealRktStreamEdgeTest(StreamingTest):
+    """What a client that is not client-go may do, and the API's checks."""
+    ttl = 5
+
+    def client(self, url, **kw):
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def run_exec(self, url, protocols=("v4.channel.k8s.io",)):
+        c = self.client(url, protocols=protocols)
+        self.assertEqual(c.status, 101)
+        ids = spdyclient.exec_streams(c)
+        c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin, timeout=60)
+        return c, {k: c.data.get(v, b"").decode() for k, v in ids.items()}
+
+    def assert_refused(self, url, status=404, **kw):
+        c = self.client(url, **kw)
+        self.assertEqual(c.status, status)
+        c.close()
+
+    def test_edges(self):
+        sid, cid = self.run_pod("edge", ["sleep", "3600"])
+        base = self.url(cid).rsplit("/", 2)[0]
+
+        # v4: the exit status as JSON, and a PING answered on the way.
+        url = self.url(cid, cmd=["sh", "-c", "echo out; echo err >&2; exit 3"],
+                       stdout=True, stderr=True)
+        c, got = self.run_exec(url)
+        self.assertEqual((got["stdout"], got["stderr"]), ("out\n", "err\n"))
+        status = json.loads(got["error"])
+        self.assertEqual((status["status"], status["reason"]), ("Failure", "NonZeroExitCode"))
+        self.assertEqual(status["details"]["causes"],
+                         [{"reason": "ExitCode", "message": "3"}])
+        self.assertEqual(c.headers["x-stream-protocol-version"], "v4.channel.k8s.io")
+        # The token is spent.
+        self.assert_refused(url)
+        # The oldest protocol: the status as text.
+        url = self.url(cid, cmd=["sh", "-c", "exit 4"], stdout=True, stderr=True)
+        c, got = self.run_exec(url, protocols=("channel.k8s.io",))
+        self.assertEqual(c.headers["x-stream-protocol-version"], "channel.k8s.io")
+        self.assertIn("exit code: 4", got["error"])
+        url = self.url(cid, cmd=["true"], stdout=True)
+        c, got = self.run_exec(url)
+        self.assertEqual(json.loads(got["error"])["status"], "Success")
+
+        # Paths and tokens that serve nothing; a protocol nobody speaks; no upgrade.
+        url = self.url(cid, stdout=True)
+        for path in ("/", "/exec", "/exec/", "/exec/" + "0" * 32, "/attach/x",
+                     "/nothing/" + url.rsplit("/", 1)[1],
+                     "/exec/%s/more" % url.rsplit("/", 1)[1]):
+            self.assert_refused(base + path)
+        self.assert_refused(url, status=400, upgrade=None)
+        self.assert_refused(url, status=403, protocols=("v9.channel.k8s.io",))
+        # None of those spent it.
+        self.run_exec(url)
+        # Used for another kind, it is gone for its own too.
+        url = self.url(cid, stdout=True)
+        self.assert_refused(url.replace("/exec/", "/portforward/"),
+                            protocols=("portforward.k8s.io",))
+        self.assert_refused(url)
+        # Expired.
+        url = self.url(cid, stdout=True)
+        time.sleep(self.ttl + 1)
+        self.assert_refused(url)
+
+        # 1,000 frames of garbage: the session ends, the daemon does not.
+        url = self.url(cid, cmd=["sleep", "1000"], stdout=True)
+        c = self.client(url)
+        rnd = random.Random(16)
+        junk = b"".join(bytes([0x80, rnd.randrange(256), 0, rnd.randrange(1, 12), 0, 0, 0, 8])
+                        + rnd.randbytes(8) for _ in range(1000))
+        try:
+            c.sock.sendall(junk)
+        except OSError:
+            pass  # it may close before all is sent
+        self.assertTrue(c.closed())
+        self.assertEqual(self.crictl("exec", cid, "echo", "alive").stdout, "alive\n")
+
+        # A client that vanishes mid-stream: the command and what it started go.
+        url = self.url(cid, cmd=["sh", "-c", "sleep 1001 & echo started; wait"],
+                       stdout=True)
+        c = self.client(url)
+        ids = spdyclient.exec_streams(c, stderr=False)
+        c.until(lambda: b"started" in c.data.get(ids["stdout"], b""))
+        self.assertIn("sleep 1001", self.env.run("ps", "-eo", "args").stdout)
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        harness.wait_for("the exec's processes gone", lambda: "sleep 1001" not in
+                         self.env.run("ps", "-eo", "args").stdout, timeout=30)
+        self.assertEqual(self.crictl("exec", cid, "echo", "alive").stdout, "alive\n")
+
+    def test_api_checks(self):
+        sid, cid = self.run_pod("api", ["sleep", "3600"])
+        cases = [
+            (pb.ExecRequest(container_id=cid, stdout=True), grpc.StatusCode.INVALID_ARGUMENT,
+             "cmd"),
+            (pb.ExecRequest(container_id=cid, cmd=["true"]), grpc.StatusCode.INVALID_ARGUMENT,
+             "one of stdin"),
+            (pb.ExecRequest(container_id=cid, cmd=["sh"], tty=True, stdout=True, stderr=True),
+             grpc.StatusCode.INVALID_ARGUMENT, "tty and stderr"),
+            (pb.ExecRequest(container_id="f" * 64, cmd=["true"], stdout=True),
+             grpc.StatusCode.NOT_FOUND, ""),
+        ]
+        for req, code, text in cases:
+            with self.assertRaises(grpc.RpcError) as e:
+                self.rs.Exec(req, timeout=10)
+            self.assertEqual(e.exception.code(), code, req)
+            self.assertIn(text, e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            self.rs.Attach(pb.AttachRequest(container_id=cid, stdout=True), timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertIn("attach", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            self.rs.PortForward(pb.PortForwardRequest(pod_sandbox_id=sid, port=[0]),
+                                timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        # Outstanding URLs are bounded: past 256, RESOURCE_EXHAUSTED, until some expire.
+        codes = set()
+        for _ in range(300):
+            try:
+                self.url(cid, stdout=True)
+            except grpc.RpcError as e:
+                codes.add(e.code())
+        self.assertEqual(codes, {grpc.StatusCode.RESOURCE_EXHAUSTED})
+        def issued():
+            try:
+                return self.url(cid)
+            except grpc.RpcError:
+                return None
+        harness.wait_for("URLs expired", issued, timeout=30)
+        # A stopped container: no exec.
+        self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=1), timeout=30)
+        harness.wait_for("container stopped", lambda: self.rs.ContainerStatus(
+            pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
+            pb.CONTAINER_EXITED, timeout=60)
+        with self.assertRaises(grpc.RpcError) as e:
+            self.url(cid, stdout=True)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
 
 
 if __name__ == "__main__":
