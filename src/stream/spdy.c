@@ -244,7 +244,8 @@ rkl_spdy_decoder *rkl_spdy_decoder_free(rkl_spdy_decoder *d)
 static size_t fill(rkl_spdy_decoder *d, const uint8_t *in, size_t n, size_t upto)
 {
         size_t take = upto - d->len < n ? upto - d->len : n;
-        memcpy(d->buf + d->len, in, take);
+        if (take > 0) /* in may be NULL then */
+                memcpy(d->buf + d->len, in, take);
         d->len += take;
         return take;
 }
@@ -496,11 +497,10 @@ static int decode_frame(rkl_spdy_decoder *d, rkl_spdy_frame *f, rkl_error *err)
                 if (f->delta == 0)
                         return rkl_error_set(err, -EPROTO, "WINDOW_UPDATE with a delta of 0");
                 return 0;
-        default:
-                break;
+        default: /* begin_frame() skips every other type */
+                assert(!"unknown control type");
+                return rkl_error_set(err, -EPROTO, "control frame %u", (unsigned)f->type);
         }
-        /* begin_frame() skips every other type. */
-        abort();
 }
 
 int rkl_spdy_decode(rkl_spdy_decoder *d, const uint8_t *buf, size_t len, size_t *consumed,
@@ -689,7 +689,7 @@ static int encode_headers(rkl_spdy_encoder *e, const rkl_spdy_frame *f, const ui
         /* The bound plus a sync flush's few bytes: checked before deflate() moves the
          * stream, so that a refusal leaves it in step with the peer. */
         size_t bound = deflateBound(&e->zout, plain_len) + 64;
-        if (FRAME_HEADER + fixed + bound > FRAME_HEADER + MAX_LEN24)
+        if (fixed + bound > MAX_LEN24)
                 return -EINVAL;
         r = reserve(buf, *len, cap, FRAME_HEADER + fixed + bound);
         if (r < 0)
