@@ -43,7 +43,7 @@ static int no_server(rkl_error *reterr)
 int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
                  Runtime__V1__ExecResponse *resp, rkl_error *reterr)
 {
-        pid_t pid;
+        pid_t pid = 0;
         int r = rkl_api_cmd_check(req->n_cmd, req->cmd, reterr);
         if (r >= 0)
                 r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
@@ -75,19 +75,46 @@ int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
 int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
                    Runtime__V1__AttachResponse *resp, rkl_error *reterr)
 {
-        pid_t pid;
-        (void)resp;
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = NULL;
         int r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
         if (r >= 0)
-                r = running_pid(ctx, req->container_id, &pid, reterr);
+                r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
         if (r < 0)
                 return r;
-        /* docs/streaming.md: an app's stdio is journald's (the CRI log is read from there),
-         * and rkt's attachable modes would take that away. */
-        return rkl_error_set(reterr, -EOPNOTSUPP,
-                             "attach is not supported: rktlet's containers write their stdio "
-                             "to the journal, which feeds the CRI log, and rkt 1.30 cannot "
-                             "attach to that (see docs/streaming.md); use exec");
+        const rkl_container_record *c = v->rec;
+        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
+            c->observed.pid > INT32_MAX || !c->app_name)
+                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
+        /* rkt gave the app the stdio its spec asked for (src/rkt/command.c): that is what
+         * there is to attach to. */
+        if (!!req->tty != c->spec.tty)
+                return rkl_error_set(reterr, -EINVAL, "tty: container %s was created %s a terminal",
+                                     c->id, c->spec.tty ? "with" : "without");
+        if (req->stdin && !c->spec.stdin_open)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "stdin: container %s was created without stdin", c->id);
+        if (rkl_cache_pod_resolve(ctx->cache, c->sandbox_id, &pv) < 0 || !pv->rec->rkt_uuid)
+                return rkl_error_set(reterr, -EBADFD, "the sandbox of container %s is gone", c->id);
+        if (!ctx->cfg->stream)
+                return no_server(reterr);
+        _cleanup_free_ char *dir =
+            rkl_xasprintf("%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", ctx->cfg->rkt_data_dir,
+                          pv->rec->rkt_uuid, c->app_name);
+        rkl_stream_exec e = {
+            .pid = (pid_t)c->observed.pid,
+            .attach_dir = dir,
+            .tty = req->tty,
+            .stdin = req->stdin,
+            .stdout = req->stdout,
+            .stderr = req->stderr,
+        };
+        _cleanup_free_ char *url = NULL;
+        r = rkl_stream_exec_url(ctx->cfg->stream, &e, &url, reterr);
+        if (r < 0)
+                return r;
+        resp->url = rkl_arena_strdup(ctx->arena, url);
+        return 0;
 }
 
 int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest *req,

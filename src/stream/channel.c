@@ -1,8 +1,12 @@
-/* Exec over the channel protocols (v1 to v4 of remotecommand): the client opens an error
- * stream, then stdin, stdout and stderr as asked, and resize for a terminal; once all are
- * there the command starts (src/exec/, on a thread of its own that waits for it), with pipes
- * or a pty; its output goes out as the peer takes it, and at its end the exit status goes on
- * the error stream. The peer going away kills the command and all it started. */
+/* Exec and Attach over the channel protocols (v1 to v4 of remotecommand): the client opens
+ * an error stream, then stdin, stdout and stderr as asked, and resize for a terminal; once
+ * all are there the command starts (src/exec/, on a thread of its own that waits for it),
+ * with pipes or a pty; its output goes out as the peer takes it, and at its end the exit
+ * status goes on the error stream. The peer going away kills the command and all it started.
+ *
+ * Attach joins rkt's iottymux instead of starting anything: its unix sockets carry the app's
+ * output to every client (and to the log file, which attaching leaves alone) and a client's
+ * input to the app. Detaching closes our sockets only; the app runs on. */
 #include "stream-internal.h"
 
 #include <fcntl.h>
@@ -10,6 +14,8 @@
 #include <pty.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -30,6 +36,7 @@ typedef struct exec_state {
         rkl_stream_spdy *st[_ST_MAX];
         uint64_t deadline;
         bool started, exited, finished;
+        bool attached;
         int in_w, out_r, err_r; /* ours; with a pty in_w and out_r are both its master */
         int child[3];
         bool tty;
@@ -136,6 +143,11 @@ static void stdin_close(exec_state *x)
 {
         if (x->in_w < 0)
                 return;
+        if (x->attached) {
+                /* iottymux's stdin is the app's: ours ends, the app's stays. */
+                (void)shutdown(x->in_w, SHUT_WR);
+                return;
+        }
         if (x->tty) {
                 /* The terminal stays (it is stdout too): end of input is ^D. */
                 static const char eot = 4;
@@ -284,10 +296,58 @@ static int pipes_make(exec_state *x, const rkl_stream_request *r)
         return 0;
 }
 
+/* One of iottymux's sockets, by a path through an fd of its directory: rkt's paths run
+ * past sockaddr_un's 108 bytes. */
+static int iottymux_connect(int dirfd, const char *name)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, name);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || nonblock(fd) < 0) {
+                int r = -errno;
+                (void)close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static int attach(exec_state *x, const rkl_stream_request *r)
+{
+        _cleanup_close_ int dirfd = open(r->attach_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return rkl_error_set(&x->err, -errno, "cannot open '%s': %s", r->attach_dir,
+                                     strerror(errno));
+        const char *names[3] = {"sock-stdin", "sock-stdout", "sock-stderr"};
+        int *fds[3] = {&x->in_w, &x->out_r, &x->err_r};
+        bool want[3] = {r->stdin, r->stdout, r->stderr && !r->tty};
+        /* Output first: iottymux drops what the app prints while no client listens, and an
+         * answer to our input should find us there. */
+        for (int k = 0; k < 3; k++) {
+                int i = r->tty ? k : (k + 1) % 3;
+                if (!want[i])
+                        continue;
+                /* A terminal is one socket both ways. */
+                *fds[i] = r->tty && i == 2 ? -1
+                          : r->tty && i == 1 && x->in_w >= 0
+                              ? fcntl(x->in_w, F_DUPFD_CLOEXEC, 3)
+                              : iottymux_connect(dirfd, r->tty ? "sock-tty" : names[i]);
+                if (*fds[i] < 0)
+                        return rkl_error_set(&x->err, *fds[i], "cannot attach to %s: %s",
+                                             r->tty ? "sock-tty" : names[i], strerror(-*fds[i]));
+        }
+        /* Nothing to wait for but the streams. */
+        x->started = x->exited = x->attached = true;
+        return 0;
+}
+
 static int start(rkl_stream_session *s, exec_state *x)
 {
         rkl_stream_request *r = rkl_stream__session_request(s);
         x->tty = r->tty;
+        if (r->kind == RKL_STREAM_ATTACH)
+                return attach(x, r);
         int k = pipes_make(x, r);
         if (k < 0)
                 return rkl_error_set(&x->err, k, "cannot make the command's stdio: %s",
@@ -334,6 +394,15 @@ static void finish(rkl_stream_session *s, exec_state *x)
         x->finished = true;
 }
 
+static void maybe_finish(rkl_stream_session *s, exec_state *x)
+{
+        /* An attach to stdin alone lasts as long as the client's input. */
+        bool input_left = x->attached && !x->st[ST_STDOUT] && !x->st[ST_STDERR] &&
+                          x->st[ST_STDIN] && x->st[ST_STDIN]->data;
+        if (x->exited && x->out_r < 0 && x->err_r < 0 && !x->finished && !input_left)
+                finish(s, x);
+}
+
 static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *timeout_ms)
 {
         exec_state *x = state(s);
@@ -364,6 +433,9 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
                         stdin_pump(s, x);
         }
         if (!x->started || max < 4)
+                return 0;
+        maybe_finish(s, x);
+        if (x->finished)
                 return 0;
         rkl_stream_spdy *out = x->st[ST_STDOUT], *err = x->st[ST_STDERR];
         if (x->out_r >= 0 && (!out || rkl_stream__send_room(s, out) > 0))
@@ -416,8 +488,7 @@ static void exec_events(rkl_stream_session *s, const struct pollfd *pfd, int n)
         }
         if (x->exited && x->tty && x->out_r >= 0)
                 pump_out(s, &x->out_r, x->st[ST_STDOUT], true);
-        if (x->exited && x->out_r < 0 && x->err_r < 0 && !x->finished)
-                finish(s, x);
+        maybe_finish(s, x);
 }
 
 static bool exec_done(rkl_stream_session *s)

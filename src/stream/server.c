@@ -357,6 +357,7 @@ int rkl_stream_exec_url(rkl_stream_server *s, const rkl_stream_exec *e, char **r
             .stdout = e->stdout,
             .stderr = e->stderr,
             .netns_fd = -1,
+            .attach_dir = rkl_xstrdup(e->attach_dir),
         };
         RKL_STRV_FOREACH (a, e->argv)
                 rkl_strv_push(&req->argv, *a);

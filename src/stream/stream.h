@@ -41,10 +41,13 @@ const char *rkl_stream_server_address(const rkl_stream_server *s);
 typedef struct rkl_stream_exec {
         pid_t pid;         /* the container's main process */
         char *const *argv; /* Exec: the command; Attach: NULL */
+        /* Attach: the app's iottymux directory (rkt's sock-stdin, sock-stdout, sock-stderr,
+         * or sock-tty, which any number of clients may use beside the log) */
+        const char *attach_dir;
         bool tty, stdin, stdout, stderr;
 } rkl_stream_exec;
 
-/* A URL for one Exec. -EMFILE when too many URLs are outstanding. */
+/* A URL for one Exec or Attach. -EMFILE when too many URLs are outstanding. */
 int rkl_stream_exec_url(rkl_stream_server *s, const rkl_stream_exec *e, char **ret_url,
                         rkl_error *reterr);
 /* A URL for one PortForward into the network namespace of process pid; ports (n_ports may

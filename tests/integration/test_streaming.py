@@ -72,7 +72,7 @@ class StreamingTest(unittest.TestCase):
             "30s"] + list(args), capture_output=True, text=True, timeout=timeout, cwd="/",
             input=input, stdin=None if input is not None else subprocess.DEVNULL)
 
-    def crictl_tty(self, args, keys=b"", timeout=60):
+    def crictl_tty(self, args, keys=(), timeout=60):
         """crictl with a terminal as stdin and stdout (it insists for -t): what it printed."""
         pid, fd = pty.fork()
         if pid == 0:
@@ -82,14 +82,14 @@ class StreamingTest(unittest.TestCase):
                 CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket] + args)
         out = b""
         deadline = time.monotonic() + timeout
-        sent = False
+        keys = list(keys)
         try:
             while time.monotonic() < deadline:
                 r, _, _ = select.select([fd], [], [], 0.5)
                 if not r:
-                    if not sent and keys:
-                        os.write(fd, keys)
-                        sent = True
+                    # Quiet for a while: the next keys.
+                    if keys:
+                        os.write(fd, keys.pop(0))
                     continue
                 try:
                     chunk = os.read(fd, 4096)
@@ -135,7 +135,7 @@ class RealRktExecStreamTest(StreamingTest):
         self.assertRegex(out, r"/dev/pts/[0-9]+")
         # A shell on the terminal reads what is typed, with the terminal's size.
         code, out = self.crictl_tty(["exec", "-it", cid, "sh"],
-                                    keys=b"stty size; echo x$((6*7))y; exit 3\r")
+                                    keys=[b"stty size; echo x$((6*7))y; exit 3\r"])
         self.assertIn("x42y", out)
         self.assertIn("40 100", out)
         self.assertNotEqual(code, 0, out)
@@ -372,6 +372,100 @@ class RealRktStreamEdgeTest(StreamingTest):
         with self.assertRaises(grpc.RpcError) as e:
             self.url(cid, stdout=True)
         self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+
+
+class RealRktAttachTest(StreamingTest):
+    def create(self, sid, name, command, **kw):
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name=self.pod, uid=self.pod + "-uid",
+                                           namespace="e2e"),
+            hostname=self.pod, log_directory=os.path.join(self.env.dir, "logs", self.pod))
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
+                                image=pb.ImageSpec(image=BUSYBOX), command=command,
+                                log_path=name + ".log", **kw)
+        cid = self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        harness.wait_for("container %s running" % name, lambda: self.rs.ContainerStatus(
+            pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
+            pb.CONTAINER_RUNNING, timeout=60)
+        return cid
+
+    def log_lines(self, name):
+        path = os.path.join(self.env.dir, "logs", self.pod, name + ".log")
+        try:
+            with open(path) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def test_attach(self):
+        self.pod = "att"
+        sid, cid = self.run_pod(self.pod, [
+            "sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); sleep 1; done"])
+        # crictl attach: the app's output as it prints it.
+        p = subprocess.Popen(self.env.enter + [
+            CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket, "attach",
+            cid], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            cwd="/")
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.stderr.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        first = p.stdout.readline().decode()
+        self.assertRegex(first, r"^line\d+$")
+        second = p.stdout.readline().decode()
+        self.assertEqual(int(second[4:]), int(first[4:]) + 1)
+        # Detaching leaves the app running, and its log growing.
+        p.kill()
+        n = len(self.log_lines(self.pod))
+        harness.wait_for("log growing", lambda: len(self.log_lines(self.pod)) > n + 1,
+                         timeout=30)
+        self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+
+        # stdin, through our own client; a container without stdin refuses it.
+        with self.assertRaises(grpc.RpcError) as e:
+            self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True),
+                           timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        cid = self.create(sid, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
+                          stdin=True)
+        for word in ("one", "two"):
+            url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
+                                                  stderr=True), timeout=10).url
+            c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
+            self.addCleanup(c.close)
+            self.assertEqual(c.status, 101)
+            ids = spdyclient.exec_streams(c, stdin=True)
+            # iottymux hands output only to the clients it has accepted so far, and says
+            # nothing when it has: what the app answers before then is not ours to see.
+            c.sock.settimeout(2)
+            for _ in range(10):
+                c.send(ids["stdin"], word.encode() + b"\n")
+                try:
+                    c.until(lambda: b"got-" + word.encode() in c.data.get(ids["stdout"], b""),
+                            timeout=2)
+                    break
+                except (TimeoutError, OSError):
+                    pass
+            self.assertIn(b"got-" + word.encode(), c.data.get(ids["stdout"], b""))
+            c.close()
+        harness.wait_for("the log has both", lambda: any(
+            l.endswith("got-two") for l in self.log_lines("echo")), timeout=30)
+        self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+
+    def test_attach_tty(self):
+        self.pod = "atty"
+        sid, _ = self.run_pod(self.pod, ["sleep", "3600"])
+        cid = self.create(sid, "sh", ["sh"], stdin=True, tty=True)
+        # crictl's detach keys (^P^Q) end it; the shell stays.
+        code, out = self.crictl_tty(["attach", "-it", cid],
+                                    keys=[b"\r", b"echo x$((6*7))y\r", b"\x10\x11"])
+        self.assertIn("x42y", out)
+        self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
 
 
 if __name__ == "__main__":
