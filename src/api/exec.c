@@ -133,6 +133,21 @@ static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
         return 0;
 }
 
+int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
+                              rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
+        if (r < 0)
+                return r;
+        const rkl_container_record *c = v->rec;
+        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
+            c->observed.pid > INT32_MAX || !c->app_name)
+                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
 int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
                       Runtime__V1__ExecSyncResponse *resp, rkl_error *reterr)
 {
@@ -140,13 +155,10 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
         uint64_t accepted = rkl_now_usec(CLOCK_MONOTONIC);
         int r = cmd_check(req, reterr);
         if (r >= 0)
-                r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+                r = rkl_api_container_running(ctx, req->container_id, &v, reterr);
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
-        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
-            c->observed.pid > INT32_MAX)
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
 
         exec_job *j = rkl_arena_newa(exec_job, ctx->arena, 1);
         *j = (exec_job){

@@ -21,55 +21,46 @@ static int stdio_check(bool in, bool out, bool err, bool tty, rkl_error *reterr)
         return 0;
 }
 
-static int running_pid(rkl_api_ctx *ctx, const char *given, pid_t *ret, rkl_error *reterr)
-{
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
-        if (r < 0)
-                return r;
-        const rkl_container_record *c = v->rec;
-        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
-            c->observed.pid > INT32_MAX)
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
-        *ret = (pid_t)c->observed.pid;
-        return 0;
-}
-
 static int no_server(rkl_error *reterr)
 {
         return rkl_error_set(reterr, -EOPNOTSUPP, "the streaming server is not running");
 }
 
+/* The URL for e, the request's stdio flags copied in, into the call's arena. */
+static int exec_url(rkl_api_ctx *ctx, rkl_stream_exec *e, bool in, bool out, bool err, bool tty,
+                    char **ret, rkl_error *reterr)
+{
+        _cleanup_free_ char *url = NULL;
+        if (!ctx->cfg->stream)
+                return no_server(reterr);
+        e->stdin = in;
+        e->stdout = out;
+        e->stderr = err;
+        e->tty = tty;
+        int r = rkl_stream_exec_url(ctx->cfg->stream, e, &url, reterr);
+        if (r < 0)
+                return r;
+        *ret = rkl_arena_strdup(ctx->arena, url);
+        return 0;
+}
+
 int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
                  Runtime__V1__ExecResponse *resp, rkl_error *reterr)
 {
-        pid_t pid = 0;
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
         int r = rkl_api_cmd_check(req->n_cmd, req->cmd, reterr);
         if (r >= 0)
                 r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
         if (r >= 0)
-                r = running_pid(ctx, req->container_id, &pid, reterr);
+                r = rkl_api_container_running(ctx, req->container_id, &v, reterr);
         if (r < 0)
                 return r;
-        if (!ctx->cfg->stream)
-                return no_server(reterr);
         _cleanup_strv_free_ char **argv = NULL;
         for (size_t i = 0; i < req->n_cmd; i++)
                 rkl_strv_push(&argv, req->cmd[i]);
-        rkl_stream_exec e = {
-            .pid = pid,
-            .argv = argv,
-            .tty = req->tty,
-            .stdin = req->stdin,
-            .stdout = req->stdout,
-            .stderr = req->stderr,
-        };
-        _cleanup_free_ char *url = NULL;
-        r = rkl_stream_exec_url(ctx->cfg->stream, &e, &url, reterr);
-        if (r < 0)
-                return r;
-        resp->url = rkl_arena_strdup(ctx->arena, url);
-        return 0;
+        rkl_stream_exec e = {.pid = (pid_t)v->rec->observed.pid, .argv = argv};
+        return exec_url(ctx, &e, req->stdin, req->stdout, req->stderr, req->tty, &resp->url,
+                        reterr);
 }
 
 int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
@@ -79,13 +70,10 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = NULL;
         int r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
         if (r >= 0)
-                r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+                r = rkl_api_container_running(ctx, req->container_id, &v, reterr);
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
-        if (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
-            c->observed.pid > INT32_MAX || !c->app_name)
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
         /* rkt gave the app the stdio its spec asked for (src/rkt/command.c): that is what
          * there is to attach to. */
         if (!!req->tty != c->spec.tty)
@@ -96,25 +84,12 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
                                      "stdin: container %s was created without stdin", c->id);
         if (rkl_cache_pod_resolve(ctx->cache, c->sandbox_id, &pv) < 0 || !pv->rec->rkt_uuid)
                 return rkl_error_set(reterr, -EBADFD, "the sandbox of container %s is gone", c->id);
-        if (!ctx->cfg->stream)
-                return no_server(reterr);
         _cleanup_free_ char *dir =
             rkl_xasprintf("%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", ctx->cfg->rkt_data_dir,
                           pv->rec->rkt_uuid, c->app_name);
-        rkl_stream_exec e = {
-            .pid = (pid_t)c->observed.pid,
-            .attach_dir = dir,
-            .tty = req->tty,
-            .stdin = req->stdin,
-            .stdout = req->stdout,
-            .stderr = req->stderr,
-        };
-        _cleanup_free_ char *url = NULL;
-        r = rkl_stream_exec_url(ctx->cfg->stream, &e, &url, reterr);
-        if (r < 0)
-                return r;
-        resp->url = rkl_arena_strdup(ctx->arena, url);
-        return 0;
+        rkl_stream_exec e = {.pid = (pid_t)c->observed.pid, .attach_dir = dir};
+        return exec_url(ctx, &e, req->stdin, req->stdout, req->stderr, req->tty, &resp->url,
+                        reterr);
 }
 
 int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest *req,

@@ -143,6 +143,18 @@ static void pair_close(rkl_stream_session *s, pf_pair *p, const char *error)
         }
 }
 
+/* Lets go of its streams (the session frees them) and of its socket. */
+static void pair_free(pf_pair *p)
+{
+        safe_close(p->fd);
+        if (p->err)
+                p->err->data = NULL;
+        if (p->data)
+                p->data->data = NULL;
+        free(p->fail);
+        free(p);
+}
+
 static pf_pair *pair_find(pf_state *ps, const rkl_spdy_header *id)
 {
         for (size_t i = 0; i < ps->n; i++)
@@ -289,12 +301,7 @@ static void reap(rkl_stream_session *s, pf_state *ps)
                         continue;
                 }
                 pair_close(s, p, NULL);
-                if (p->err)
-                        p->err->data = NULL;
-                if (p->data)
-                        p->data->data = NULL;
-                free(p->fail);
-                free(p);
+                pair_free(p);
                 ps->pairs[i] = ps->pairs[--ps->n];
         }
 }
@@ -330,16 +337,8 @@ static void pf_end(rkl_stream_session *s)
         pf_state *ps = rkl_stream__session_data(s);
         if (!ps)
                 return;
-        for (size_t i = 0; i < ps->n; i++) {
-                pf_pair *p = ps->pairs[i];
-                safe_close(p->fd);
-                if (p->err)
-                        p->err->data = NULL;
-                if (p->data)
-                        p->data->data = NULL;
-                free(p->fail);
-                free(p);
-        }
+        for (size_t i = 0; i < ps->n; i++)
+                pair_free(ps->pairs[i]);
         free(ps);
         rkl_stream__session_set_data(s, NULL);
 }

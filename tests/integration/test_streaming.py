@@ -45,26 +45,33 @@ class StreamingTest(unittest.TestCase):
         im = pbg.ImageServiceStub(ch)
         im.PullImage(pb.PullImageRequest(image=pb.ImageSpec(image=BUSYBOX)), timeout=120)
 
-    def run_pod(self, name, command):
-        cfg = pb.PodSandboxConfig(
+    def sandbox_config(self, name):
+        return pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="e2e"),
             hostname=name, log_directory=os.path.join(self.env.dir, "logs", name))
+
+    def run_pod(self, name, command):
+        cfg = self.sandbox_config(name)
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
         harness.wait_for("sandbox %s running" % name, lambda: json.loads(
             self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
                 pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
                     "phase") == "running", timeout=120)
+        return sid, self.create(sid, name, name, command)
+
+    def create(self, sid, pod, name, command, **kw):
         cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
                                 image=pb.ImageSpec(image=BUSYBOX), command=command,
-                                log_path=name + ".log")
+                                log_path=name + ".log", **kw)
         cid = self.rs.CreateContainer(pb.CreateContainerRequest(
-            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+            pod_sandbox_id=sid, config=cc, sandbox_config=self.sandbox_config(pod)),
+            timeout=10).container_id
         self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
         harness.wait_for("container %s running" % name, lambda: self.rs.ContainerStatus(
             pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
             pb.CONTAINER_RUNNING, timeout=60)
-        return sid, cid
+        return cid
 
     def crictl(self, *args, input=None, timeout=60):
         return subprocess.run(self.env.enter + [
@@ -343,9 +350,10 @@ class RealRktStreamEdgeTest(StreamingTest):
             self.assertEqual(e.exception.code(), code, req)
             self.assertIn(text, e.exception.details())
         with self.assertRaises(grpc.RpcError) as e:
-            self.rs.Attach(pb.AttachRequest(container_id=cid, stdout=True), timeout=10)
-        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
-        self.assertIn("attach", e.exception.details())
+            self.rs.Attach(pb.AttachRequest(container_id=cid, stdout=True, tty=True),
+                           timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("without a terminal", e.exception.details())
         with self.assertRaises(grpc.RpcError) as e:
             self.rs.PortForward(pb.PortForwardRequest(pod_sandbox_id=sid, port=[0]),
                                 timeout=10)
@@ -375,22 +383,6 @@ class RealRktStreamEdgeTest(StreamingTest):
 
 
 class RealRktAttachTest(StreamingTest):
-    def create(self, sid, name, command, **kw):
-        cfg = pb.PodSandboxConfig(
-            metadata=pb.PodSandboxMetadata(name=self.pod, uid=self.pod + "-uid",
-                                           namespace="e2e"),
-            hostname=self.pod, log_directory=os.path.join(self.env.dir, "logs", self.pod))
-        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
-                                image=pb.ImageSpec(image=BUSYBOX), command=command,
-                                log_path=name + ".log", **kw)
-        cid = self.rs.CreateContainer(pb.CreateContainerRequest(
-            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
-        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
-        harness.wait_for("container %s running" % name, lambda: self.rs.ContainerStatus(
-            pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
-            pb.CONTAINER_RUNNING, timeout=60)
-        return cid
-
     def log_lines(self, name):
         path = os.path.join(self.env.dir, "logs", self.pod, name + ".log")
         try:
@@ -429,7 +421,7 @@ class RealRktAttachTest(StreamingTest):
             self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True),
                            timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
-        cid = self.create(sid, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
+        cid = self.create(sid, self.pod, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
                           stdin=True)
         for word in ("one", "two"):
             url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
@@ -459,7 +451,7 @@ class RealRktAttachTest(StreamingTest):
     def test_attach_tty(self):
         self.pod = "atty"
         sid, _ = self.run_pod(self.pod, ["sleep", "3600"])
-        cid = self.create(sid, "sh", ["sh"], stdin=True, tty=True)
+        cid = self.create(sid, self.pod, "sh", ["sh"], stdin=True, tty=True)
         # crictl's detach keys (^P^Q) end it; the shell stays.
         code, out = self.crictl_tty(["attach", "-it", cid],
                                     keys=[b"\r", b"echo x$((6*7))y\r", b"\x10\x11"])
