@@ -33,6 +33,13 @@ static inline bool streq_ptr(const char *a, const char *b)
         return streq(a, b);
 }
 
+/* s past prefix, or NULL when s does not start with it. */
+static inline const char *startswith(const char *s, const char *prefix)
+{
+        size_t n = strlen(prefix);
+        return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
 static inline bool isempty(const char *s)
 {
         return !s || !*s;

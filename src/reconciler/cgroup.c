@@ -105,6 +105,14 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         return 0;
 }
 
+const char *rkl_cgroup_relative(const char *dir)
+{
+        /* cgroup2 has cgroup.controllers at its root; v1 mounts a tmpfs there. */
+        bool v2 = access(CGROUP_ROOT "/cgroup.controllers", F_OK) == 0;
+        const char *rel = startswith(dir, v2 ? CGROUP_ROOT : CGROUP_ROOT "/memory");
+        return rel && rel[0] == '/' && rel[1] ? rel : NULL;
+}
+
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret)
 {
         _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
@@ -251,10 +259,13 @@ void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
                 return;
         _cleanup_free_ char *cpu = v1_sibling(memory_dir, "cpu");
         _cleanup_free_ char *cpuacct = v1_sibling(memory_dir, "cpuacct");
+        _cleanup_free_ char *cpuset = v1_sibling(memory_dir, "cpuset");
         if (cpu)
                 (void)rmdir(cpu);
         if (cpuacct)
                 (void)rmdir(cpuacct);
+        if (cpuset)
+                (void)rmdir(cpuset);
 }
 
 static int write_at(const char *dir, const char *file, const char *value)
@@ -274,6 +285,54 @@ static int note(int r, int k, const char *what, char *err, size_t errlen)
                 return k;
         }
         return r;
+}
+
+/* Makes the v1 cpuset cgroup dir and each missing level above it: a new cpuset cgroup starts
+ * with no CPUs and no memory nodes, where no process can be moved, so each takes its
+ * parent's. */
+static int cpuset_mkdir(const char *dir)
+{
+        if (is_dir(dir))
+                return 0;
+        _cleanup_free_ char *parent = rkl_xstrndup(dir, (size_t)(strrchr(dir, '/') - dir));
+        if (strlen(parent) <= strlen(CGROUP_ROOT "/cpuset"))
+                return -ENOENT;
+        int r = cpuset_mkdir(parent);
+        if (r < 0)
+                return r;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *from = rkl_xasprintf("%s/%s", parent, files[i]);
+                _cleanup_free_ char *value = NULL;
+                r = rkl_read_file_at(AT_FDCWD, from, 4096, &value, NULL);
+                if (r < 0)
+                        return r;
+                value[strcspn(value, "\n")] = 0;
+                r = write_at(dir, files[i], value);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The CPUs the app may run on: on v1 in a cpuset cgroup of its own (the same relative path as
+ * its memory cgroup, made here and its processes moved in: rkt leaves apps in the pod's);
+ * on cgroup2 in its own cgroup's cpuset.cpus, where the cpuset controller is enabled. */
+static int apply_cpuset(const char *procs_dir, const char *memory_dir, bool v1, const char *cpus)
+{
+        if (!v1)
+                return write_at(procs_dir, "cpuset.cpus", cpus);
+        _cleanup_free_ char *dir = v1_sibling(memory_dir, "cpuset");
+        if (!dir || !is_dir(CGROUP_ROOT "/cpuset"))
+                return -EOPNOTSUPP;
+        int r = cpuset_mkdir(dir);
+        if (r >= 0)
+                r = write_at(dir, "cpuset.cpus", cpus);
+        if (r >= 0)
+                r = rkl_cgroup_memory_adopt(procs_dir, dir);
+        return r < 0 ? r : 0;
 }
 
 int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
@@ -327,6 +386,9 @@ int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                         r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", err, errlen);
                 }
         }
+        if (l->cpuset_cpus)
+                r = note(r, apply_cpuset(procs_dir, memory_dir, v1, l->cpuset_cpus), "cpuset", err,
+                         errlen);
         if (l->oom_score_adj != 0) {
                 /* Every process the app has now; its children inherit the value. */
                 _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", procs_dir);

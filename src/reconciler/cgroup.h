@@ -20,6 +20,10 @@ typedef struct rkl_stats_dirs rkl_stats_dirs;
  * (no process of it ever ran). */
 int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
+/* A memory cgroup directory's path from the root of its hierarchy ("/sys/fs/cgroup/memory/a/b"
+ * on v1 and "/sys/fs/cgroup/a/b" on cgroup2 give "/a/b"), pointed into dir; NULL for a path
+ * outside it. Relative to the daemon's cgroup namespace, so a suffix of what the kernel logs. */
+const char *rkl_cgroup_relative(const char *dir);
 /* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
  * directory does not exist. */
 int rkl_cgroup_first_pid(const char *dir, pid_t *ret);
@@ -47,10 +51,12 @@ void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
 /* What CreateContainer and UpdateContainerResources ask of an app; 0: unset. */
 typedef struct rkl_cgroup_limits {
         int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;
+        const char *cpuset_cpus; /* NULL: unset */
 } rkl_cgroup_limits;
 /* Writes the limits into the app's cgroups (v1: memory.limit_in_bytes and memsw, cpu.shares,
- * cpu.cfs_period_us/cfs_quota_us in its own cgroups; cgroup2: memory.max, cpu.weight, cpu.max)
- * and oom_score_adj into /proc/<pid>/ of each of its processes. Returns the first failure,
+ * cpu.cfs_period_us/cfs_quota_us and cpuset.cpus in its own cgroups; cgroup2: memory.max,
+ * cpu.weight, cpu.max, cpuset.cpus) and oom_score_adj into /proc/<pid>/ of each of its
+ * processes. Returns the first failure,
  * described in err. */
 int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                             const rkl_cgroup_limits *l, char *err, size_t errlen);

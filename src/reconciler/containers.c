@@ -14,10 +14,6 @@
 #include "state/state.h"
 #include "base/banned.h"
 
-/* Journal fields of a line about the container rec: its ID and its sandbox's. */
-#define CONTAINER_OBJECT(rec)                                                                      \
-        (&(rkl_log_object){.pod_id = (rec)->sandbox_id, .container_id = (rec)->id})
-
 void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id)
 {
         if (!rkl_hashmap_get(r->undo, id)) {

@@ -37,9 +37,9 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         if (rkl_pod_observed_equal(o, &rec->observed))
                 return;
         if (o->phase != rec->observed.phase)
-                rkl_log_info("sandbox %.12s: %s -> %s", rec->id,
-                             rkl_pod_phase_to_string(rec->observed.phase),
-                             rkl_pod_phase_to_string(o->phase));
+                rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
+                                    rkl_pod_phase_to_string(rec->observed.phase),
+                                    rkl_pod_phase_to_string(o->phase));
         int k = rkl_state_pod_set_observed(r->state, rec->id, o, &err);
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
 }
@@ -55,15 +55,27 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
         if (!a || a->state != RKL_POD_APP_EXITED || !a->exit_known || a->exit_code != SIGKILL ||
             !p->ppid)
                 return false;
-        /* Once the app exited, the pod's systemd removes its unit's cgroup, by which the app's
-         * cgroups are found: the memory cgroup seen while it ran is still there (rktlet made
-         * it on v1; it goes at the app's rm). */
+        /* Every pass observes anew, but what told the kill apart goes: the reconciler forgets
+         * the app's cgroup once it saw the exit, and the cgroup itself goes. The verdict stays
+         * (issue 17: a later pass turned OOMKilled/137 back into a bare exit 9). */
+        if (rec->observed.phase == RKL_CONTAINER_PHASE_EXITED &&
+            streq_ptr(rec->observed.reason, "OOMKilled"))
+                return true;
         if (r && rkl_reconciler__app_memory_dir(r, rec->id))
                 memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
         else if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
-        return rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0;
+        if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
+                return true;
+        /* The cgroup may be gone before this first look (on cgroup2 it is the app unit's own,
+         * which the pod's systemd removes once the main process is gone): the kernel's log
+         * still has the kill. */
+        const char *rel = rkl_cgroup_relative(memory);
+        if (!r || !r->oom_log || !rel)
+                return false;
+        rkl_oom_log_refresh(r->oom_log);
+        return rkl_oom_log_has(r->oom_log, rel);
 }
 
 /* Is the app's process there yet? (see rkl_app_proc) */
@@ -132,9 +144,10 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase != c->observed.phase)
-                                rkl_log_info("container %.12s: %s -> %s", c->id,
-                                             rkl_container_phase_to_string(c->observed.phase),
-                                             rkl_container_phase_to_string(co.phase));
+                                rkl_log_object_info(
+                                    CONTAINER_OBJECT(c), "container %.12s: %s -> %s", c->id,
+                                    rkl_container_phase_to_string(c->observed.phase),
+                                    rkl_container_phase_to_string(co.phase));
                         int k = rkl_state_container_set_observed(r->state, c->id, &co, &err);
                         rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
                 }

@@ -16,12 +16,6 @@
 #include "state/state.h"
 #include "base/banned.h"
 
-/* Journal fields of a line about the sandbox rec. */
-#define POD_OBJECT(rec)                                                                            \
-        (&(rkl_log_object){.pod_id = (rec)->id,                                                    \
-                           .pod_name = (rec)->spec.name,                                           \
-                           .pod_namespace = (rec)->spec.namespace})
-
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
 void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
                                         const char *msg)

@@ -11,11 +11,22 @@
 #include "reconciler.h"
 #include "observe.h"
 #include "base/hashmap.h"
+#include "base/log.h"
 #include "base/workpool.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
 #include "state/state.h"
+#include "stats/oom.h"
+
+/* Journal fields of a line about the sandbox rec. */
+#define POD_OBJECT(rec)                                                                            \
+        (&(rkl_log_object){.pod_id = (rec)->id,                                                    \
+                           .pod_name = (rec)->spec.name,                                           \
+                           .pod_namespace = (rec)->spec.namespace})
+/* Journal fields of a line about the container rec: its ID and its sandbox's. */
+#define CONTAINER_OBJECT(rec)                                                                      \
+        (&(rkl_log_object){.pod_id = (rec)->sandbox_id, .container_id = (rec)->id})
 
 #define MAX_ATTEMPTS                                                                               \
         5 /* failed sandbox creations or container adds/starts before the                          \
@@ -99,10 +110,11 @@ struct rkl_reconciler {
          * half-made app that no start can run, to rm before the next start. Memory only: after
          * a crash the first start that fails sets it again, one attempt later. */
         rkl_hashmap *undo;
-        rkl_hashmap *limits; /* container ID -> the resources last applied (resources.c) */
-        int64_t wake_at_ns;  /* earliest time a pass must run again; 0: none */
-        char **recheck;      /* pods to read again at the next pass: what inotify cannot see */
-        uint64_t logs_told;  /* what the log follower was last told (rkl_reconciler__sync_logs) */
+        rkl_hashmap *limits;  /* container ID -> the resources last applied (resources.c) */
+        rkl_oom_log *oom_log; /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
+        int64_t wake_at_ns;   /* earliest time a pass must run again; 0: none */
+        char **recheck;       /* pods to read again at the next pass: what inotify cannot see */
+        uint64_t logs_told;   /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
 };
 

@@ -451,6 +451,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->in_flight = rkl_hashmap_new();
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
+        k = rkl_oom_log_open(NULL, &r->oom_log);
+        if (k < 0)
+                rkl_log_warning("cannot read the kernel's log (/dev/kmsg: %s): an OOM-killed "
+                                "app whose cgroup is gone will read as a plain SIGKILL",
+                                strerror(-k));
         r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
 
         if (cfg->db_path) {
@@ -549,6 +554,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
                 free(v);
         rkl_hashmap_free(r->undo);
         rkl_reconciler__limits_free_all(r);
+        rkl_oom_log_free(r->oom_log);
         rkl_strv_free(r->recheck);
         rkl_rkt_free(r->rkt);
         rkl_state_free(r->state);

@@ -77,6 +77,7 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
             .cpu_shares = c->spec.cpu_shares,
             .memory_limit = c->spec.memory_limit,
             .oom_score_adj = c->spec.oom_score_adj,
+            .cpuset_cpus = c->spec.cpuset_cpus,
         };
         char err[256] = "";
         k = rkl_cgroup_apply_limits(procs, memory, &l, err, sizeof(err));
@@ -84,7 +85,7 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
                 /* Logged once per change of the limits: the next try is at the next change. */
                 rkl_log_warning("container %.12s: cannot apply its resources (%s), ignoring", c->id,
                                 err);
-        else if (l.memory_limit || l.cpu_shares || l.cpu_quota || l.oom_score_adj)
+        else if (l.memory_limit || l.cpu_shares || l.cpu_quota || l.oom_score_adj || l.cpuset_cpus)
                 rkl_log_debug("container %.12s: resources %s applied", c->id, key);
         if (!a) {
                 a = rkl_xnew0(applied, 1);

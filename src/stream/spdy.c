@@ -241,13 +241,15 @@ rkl_spdy_decoder *rkl_spdy_decoder_free(rkl_spdy_decoder *d)
         return mfree(d);
 }
 
-static size_t fill(rkl_spdy_decoder *d, const uint8_t *in, size_t n, size_t upto)
+/* Moves bytes from buf[*taken, len) into the frame until it holds upto. */
+static void fill(rkl_spdy_decoder *d, const uint8_t *buf, size_t len, size_t *taken, size_t upto)
 {
-        size_t take = upto - d->len < n ? upto - d->len : n;
-        if (take > 0) /* in may be NULL then */
-                memcpy(d->buf + d->len, in, take);
-        d->len += take;
-        return take;
+        size_t n = upto - d->len < len - *taken ? upto - d->len : len - *taken;
+        if (n == 0) /* buf may be NULL: no arithmetic on it */
+                return;
+        memcpy(d->buf + d->len, buf + *taken, n);
+        d->len += n;
+        *taken += n;
 }
 
 /* The 8 bytes of a frame header are in: checks them against the type and the limits.
@@ -521,7 +523,7 @@ int rkl_spdy_decode(rkl_spdy_decoder *d, const uint8_t *buf, size_t len, size_t 
                                 break;
                 }
                 if (d->len < FRAME_HEADER) {
-                        taken += fill(d, buf + taken, len - taken, FRAME_HEADER);
+                        fill(d, buf, len, &taken, FRAME_HEADER);
                         if (d->len < FRAME_HEADER)
                                 break;
                         r = begin_frame(d, err);
@@ -532,7 +534,7 @@ int rkl_spdy_decode(rkl_spdy_decoder *d, const uint8_t *buf, size_t len, size_t 
                                 continue;
                         }
                 }
-                taken += fill(d, buf + taken, len - taken, d->want);
+                fill(d, buf, len, &taken, d->want);
                 if (d->len < d->want)
                         break;
                 /* The next call starts a new frame; this one's bytes stay until then. */

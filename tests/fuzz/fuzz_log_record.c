@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "chunks.h"
 #include "logs/record.h"
 #include "base/banned.h"
 
@@ -127,16 +128,12 @@ static void check_output(const char *src, size_t n, const char *out, size_t out_
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        if (size < 1)
+        size_t sizes[RKL_FUZZ_MAX_CHUNKS], n_sizes;
+        size_t head = rkl_fuzz_chunk_sizes(data, size, sizes, &n_sizes);
+        if (head == 0)
                 return 0;
-        size_t n_sizes = 1 + (data[0] & 7);
-        if (size < 1 + 2 * n_sizes)
-                return 0;
-        size_t sizes[8];
-        for (size_t i = 0; i < n_sizes; i++)
-                sizes[i] = (size_t)data[1 + 2 * i] + 256 * (size_t)data[2 + 2 * i] + 1;
-        const uint8_t *body = data + 1 + 2 * n_sizes;
-        size_t body_len = size - 1 - 2 * n_sizes;
+        const uint8_t *body = data + head;
+        size_t body_len = size - head;
 
         /* The source, with its runs expanded (exactly sized: ASan sees reads past it). */
         size_t cap = 0;

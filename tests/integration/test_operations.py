@@ -1,6 +1,7 @@
 """Running rktlet as an operator does: socket activation (the daemon starts on the first
 CRI call), systemd's READY/STATUS/watchdog, the Prometheus endpoint, and the configuration
 file with flags over it."""
+import json
 import os
 import re
 import shutil
@@ -270,6 +271,48 @@ class OperationsTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 2)
         self.assertIn("missing.conf", r.stderr)
+
+
+class JournalTest(unittest.TestCase):
+    """The daemon as a service of a systemd host (the private one real rkt runs in, with its
+    journald): lines about a sandbox or container carry its IDs, name and namespace as
+    journal fields, so that `journalctl POD_ID=...` finds them."""
+
+    def test_journal_fields(self):
+        env = harness.RktEnv(self)
+        d = env.daemon
+        unit = "rktlet-journal-test"
+        # Type=notify: systemd-run returns once the daemon said READY.
+        env.run("systemd-run", "--unit", unit, "--collect", "-p", "Type=notify", "--",
+                *d.args)
+        self.addCleanup(env.run, "systemctl", "stop", unit, check=False)
+        ch = d.channel()
+        self.addCleanup(ch.close)
+        rs = pbg.RuntimeServiceStub(ch)
+        harness.wait_answering(rs)
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name="journal", uid="journal-uid",
+                                           namespace="ops-journal"),
+            log_directory=harness.LOG_ROOT + "/ops_journal")
+        sid = rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=60).pod_sandbox_id
+
+        def entries():
+            out = env.run("journalctl", "--no-pager", "-o", "json", "POD_ID=" + sid,
+                          check=False).stdout
+            return [json.loads(line) for line in out.splitlines() if line.strip()]
+        found = harness.wait_for("a journal entry with the sandbox's ID", entries, timeout=90)
+        for e in found:
+            self.assertEqual(e["POD_NAME"], "journal")
+            self.assertEqual(e["POD_NAMESPACE"], "ops-journal")
+            self.assertEqual(e["_SYSTEMD_UNIT"], unit + ".service")
+            self.assertIn(sid[:12], e["MESSAGE"])
+            self.assertIn("CODE_FILE", e)
+        # A line about no object has none of the fields.
+        out = env.run("journalctl", "--no-pager", "-o", "json", "_SYSTEMD_UNIT=%s.service" % unit,
+                      check=False).stdout
+        serving = [json.loads(line) for line in out.splitlines() if "serving CRI" in line]
+        self.assertEqual(len(serving), 1)
+        self.assertNotIn("POD_ID", serving[0])
 
 
 if __name__ == "__main__":

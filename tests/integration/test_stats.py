@@ -100,9 +100,6 @@ class StatsTest(test_rkt.RealRktBase):
                 container_id=idle, linux=pb.LinuxContainerResources(cpu_shares=512)), timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
 
-    @unittest.skip("known race (issue 17, open): an app OOM-killed between two looks of the "
-                   "reconciler is sometimes reported as a bare signal 9 (exit 9), not "
-                   "OOMKilled/137; failed once in CI's gcc stage, passed in the runs before")
     def test_oom_killed(self):
         self.pull()
         sid, cfg, _ = self.run_pod("oom")
@@ -137,11 +134,18 @@ class StatsTest(test_rkt.RealRktBase):
         self.rs.UpdateContainerResources(pb.UpdateContainerResourcesRequest(
             container_id=cid, linux=pb.LinuxContainerResources(
                 memory_limit_in_bytes=96 * MiB, cpu_shares=512, cpu_quota=50000,
-                cpu_period=100000)), timeout=10)
+                cpu_period=100000, cpuset_cpus="0")), timeout=10)
         harness.wait_for("new memory limit", lambda: str(96 * MiB) in
                          self.app_cgroup_file(cid, "memory", "memory.limit_in_bytes"))
         harness.wait_for("new quota", lambda: "50000" in
                          self.app_cgroup_file(cid, "cpu", "cpu.cfs_quota_us"))
+        # The cpuset: in a cgroup of the app's own, which its process was moved into.
+        harness.wait_for("cpuset written", lambda: self.app_cgroup_file(
+            cid, "cpuset", "cpuset.cpus") == ["0"])
+        procs = self.app_cgroup_file(cid, "cpuset", "cgroup.procs")
+        self.assertTrue(procs)
+        status = self.env.run("cat", "/proc/%s/status" % procs[0]).stdout
+        self.assertIn("Cpus_allowed_list:\t0\n", status)
         # In SQLite, for operators.
         db = os.path.join(self.env.daemon.state_dir, "rktlet.db")
         out = self.env.run("sqlite3", "-readonly", db, "SELECT memory_limit, cpu_shares FROM "
