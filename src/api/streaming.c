@@ -87,7 +87,11 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
         _cleanup_free_ char *dir =
             rkl_xasprintf("%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", ctx->cfg->rkt_data_dir,
                           pv->rec->rkt_uuid, c->app_name);
-        rkl_stream_exec e = {.pid = (pid_t)c->observed.pid, .attach_dir = dir};
+        rkl_stream_exec e = {
+            .pid = (pid_t)c->observed.pid,
+            .attach_dir = dir,
+            .stdin_once = c->spec.stdin_once,
+        };
         return exec_url(ctx, &e, req->stdin, req->stdout, req->stderr, req->tty, &resp->url,
                         reterr);
 }

@@ -37,6 +37,7 @@ typedef struct exec_state {
         uint64_t deadline;
         bool started, exited, finished;
         bool attached;
+        bool input_done;        /* the client's stdin ended */
         int in_w, out_r, err_r; /* ours; with a pty in_w and out_r are both its master */
         int child[3];
         bool tty;
@@ -181,6 +182,7 @@ static void stdin_pump(rkl_stream_session *s, exec_state *x)
         if (st->in_fin && st->in_len == 0 && st->data) {
                 stdin_close(x);
                 st->data = NULL; /* done with it */
+                x->input_done = true;
         }
 }
 
@@ -389,6 +391,9 @@ static void finish(rkl_stream_session *s, exec_state *x)
                                             x->exit_code);
                 if (x->exec_r < 0)
                         rkl_log_info("stream: exec: %s", x->err.msg);
+                else
+                        rkl_log_debug("stream: %s ends (status %d)",
+                                      x->attached ? "attach" : "exec", x->exit_code);
                 rkl_stream__send(s, e, msg, msg ? strlen(msg) : 0, true);
         }
         x->finished = true;
@@ -399,6 +404,14 @@ static void maybe_finish(rkl_stream_session *s, exec_state *x)
         /* An attach to stdin alone lasts as long as the client's input. */
         bool input_left = x->attached && !x->st[ST_STDOUT] && !x->st[ST_STDERR] &&
                           x->st[ST_STDIN] && x->st[ST_STDIN]->data;
+        /* stdin_once: iottymux cannot close the app's stdin for us, but the attach that
+         * gave it ends with its input, as kubelet's client expects. */
+        if (x->attached && x->input_done && rkl_stream__session_request(s)->stdin_once) {
+                x->out_r = safe_close(x->out_r);
+                x->err_r = safe_close(x->err_r);
+                if (x->in_w >= 0 && x->tty)
+                        x->in_w = safe_close(x->in_w);
+        }
         if (x->exited && x->out_r < 0 && x->err_r < 0 && !x->finished && !input_left)
                 finish(s, x);
 }

@@ -356,6 +356,7 @@ int rkl_stream_exec_url(rkl_stream_server *s, const rkl_stream_exec *e, char **r
             .stdin = e->stdin,
             .stdout = e->stdout,
             .stderr = e->stderr,
+            .stdin_once = e->stdin_once,
             .netns_fd = -1,
             .attach_dir = rkl_xstrdup(e->attach_dir),
         };

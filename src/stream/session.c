@@ -446,6 +446,9 @@ void rkl_stream__session_run(int fd, const uint8_t *in, size_t len, rkl_stream_p
                 pfd[n++] = (struct pollfd){.fd = limits->stop_fd, .events = POLLIN};
                 int first = n;
                 n += s.ops->poll(&s, pfd + n, MAX_POLL - n, &timeout_ms);
+                /* The protocol may have queued frames just now. */
+                if (s.out_len)
+                        pfd[0].events |= POLLOUT;
                 if (poll(pfd, (nfds_t)n, timeout_ms) < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -30,7 +30,7 @@ typedef struct rkl_stream_request {
         pid_t pid;
         char **argv;
         char *attach_dir;
-        bool tty, stdin, stdout, stderr;
+        bool tty, stdin, stdout, stderr, stdin_once;
         int netns_fd; /* port-forward: the pod's network namespace, opened when issued */
         int32_t *ports;
         size_t n_ports;

@@ -45,6 +45,7 @@ typedef struct rkl_stream_exec {
          * or sock-tty, which any number of clients may use beside the log) */
         const char *attach_dir;
         bool tty, stdin, stdout, stderr;
+        bool stdin_once; /* Attach: the attach ends with the client's input */
 } rkl_stream_exec;
 
 /* A URL for one Exec or Attach. -EMFILE when too many URLs are outstanding. */

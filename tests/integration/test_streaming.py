@@ -422,7 +422,7 @@ class RealRktAttachTest(StreamingTest):
                            timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         cid = self.create(sid, self.pod, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
-                          stdin=True)
+                          stdin=True, stdin_once=True)
         for word in ("one", "two"):
             url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
                                                   stderr=True), timeout=10).url
@@ -442,6 +442,12 @@ class RealRktAttachTest(StreamingTest):
                 except (TimeoutError, OSError):
                     pass
             self.assertIn(b"got-" + word.encode(), c.data.get(ids["stdout"], b""))
+            # stdin_once: the attach ends with its input (the app's stdin stays open: only
+            # iottymux could close it).
+            c.sock.settimeout(30)
+            c.send(ids["stdin"], b"", fin=True)
+            c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin)
+            self.assertEqual(json.loads(c.data[ids["error"]])["status"], "Success")
             c.close()
         harness.wait_for("the log has both", lambda: any(
             l.endswith("got-two") for l in self.log_lines("echo")), timeout=30)
