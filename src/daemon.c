@@ -21,6 +21,7 @@
 #include "reconciler/reconciler.h"
 #include "state/store.h"
 #include "metrics/metrics.h"
+#include "stream/stream.h"
 #include "base/banned.h"
 
 #define SHUTDOWN_GRACE_MS 5000
@@ -37,7 +38,8 @@ struct rkl_daemon {
         rkl_reconciler *reconciler;
         rkl_api_server *server;
         rkl_metrics_server *metrics; /* NULL: no --metrics-address */
-        rkl_store_gate *gate;        /* writes wait for the check of the file */
+        rkl_stream_server *stream;
+        rkl_store_gate *gate; /* writes wait for the check of the file */
         pthread_t check_thread;
         bool checking;
         atomic_bool failed;
@@ -282,6 +284,16 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         if (r < 0)
                 return r;
 
+        /* Before the API server: Exec's URLs name its address. */
+        rkl_stream_config sc = {
+            .address = cfg->stream_address,
+            .token_ttl_usec = cfg->stream_token_ttl_usec,
+        };
+        r = rkl_stream_server_new(&sc, &d->stream, reterr);
+        if (r < 0)
+                return r;
+        rkl_log_info("streaming on http://%s", rkl_stream_server_address(d->stream));
+
         d->api_cfg = (rkl_api_config){
             .listen_path = cfg->listen_path,
             .listen_fd = cfg->listen_fd,
@@ -297,6 +309,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .images = d->images,
             .logs = d->logs,
             .stats = d->stats,
+            .stream = d->stream,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
@@ -346,6 +359,9 @@ void rkl_daemon_stop(rkl_daemon *d)
         d->metrics = rkl_metrics_server_free(d->metrics);
         rkl_metrics_set_collector(NULL, NULL);
         rkl_api_server_shutdown(d->server, SHUTDOWN_GRACE_MS);
+        /* Sessions end with their commands killed: nothing started by a client outlives
+         * the daemon. */
+        d->stream = rkl_stream_server_free(d->stream);
         rkl_reconciler_stop(d->reconciler);
         if (d->checking) {
                 (void)pthread_join(d->check_thread, NULL);
@@ -367,6 +383,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
         d->metrics = rkl_metrics_server_free(d->metrics);
         rkl_metrics_set_collector(NULL, NULL);
         d->server = rkl_api_server_free(d->server);
+        d->stream = rkl_stream_server_free(d->stream);
         d->reconciler = rkl_reconciler_free(d->reconciler);
         d->logs = rkl_logs_free(d->logs);
         d->stats = rkl_stats_free(d->stats);

@@ -27,6 +27,8 @@ typedef struct rkl_daemon_config {
         uint64_t rkt_timeout_usec;           /* 0: the reconciler's default */
         char *const *registry_mirrors;       /* "HOST=URL" entries, tried in order before HOST */
         const char *metrics_address;         /* "IPV4:PORT" for /metrics; NULL: none */
+        const char *stream_address;          /* "IPV4:PORT" of the streaming server */
+        uint64_t stream_token_ttl_usec;      /* 0: the stream module's default (60 s) */
 } rkl_daemon_config;
 
 typedef struct rkl_daemon rkl_daemon;

@@ -23,6 +23,7 @@
 #include "rkt/sysctl.h"
 #include "images/images.h"
 #include "metrics/metrics.h"
+#include "stream/stream.h"
 #include "base/banned.h"
 
 #define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
@@ -49,6 +50,8 @@ static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
 static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
 static char **arg_registry_mirrors;
 static char *arg_metrics_address;
+static char *arg_stream_address;
+static uint64_t arg_stream_token_ttl_usec; /* 0: the stream module's default */
 
 static void help(void)
 {
@@ -81,6 +84,9 @@ static void help(void)
                "  --metrics-address IPV4:PORT\n"
                "                          serve Prometheus metrics at http://IPV4:PORT/metrics,\n"
                "                          e.g. 127.0.0.1:9101 (default: off)\n"
+               "  --stream-address IPV4:PORT\n"
+               "                          serve Exec, Attach and PortForward streams there\n"
+               "                          (default 127.0.0.1:0: a free port on loopback)\n"
                "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
                "  --config FILE           read options from FILE, one 'name = value' a line\n"
                "                          (default " DEFAULT_CONFIG " if it exists; '' for\n"
@@ -138,6 +144,8 @@ enum {
         ARG_RKT_TIMEOUT,
         ARG_REGISTRY_MIRROR,
         ARG_METRICS_ADDRESS,
+        ARG_STREAM_ADDRESS,
+        ARG_STREAM_TOKEN_TTL,
         ARG_LOG_LEVEL,
         ARG_CONFIG,
         ARG_VERSION,
@@ -168,6 +176,9 @@ static const option_def option_defs[] = {
     {"rkt-timeout", required_argument, ARG_RKT_TIMEOUT, true},
     {"registry-mirror", required_argument, ARG_REGISTRY_MIRROR, true},
     {"metrics-address", required_argument, ARG_METRICS_ADDRESS, true},
+    {"stream-address", required_argument, ARG_STREAM_ADDRESS, true},
+    /* Hidden, for tests: how long a streaming URL stays good, in seconds. */
+    {"stream-token-ttl", required_argument, ARG_STREAM_TOKEN_TTL, false},
     {"log-level", required_argument, ARG_LOG_LEVEL, true},
     {"config", required_argument, ARG_CONFIG, false},
     {"help", no_argument, 'h', false},
@@ -287,6 +298,18 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 if (r < 0)
                         return r;
                 arg_metrics_address = rkl_xstrdup(value);
+                break;
+        case ARG_STREAM_ADDRESS:
+                r = rkl_stream_address_check(value, reterr);
+                if (r < 0)
+                        return r;
+                free(arg_stream_address);
+                arg_stream_address = rkl_xstrdup(value);
+                break;
+        case ARG_STREAM_TOKEN_TTL:
+                if (rkl_safe_atou(value, &u) < 0 || u == 0)
+                        return bad_seconds(name, value, reterr);
+                arg_stream_token_ttl_usec = u * USEC_PER_SEC;
                 break;
         case ARG_LOG_LEVEL:
                 r = rkl_log_level_from_string(value);
@@ -419,6 +442,7 @@ static void args_free(void)
         free(arg_stage1_name);
         rkl_strv_free(arg_registry_mirrors);
         free(arg_metrics_address);
+        free(arg_stream_address);
 }
 
 static int run(void)
@@ -478,6 +502,8 @@ static int run(void)
             .listen_path = arg_listen,
             .listen_fd = listen_fd,
             .metrics_address = arg_metrics_address,
+            .stream_address = arg_stream_address ? arg_stream_address : "127.0.0.1:0",
+            .stream_token_ttl_usec = arg_stream_token_ttl_usec,
             .state_dir = arg_state_dir,
             .sync_full = arg_sync_full,
             .rkt_path = arg_rkt_path,

@@ -14,6 +14,7 @@ typedef struct rkl_cache rkl_cache;
 typedef struct rkl_images rkl_images;
 typedef struct rkl_logs rkl_logs;
 typedef struct rkl_stats rkl_stats;
+typedef struct rkl_stream_server rkl_stream_server;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_state rkl_state;
 typedef struct rkl_store_options rkl_store_options;
@@ -36,6 +37,8 @@ typedef struct rkl_api_config {
         rkl_images *images; /* the image cache (thread-safe); NULL: ImageService unavailable */
         rkl_logs *logs;     /* the log follower (thread-safe); NULL: no ReopenContainerLog */
         rkl_stats *stats;   /* the stats cache (thread-safe); NULL: *Stats answer empty */
+        /* The streaming server (thread-safe); NULL: Exec, Attach, PortForward unavailable */
+        rkl_stream_server *stream;
 } rkl_api_config;
 
 typedef struct rkl_api_call rkl_api_call;

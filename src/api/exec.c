@@ -140,15 +140,15 @@ static void exec_run(void *userdata)
         rkl_exec_result_done(&res);
 }
 
-static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
+int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr)
 {
         size_t total = 0;
-        if (req->n_cmd == 0 || isempty(req->cmd[0]))
+        if (n_cmd == 0 || isempty(cmd[0]))
                 return rkl_error_set(reterr, -EINVAL, "cmd: required");
-        if (req->n_cmd > RKL_MAX_ARGS)
+        if (n_cmd > RKL_MAX_ARGS)
                 return rkl_error_set(reterr, -E2BIG, "cmd: more than %d arguments", RKL_MAX_ARGS);
-        for (size_t i = 0; i < req->n_cmd; i++) {
-                size_t n = strlen(req->cmd[i]);
+        for (size_t i = 0; i < n_cmd; i++) {
+                size_t n = strlen(cmd[i]);
                 if (n > RKL_MAX_ARG)
                         return rkl_error_set(reterr, -E2BIG, "cmd[%zu]: longer than %d bytes", i,
                                              RKL_MAX_ARG);
@@ -157,9 +157,38 @@ static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
         if (total > MAX_CMD_BYTES)
                 return rkl_error_set(reterr, -E2BIG, "cmd: longer than %d bytes in all",
                                      MAX_CMD_BYTES);
+        return 0;
+}
+
+static int cmd_check(const Runtime__V1__ExecSyncRequest *req, rkl_error *reterr)
+{
+        int r = rkl_api_cmd_check(req->n_cmd, req->cmd, reterr);
+        if (r < 0)
+                return r;
         if (req->timeout < 0)
                 return rkl_error_set(reterr, -EINVAL, "timeout: %" PRId64 " is negative",
                                      req->timeout);
+        return 0;
+}
+
+/* Running, with a process the reconciler saw (its first, in the app's cgroup). */
+static bool container_runs(const rkl_container_view *v)
+{
+        const rkl_container_record *c = v->rec;
+        return v->state == RKL_CONTAINER_RUNNING && c->observed.pid > 0 &&
+               c->observed.pid <= INT32_MAX && c->app_name;
+}
+
+int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
+                              rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
+        if (r < 0)
+                return r;
+        if (!container_runs(v))
+                return rkl_error_set(reterr, -EBADFD, "container %s is not running", v->rec->id);
+        *ret = TAKE_PTR(v);
         return 0;
 }
 
@@ -174,10 +203,10 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
+        /* A start accepted, its app not running yet: waited for (kubelet's postStart). */
         bool starting =
             v->state == RKL_CONTAINER_CREATED && c->desired == RKL_CONTAINER_DESIRED_RUNNING;
-        if (!starting && (v->state != RKL_CONTAINER_RUNNING || c->observed.pid <= 0 ||
-                          c->observed.pid > INT32_MAX))
+        if (!starting && !container_runs(v))
                 return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
 
         exec_job *j = rkl_arena_newa(exec_job, ctx->arena, 1);

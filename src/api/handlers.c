@@ -8,6 +8,7 @@
 #include "runtime.h"
 #include "sandbox.h"
 #include "stats.h"
+#include "streaming.h"
 
 #include "base/banned.h"
 
@@ -52,6 +53,9 @@ THUNK(rkl_api_list_containers, Runtime__V1__ListContainersRequest,
 THUNK(rkl_api_container_status, Runtime__V1__ContainerStatusRequest,
       Runtime__V1__ContainerStatusResponse)
 THUNK(rkl_api_exec_sync, Runtime__V1__ExecSyncRequest, Runtime__V1__ExecSyncResponse)
+THUNK(rkl_api_exec, Runtime__V1__ExecRequest, Runtime__V1__ExecResponse)
+THUNK(rkl_api_attach, Runtime__V1__AttachRequest, Runtime__V1__AttachResponse)
+THUNK(rkl_api_port_forward, Runtime__V1__PortForwardRequest, Runtime__V1__PortForwardResponse)
 THUNK(rkl_api_reopen_container_log, Runtime__V1__ReopenContainerLogRequest,
       Runtime__V1__ReopenContainerLogResponse)
 THUNK(rkl_api_container_stats, Runtime__V1__ContainerStatsRequest,
@@ -93,6 +97,9 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "ListPodSandboxStats", rkl_api_list_pod_sandbox_stats_thunk},
     {"RuntimeService", "UpdateContainerResources", rkl_api_update_container_resources_thunk},
     {"RuntimeService", "ExecSync", rkl_api_exec_sync_thunk},
+    {"RuntimeService", "Exec", rkl_api_exec_thunk},
+    {"RuntimeService", "Attach", rkl_api_attach_thunk},
+    {"RuntimeService", "PortForward", rkl_api_port_forward_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

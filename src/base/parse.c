@@ -1,6 +1,9 @@
 #include "parse.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <limits.h>
 
 #include "macro.h"
@@ -57,5 +60,23 @@ int rkl_safe_atou(const char *s, unsigned *ret)
         if (v > UINT_MAX)
                 return -ERANGE;
         *ret = (unsigned)v;
+        return 0;
+}
+
+int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret)
+{
+        const char *colon = strrchr(s, ':');
+        unsigned port;
+        if (!colon || colon == s || colon - s > 15)
+                return -EINVAL;
+        char host[16];
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = 0;
+        if (rkl_safe_atou(colon + 1, &port) < 0 || (port < 1 && !port_zero) || port > 65535)
+                return -EINVAL;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+                return -EINVAL;
+        *ret = sa;
         return 0;
 }

@@ -1,9 +1,14 @@
 /* Strict number parsing: whole string, no sign surprises, range-checked. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
+
+struct sockaddr_in;
 
 int rkl_safe_atou64(const char *s, uint64_t *ret);
 int rkl_safe_atoi64(const char *s, int64_t *ret);
 int rkl_safe_atoi(const char *s, int *ret);
 int rkl_safe_atou(const char *s, unsigned *ret);
+/* "IPV4:PORT" (port 1 to 65535, or 0 when port_zero says "any free one"). -EINVAL. */
+int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret);

@@ -109,12 +109,12 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
                 o = &defaults;
         assert(o->n_pass_fds <= 16);
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
-        out_r = p[0], out_w = p[1];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
-        err_r = p[0], err_w = p[1];
+        for (int i = 0; !o->stdio && i < 2; i++) {
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
+                *(i == 0 ? &out_r : &err_r) = p[0];
+                *(i == 0 ? &out_w : &err_w) = p[1];
+        }
         /* Passed fds are copied above the slots they go to first, so that no dup2 clobbers
          * another's source (and dup2 onto itself, which keeps O_CLOEXEC, never happens). */
         int pass[16];
@@ -129,9 +129,29 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         }
 
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
-        posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+        int in = o->stdio ? o->stdio[0] : -1;
+        int out = o->stdio ? o->stdio[1] : out_w;
+        int err = o->stdio ? o->stdio[2] : err_w;
+        /* The slots 0 to 2 go first: a given fd at 0 to 2 must be read before it is
+         * replaced, and dup2 onto itself keeps O_CLOEXEC, so each is copied up first. */
+        int std[3] = {-1, -1, -1};
+        for (int i = 0; i < 3; i++) {
+                int fd = i == 0 ? in : i == 1 ? out : err;
+                if (fd >= 0 && (std[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds)) < 0) {
+                        r = -errno;
+                        fds_close(std, 3);
+                        fds_close(pass, n_pass);
+                        posix_spawn_file_actions_destroy(&fa);
+                        return rkl_error_set(reterr, r, "fcntl: %s", strerror(-r));
+                }
+        }
+        for (int i = 0; i < 3; i++) {
+                if (std[i] >= 0)
+                        posix_spawn_file_actions_adddup2(&fa, std[i], i);
+                else
+                        posix_spawn_file_actions_addopen(&fa, i, "/dev/null",
+                                                         i == 0 ? O_RDONLY : O_WRONLY, 0);
+        }
         for (size_t i = 0; i < n_pass; i++)
                 posix_spawn_file_actions_adddup2(&fa, pass[i], 3 + (int)i);
         posix_spawn_file_actions_addchdir_np(&fa, o->cwd ? o->cwd : "/");
@@ -170,6 +190,7 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         fds_close(pass, n_pass);
+        fds_close(std, 3);
         if (r != 0)
                 return rkl_error_set(reterr, -r, "cannot run '%s': %s", argv[0], strerror(r));
         out_w = safe_close(out_w);

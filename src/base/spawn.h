@@ -12,7 +12,10 @@ typedef struct rkl_spawn_opts {
         uint64_t timeout_usec;    /* 0 or USEC_INFINITY: none */
         uint64_t kill_grace_usec; /* SIGTERM at the deadline, SIGKILL this much later */
         size_t max_output;        /* bytes kept per stream; the rest is drained and dropped */
-        const char *cwd;          /* NULL: "/" so no caller cwd leaks in */
+        /* The child's fds 0, 1 and 2 (-1: /dev/null); nothing is captured then. NULL: stdin
+         * is /dev/null and stdout and stderr are captured. */
+        const int *stdio;
+        const char *cwd; /* NULL: "/" so no caller cwd leaks in */
         /* Fds the child gets as 3, 4, ...; every other one is closed. */
         const int *pass_fds;
         size_t n_pass_fds;

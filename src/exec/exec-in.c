@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/fsuid.h>
+#include <sys/ioctl.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -302,8 +303,11 @@ static void limits_apply(const target *t)
         }
 }
 
-_noreturn_ static void child_main(const target *t, char **argv)
+_noreturn_ static void child_main(const target *t, bool tty, char **argv)
 {
+        /* A shell on the terminal wants it as its controlling one, for job control and ^C. */
+        if (tty && (setsid() < 0 || ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0))
+                fail(errno, "cannot make stdin the controlling terminal: %s", strerror(errno));
         /* The fds were opened before the mount namespace changed: they still name the app's
          * root and working directory. */
         if (fchdir(t->rootfd) < 0 || chroot(".") < 0)
@@ -323,6 +327,7 @@ int rkl_exec_in_main(int argc, char *argv[])
 {
         target t = {.procfd = -EBADF, .rootfd = -EBADF, .cwdfd = -EBADF};
         char **cgroups = NULL;
+        bool tty = false;
         int i;
 
         /* The status pipe must not reach the command. */
@@ -335,8 +340,12 @@ int rkl_exec_in_main(int argc, char *argv[])
                         i++;
                         break;
                 }
+                if (streq(argv[i], "--tty")) {
+                        tty = true;
+                        continue;
+                }
                 if (i + 1 >= argc)
-                        fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... -- COMMAND...",
+                        fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... [--tty] -- COMMAND...",
                              argv[0]);
                 if (streq(argv[i], "--pid")) {
                         unsigned pid;
@@ -349,7 +358,8 @@ int rkl_exec_in_main(int argc, char *argv[])
                         fail(EINVAL, "unknown option '%s'", argv[i]);
         }
         if (t.pid == 0 || i >= argc)
-                fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... -- COMMAND...", argv[0]);
+                fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... [--tty] -- COMMAND...",
+                     argv[0]);
 
         target_read(&t);
         /* Inherited by the command, and what the kernel's OOM killer goes by. */
@@ -369,7 +379,7 @@ int rkl_exec_in_main(int argc, char *argv[])
         if (pid < 0)
                 fail(errno, "fork: %s", strerror(errno));
         if (pid == 0)
-                child_main(&t, argv + i);
+                child_main(&t, tty, argv + i);
 
         int status;
         while (waitpid(pid, &status, 0) < 0)

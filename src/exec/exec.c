@@ -237,6 +237,8 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
                 rkl_strv_push(&argv, "--cgroup");
                 rkl_strv_push(&argv, *d);
         }
+        if (o->tty)
+                rkl_strv_push(&argv, "--tty");
         rkl_strv_push(&argv, "--");
         RKL_STRV_FOREACH (a, o->argv)
                 rkl_strv_push(&argv, *a);
@@ -248,6 +250,7 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
                             : o->timeout_usec > waited + 1 ? o->timeout_usec - waited
                                                            : 1,
             .max_output = o->max_output ? o->max_output : DEFAULT_OUTPUT,
+            .stdio = o->stdio,
             .pass_fds = &status_w,
             .n_pass_fds = 1,
             .new_process_group = true,

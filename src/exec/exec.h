@@ -39,6 +39,12 @@ typedef struct rkl_exec_opts {
         bool (*cancelled)(void *userdata);
         void *userdata;
         const char *helper; /* the rktlet binary; NULL: /proc/self/exe */
+        /* For a streaming exec: the command's fds 0, 1 and 2 (-1: /dev/null), nothing
+         * captured; NULL: ExecSync's /dev/null and bounded captures. */
+        const int *stdio;
+        /* stdio[0] is a terminal's slave: the command gets it as its controlling terminal,
+         * in a session of its own. */
+        bool tty;
 } rkl_exec_opts;
 
 typedef struct rkl_exec_result {

@@ -249,28 +249,10 @@ struct rkl_metrics_server {
         struct MHD_Daemon *mhd;
 };
 
-static int address_parse(const char *address, struct sockaddr_in *ret)
-{
-        const char *colon = strrchr(address, ':');
-        unsigned port;
-        if (!colon || colon == address || colon - address > 15)
-                return -EINVAL;
-        char host[16];
-        memcpy(host, address, (size_t)(colon - address));
-        host[colon - address] = 0;
-        if (rkl_safe_atou(colon + 1, &port) < 0 || port < 1 || port > 65535)
-                return -EINVAL;
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-                return -EINVAL;
-        *ret = sa;
-        return 0;
-}
-
 int rkl_metrics_address_check(const char *address, rkl_error *reterr)
 {
         struct sockaddr_in sa;
-        if (address_parse(address, &sa) < 0)
+        if (rkl_ipv4_port_parse(address, false, &sa) < 0)
                 return rkl_error_set(reterr, -EINVAL,
                                      "metrics address '%s' is not IPV4:PORT, e.g. 127.0.0.1:9101",
                                      address);
@@ -313,7 +295,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 int rkl_metrics_server_new(const char *address, rkl_metrics_server **ret, rkl_error *reterr)
 {
         struct sockaddr_in sa;
-        if (address_parse(address, &sa) < 0)
+        if (rkl_ipv4_port_parse(address, false, &sa) < 0)
                 return rkl_metrics_address_check(address, reterr);
 
         rkl_metrics_server *s = rkl_xnew0(rkl_metrics_server, 1);

@@ -1,0 +1,127 @@
+/* The streaming server's HTTP side, on loopback: what a URL serves, what everything else
+ * gets, and the session limit. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "stream/stream.h"
+
+/* Sends an upgrade request for url's path to the server; the status code it answers, and
+ * the connection (left open) in *ret_fd. */
+static int request(const rkl_stream_server *s, const char *path, const char *extra, int *ret_fd)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        const char *addr = rkl_stream_server_address(s);
+        unsigned port;
+        char host[32], buf[4096];
+        assert_int_equal(sscanf(addr, "%31[^:]:%u", host, &port), 2);
+        sa.sin_port = htons((uint16_t)port);
+        assert_int_equal(inet_pton(AF_INET, host, &sa.sin_addr), 1);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        int n = snprintf(buf, sizeof(buf),
+                         "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n%s\r\n", path, addr,
+                         extra);
+        assert_int_equal(write(fd, buf, (size_t)n), n);
+        size_t len = 0;
+        while (!memmem(buf, len, "\r\n\r\n", 4)) {
+                ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+                assert_true(k > 0);
+                len += (size_t)k;
+        }
+        buf[len] = 0;
+        int status = 0;
+        assert_int_equal(sscanf(buf, "HTTP/1.1 %d", &status), 1);
+        if (status == 101)
+                assert_non_null(strstr(buf, "X-Stream-Protocol-Version: portforward.k8s.io"));
+        *ret_fd = fd;
+        return status;
+}
+
+/* The status once a session is free (one ends asynchronously after its client closed). */
+static int request_free(const rkl_stream_server *s, const char *path, const char *extra,
+                        int *ret_fd)
+{
+        int status = 503;
+        for (int i = 0; i < 500 && status == 503; i++) {
+                status = request(s, path, extra, ret_fd);
+                if (status == 503) {
+                        close(*ret_fd);
+                        usleep(10000);
+                }
+        }
+        return status;
+}
+
+#define UPGRADE                                                                                    \
+        "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"                                             \
+        "X-Stream-Protocol-Version: portforward.k8s.io\r\n"
+
+static const char *path_of(const char *url)
+{
+        return strchr(url + strlen("http://"), '/');
+}
+
+static void test_server(void **state)
+{
+        rkl_stream_server *s = NULL;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_stream_config c = {.address = "127.0.0.1:0", .max_sessions = 1};
+        char *u1 = NULL, *u2 = NULL, *u3 = NULL;
+        int fd1, fd;
+
+        assert_int_equal(rkl_stream_address_check("localhost:1", &err), -EINVAL);
+        assert_int_equal(rkl_stream_server_new(&c, &s, &err), 0);
+        assert_int_equal(strncmp(rkl_stream_server_address(s), "127.0.0.1:", 10), 0);
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), NULL, 0, &u1, &err), 0);
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), NULL, 0, &u2, &err), 0);
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), NULL, 0, &u3, &err), 0);
+        assert_int_equal(rkl_stream_port_forward_url(s, 0x7ffffff0, NULL, 0, &u3, &err), -ESRCH);
+
+        /* No upgrade, or no protocol in common: refused, the token kept. */
+        assert_int_equal(request(s, path_of(u1), "", &fd), 400);
+        close(fd);
+        assert_int_equal(request(s, path_of(u1),
+                                 "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+                                 "X-Stream-Protocol-Version: v4.channel.k8s.io\r\n",
+                                 &fd),
+                         403);
+        close(fd);
+        assert_int_equal(request(s, path_of(u1), UPGRADE, &fd1), 101);
+        /* One session at a time here: the second waits for the first to end. */
+        assert_int_equal(request(s, path_of(u2), UPGRADE, &fd), 503);
+        close(fd);
+        close(fd1);
+        assert_int_equal(request_free(s, path_of(u2), UPGRADE, &fd), 101);
+        close(fd);
+        /* Spent, unknown, elsewhere (when a session is free: past the limit, all is 503). */
+        assert_int_equal(request_free(s, path_of(u1), UPGRADE, &fd), 404);
+        close(fd);
+        assert_int_equal(
+            request_free(s, "/portforward/0123456789abcdef0123456789abcdef", UPGRADE, &fd), 404);
+        close(fd);
+        assert_int_equal(request_free(s, "/metrics", UPGRADE, &fd), 404);
+        close(fd);
+        /* Freeing ends what is left (u3 unused). */
+        rkl_stream_server_free(s);
+        free(u1);
+        free(u2);
+        free(u3);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_server),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
