@@ -278,8 +278,13 @@ action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char 
 
 void rkl_reconciler__submit(rkl_reconciler *r, action *a)
 {
-        rkl_log_debug("%s %.12s: %s", a->is_pod ? "sandbox" : "container", a->key,
-                      act_names[a->kind]);
+        /* Keyed by a sandbox ID, a container ID, or a leftover pod's uuid (orphans.c). */
+        bool pod_level = a->kind == ACT_POD_STOP || a->kind == ACT_POD_RM;
+        rkl_log_debug("%s %.12s: %s",
+                      a->is_pod   ? "sandbox"
+                      : pod_level ? "leftover pod"
+                                  : "container",
+                      a->key, act_names[a->kind]);
         rkl_hashmap_put(r->in_flight, a->key, a);
         r->n_in_flight++;
         atomic_store(&r->in_flight_seen, r->n_in_flight);
