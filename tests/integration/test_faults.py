@@ -485,7 +485,8 @@ class FlagsTest(unittest.TestCase):
         values = {"--log-level": "info", "--socket-group": "root", "--net": "default",
                   "--registry-mirror": "registry.k8s.io=http://127.0.0.1:5000",
                   "--systemd-bus": "unix:path=/nonexistent", "--stage1-name": "stage1",
-                  "--metrics-address": "127.0.0.1:9101", "--config": ""}
+                  "--metrics-address": "127.0.0.1:9101", "--stream-address": "127.0.0.1:0",
+                  "--config": ""}
         for flag, meta in flags.items():
             if flag in ("--help", "--version"):
                 continue
