@@ -29,12 +29,15 @@ class StatsTest(test_rkt.RealRktBase):
                                       timeout=10).stats
 
     def app_cgroup_file(self, cid, controller, name):
-        app = self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid, verbose=True),
-                                      timeout=10)
-        out = self.env.run("sh", "-c", "cat /sys/fs/cgroup/%s/system.slice/rktlet-*/payload/"
+        """The file in the container's own cgroups. Its pod's unit is named: hierarchies the
+        private host cannot confine (cpuset) hold what other tests' pods left too."""
+        c = self.rs.ListContainers(pb.ListContainersRequest(
+            filter=pb.ContainerFilter(id=cid)), timeout=10).containers[0]
+        unit = "rktlet-%s.service" % c.pod_sandbox_id
+        out = self.env.run("sh", "-c", "cat /sys/fs/cgroup/%s/system.slice/%s/payload/"
                            "system.slice/*/%s 2>/dev/null; cat /sys/fs/cgroup/system.slice/"
-                           "rktlet-*/payload/system.slice/*/%s 2>/dev/null" %
-                           (controller, name, name), check=False).stdout
+                           "%s/payload/system.slice/*/%s 2>/dev/null" %
+                           (controller, unit, name, unit, name), check=False).stdout
         return out.split()
 
     def test_cpu_memory_network_and_gone(self):
