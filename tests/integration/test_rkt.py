@@ -186,22 +186,24 @@ class LifecycleTest(RealRktBase):
         then writes it: a pod stopped in between keeps it empty, seen in chaos soaks), and
         its rm fails for ever. RemovePodSandbox still leaves nothing behind."""
         sid, cfg, ip = self.run_pod("netinfo")
-        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=30)
-        pods = harness.wait_for("the rkt pod exited", lambda: [
+        # Stopped behind rktlet's back: after its own stop it removes the pod at once.
+        uuid = self.rkt_pods()[0]["name"]
+        self.env.rkt("stop", uuid)
+        harness.wait_for("the rkt pod exited", lambda: [
             p for p in self.rkt_pods() if p.get("state") == "exited"], timeout=60)
-        uuid = pods[0]["name"]
+        harness.wait_for("the sandbox not ready", lambda: self.pod(sid).state ==
+                         pb.SANDBOX_NOTREADY, timeout=60)
         path = os.path.join(self.env.rkt_dir, "pods", "run", uuid, "net-info.json")
         self.env.run("truncate", "-s", "0", path)
         # rkt itself is stuck on it.
         r = self.env.rkt("rm", uuid, check=False)
         self.assertEqual(r.returncode, 254)
         self.assertIn("cannot get pod: EOF", r.stderr)
-        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        self.stop_remove(sid)
         left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertIn("net-info.json being empty", self.env.daemon.log())
-
 
 
 class RestartTest(RealRktBase):
