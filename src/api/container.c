@@ -37,6 +37,16 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &pod, reterr);
         if (r < 0)
                 return r;
+        const Runtime__V1__LinuxContainerConfig *linux_ = req->config->linux;
+        if (linux_ && linux_->security_context && linux_->security_context->namespace_options &&
+            linux_->security_context->namespace_options->network ==
+                RUNTIME__V1__NAMESPACE_MODE__NODE &&
+            !pod->rec->spec.host_network)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.linux.security_context.namespace_options.network: "
+                                     "NODE, but sandbox %s is not on the host's network: a rkt "
+                                     "app has its pod's network namespace only",
+                                     pod->rec->id);
         r = rkl_api_log_path_check(pod->rec->spec.log_directory, spec.log_path, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "config");

@@ -528,8 +528,11 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                         return rkl_error_set(reterr, -EINVAL,
                                              "linux.security_context.namespace_options.pid: "
                                              "a rkt app has its pod's PID namespace only");
+                /* NODE is the pod's too when the pod is on the host's network: checked
+                 * against the sandbox by CreateContainer (rkl_api_create_container). */
                 if (ns->network != RUNTIME__V1__NAMESPACE_MODE__POD &&
-                    ns->network != RUNTIME__V1__NAMESPACE_MODE__CONTAINER)
+                    ns->network != RUNTIME__V1__NAMESPACE_MODE__CONTAINER &&
+                    ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)
                         return rkl_error_set(reterr, -EINVAL,
                                              "linux.security_context.namespace_options.network: "
                                              "a rkt app has its pod's network namespace only");

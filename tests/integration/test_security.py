@@ -475,14 +475,22 @@ class RealRktPodNetworkTest(unittest.TestCase):
         self.assertIn("index", got)
 
     def test_host_network_and_refusals(self):
-        pod = self.run_pod("hostnet")
+        first = pod = self.run_pod("hostnet")
         cfg = pod[1]
         cfg2 = pb.PodSandboxConfig()
         cfg2.CopyFrom(cfg)
         cfg2.metadata.name = cfg2.metadata.uid = "hostnet2"
         cfg2.linux.security_context.namespace_options.network = pb.NODE
         pod = self.run_config(cfg2)
-        cid, _ = self.start(pod, self.config("h", "true"))
+        # kubelet gives a host-network pod's containers network NODE too.
+        node = self.config("h", "true")
+        node.linux.security_context.namespace_options.network = pb.NODE
+        cid, _ = self.start(pod, node)
+        with self.assertRaises(grpc.RpcError) as e:
+            self.rs.CreateContainer(pb.CreateContainerRequest(
+                pod_sandbox_id=first[0], config=node, sandbox_config=first[1]), timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("namespace_options.network", e.exception.details())
         self.assertEqual(sorted(l.split(":")[0].strip() for l in self.exec(
             cid, "cat", "/proc/net/dev")[1].splitlines()[2:]), sorted(
             l.split(":")[0].strip() for l in self.env.run("cat", "/proc/net/dev").stdout
