@@ -46,35 +46,10 @@ static bool job_cancelled(void *userdata)
         return rkl_api_call_cancelled(j->call);
 }
 
-/* StartContainer answers once the start is recorded, and kubelet runs a postStart hook
- * (critest an exec) right after: wait for the app to run, within the call's timeout. */
 static int wait_started(exec_job *j, rkl_error *reterr)
 {
-        uint64_t budget = j->timeout_usec ? j->timeout_usec : START_WAIT_MAX;
-        for (;;) {
-                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-                    rkl_cache_container_get(j->cache, j->container_id);
-                if (!v)
-                        return rkl_error_set(reterr, -ENOENT, "container %s is gone",
-                                             j->container_id);
-                const rkl_container_record *c = v->rec;
-                if (v->state == RKL_CONTAINER_RUNNING && c->observed.pid > 0 &&
-                    c->observed.pid <= INT32_MAX) {
-                        j->pid = (pid_t)c->observed.pid;
-                        return 0;
-                }
-                if (v->state != RKL_CONTAINER_CREATED ||
-                    c->desired != RKL_CONTAINER_DESIRED_RUNNING)
-                        return rkl_error_set(reterr, -EBADFD, "container %s is not running",
-                                             j->container_id);
-                if (rkl_api_call_cancelled(j->call))
-                        return rkl_error_set(reterr, -ECANCELED, "cancelled");
-                if (rkl_now_usec(CLOCK_MONOTONIC) - j->accepted_usec >= budget)
-                        return rkl_error_set(reterr, j->timeout_usec ? -ETIMEDOUT : -EBADFD,
-                                             "container %s did not start within %" PRIu64 " s",
-                                             j->container_id, budget / USEC_PER_SEC);
-                usleep(20 * 1000);
-        }
+        return rkl_api_container_wait_running(j->cache, j->call, j->container_id, j->accepted_usec,
+                                              j->timeout_usec, &j->pid, reterr);
 }
 
 static void exec_run(void *userdata)
@@ -179,6 +154,56 @@ static bool container_runs(const rkl_container_view *v)
                c->observed.pid <= INT32_MAX && c->app_name;
 }
 
+/* StartContainer answers once the start is recorded, and kubelet runs a postStart hook
+ * (critest an exec) right after: the app is waited for. */
+static bool container_starting(const rkl_container_view *v)
+{
+        return v->state == RKL_CONTAINER_CREATED &&
+               v->rec->desired == RKL_CONTAINER_DESIRED_RUNNING;
+}
+
+int rkl_api_container_wait_running(rkl_cache *cache, rkl_api_call *call, const char *id,
+                                   uint64_t accepted_usec, uint64_t timeout_usec, pid_t *ret_pid,
+                                   rkl_error *reterr)
+{
+        uint64_t budget = timeout_usec ? timeout_usec : START_WAIT_MAX;
+        for (;;) {
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(cache, id);
+                if (!v)
+                        return rkl_error_set(reterr, -ENOENT, "container %s is gone", id);
+                if (container_runs(v)) {
+                        *ret_pid = (pid_t)v->rec->observed.pid;
+                        return 0;
+                }
+                if (!container_starting(v))
+                        return rkl_error_set(reterr, -EBADFD, "container %s is not running", id);
+                if (rkl_api_call_cancelled(call))
+                        return rkl_error_set(reterr, -ECANCELED, "cancelled");
+                if (rkl_now_usec(CLOCK_MONOTONIC) - accepted_usec >= budget)
+                        return rkl_error_set(reterr, timeout_usec ? -ETIMEDOUT : -EBADFD,
+                                             "container %s did not start within %" PRIu64 " s", id,
+                                             budget / USEC_PER_SEC);
+                usleep(20 * 1000);
+        }
+}
+
+int rkl_api_container_running_or_starting(rkl_api_ctx *ctx, const char *given,
+                                          rkl_container_view **ret, bool *ret_starting,
+                                          rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
+        if (r < 0)
+                return r;
+        bool starting = !container_runs(v) && container_starting(v) && v->rec->app_name;
+        if (!starting && !container_runs(v))
+                return rkl_error_set(reterr, -EBADFD, "container %s is not running", v->rec->id);
+        *ret_starting = starting;
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
 int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
                               rkl_error *reterr)
 {
@@ -198,16 +223,13 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
         uint64_t accepted = rkl_now_usec(CLOCK_MONOTONIC);
         int r = cmd_check(req, reterr);
+        bool starting = false;
         if (r >= 0)
-                r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+                r = rkl_api_container_running_or_starting(ctx, req->container_id, &v, &starting,
+                                                          reterr);
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
-        /* A start accepted, its app not running yet: waited for (kubelet's postStart). */
-        bool starting =
-            v->state == RKL_CONTAINER_CREATED && c->desired == RKL_CONTAINER_DESIRED_RUNNING;
-        if (!starting && !container_runs(v))
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", c->id);
 
         exec_job *j = rkl_arena_newa(exec_job, ctx->arena, 1);
         *j = (exec_job){

@@ -21,3 +21,16 @@ int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr);
  * -EBADFD when it does not, and the lookup's errors. */
 int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
                               rkl_error *reterr);
+/* The same, or a container whose start was accepted and whose app does not run yet
+ * (*ret_starting): kubelet runs a postStart hook, critest an exec, right after
+ * StartContainer answers, before rkt has started the app. */
+int rkl_api_container_running_or_starting(rkl_api_ctx *ctx, const char *given,
+                                          rkl_container_view **ret, bool *ret_starting,
+                                          rkl_error *reterr);
+/* Waits for such a container to run (the cache polled every 20 ms), at most timeout_usec
+ * (0: 120 s) from accepted_usec (CLOCK_MONOTONIC): 0 with its process in *ret_pid; -ENOENT
+ * when it is gone, -EBADFD when it will not run or (without a timeout) did not in time,
+ * -ETIMEDOUT past the timeout, -ECANCELED when the call was. */
+int rkl_api_container_wait_running(rkl_cache *cache, rkl_api_call *call, const char *id,
+                                   uint64_t accepted_usec, uint64_t timeout_usec, pid_t *ret_pid,
+                                   rkl_error *reterr);

@@ -3,7 +3,8 @@
 #include "exec.h"
 #include "lookup.h"
 #include "base/alloc.h"
-#include "base/strv.h"
+#include "base/arena.h"
+#include "base/time-util.h"
 #include "state/cache.h"
 #include "stream/stream.h"
 #include "base/banned.h"
@@ -26,41 +27,93 @@ static int no_server(rkl_error *reterr)
         return rkl_error_set(reterr, -EOPNOTSUPP, "the streaming server is not running");
 }
 
-/* The URL for e, the request's stdio flags copied in, into the call's arena. */
-static int exec_url(rkl_api_ctx *ctx, rkl_stream_exec *e, bool in, bool out, bool err, bool tty,
-                    char **ret, rkl_error *reterr)
+/* An Exec or Attach whose container is starting: the URL is made once it runs (on the exec
+ * pool: the wait must not hold a CRI thread). Everything lives in the call's arena. */
+typedef struct url_job {
+        rkl_api_call *call;
+        rkl_cache *cache;
+        rkl_stream_server *stream;
+        rkl_arena *arena;
+        char container_id[RKL_ID_LEN + 1];
+        uint64_t accepted_usec;
+        rkl_stream_exec e;
+        char **url; /* the response's */
+} url_job;
+
+static void url_when_running(void *userdata)
 {
+        url_job *j = userdata;
+        rkl_error err = RKL_ERROR_INIT;
         _cleanup_free_ char *url = NULL;
+        int r = rkl_api_container_wait_running(j->cache, j->call, j->container_id, j->accepted_usec,
+                                               0, &j->e.pid, &err);
+        if (r >= 0)
+                r = rkl_stream_exec_url(j->stream, &j->e, &url, &err);
+        if (r >= 0)
+                *j->url = rkl_arena_strdup(j->arena, url);
+        rkl_api_call_finish(j->call, r, &err);
+}
+
+/* The URL for e, now or once the container runs. */
+static int url_for(rkl_api_ctx *ctx, const rkl_container_view *v, bool starting, uint64_t accepted,
+                   rkl_stream_exec *e, char **ret, rkl_error *reterr)
+{
         if (!ctx->cfg->stream)
                 return no_server(reterr);
-        e->stdin = in;
-        e->stdout = out;
-        e->stderr = err;
-        e->tty = tty;
-        int r = rkl_stream_exec_url(ctx->cfg->stream, e, &url, reterr);
-        if (r < 0)
-                return r;
-        *ret = rkl_arena_strdup(ctx->arena, url);
-        return 0;
+        if (!starting) {
+                _cleanup_free_ char *url = NULL;
+                e->pid = (pid_t)v->rec->observed.pid;
+                int r = rkl_stream_exec_url(ctx->cfg->stream, e, &url, reterr);
+                if (r < 0)
+                        return r;
+                *ret = rkl_arena_strdup(ctx->arena, url);
+                return 0;
+        }
+        url_job *j = rkl_arena_newa(url_job, ctx->arena, 1);
+        *j = (url_job){
+            .call = ctx->call,
+            .cache = ctx->cache,
+            .stream = ctx->cfg->stream,
+            .arena = ctx->arena,
+            .accepted_usec = accepted,
+            .e = *e,
+            .url = ret,
+        };
+        memcpy(j->container_id, v->rec->id, sizeof(j->container_id));
+        int r = rkl_api_defer_on(ctx, RKL_API_POOL_EXEC, url_when_running, j);
+        if (r == -EMFILE)
+                return rkl_error_set(reterr, r,
+                                     "too many calls waiting for containers to start: "
+                                     "try again later");
+        return r;
 }
 
 int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
                  Runtime__V1__ExecResponse *resp, rkl_error *reterr)
 {
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        uint64_t accepted = rkl_now_usec(CLOCK_MONOTONIC);
+        bool starting = false;
         int r = rkl_api_cmd_check(req->n_cmd, req->cmd, reterr);
         if (r >= 0)
                 r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
         if (r >= 0)
-                r = rkl_api_container_running(ctx, req->container_id, &v, reterr);
+                r = rkl_api_container_running_or_starting(ctx, req->container_id, &v, &starting,
+                                                          reterr);
         if (r < 0)
                 return r;
-        _cleanup_strv_free_ char **argv = NULL;
+        char **argv = rkl_arena_newa(char *, ctx->arena, req->n_cmd + 1);
         for (size_t i = 0; i < req->n_cmd; i++)
-                rkl_strv_push(&argv, req->cmd[i]);
-        rkl_stream_exec e = {.pid = (pid_t)v->rec->observed.pid, .argv = argv};
-        return exec_url(ctx, &e, req->stdin, req->stdout, req->stderr, req->tty, &resp->url,
-                        reterr);
+                argv[i] = rkl_arena_strdup(ctx->arena, req->cmd[i]);
+        argv[req->n_cmd] = NULL;
+        rkl_stream_exec e = {
+            .argv = argv,
+            .stdin = req->stdin,
+            .stdout = req->stdout,
+            .stderr = req->stderr,
+            .tty = req->tty,
+        };
+        return url_for(ctx, v, starting, accepted, &e, &resp->url, reterr);
 }
 
 int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
@@ -68,9 +121,12 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
 {
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = NULL;
+        uint64_t accepted = rkl_now_usec(CLOCK_MONOTONIC);
+        bool starting = false;
         int r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
         if (r >= 0)
-                r = rkl_api_container_running(ctx, req->container_id, &v, reterr);
+                r = rkl_api_container_running_or_starting(ctx, req->container_id, &v, &starting,
+                                                          reterr);
         if (r < 0)
                 return r;
         const rkl_container_record *c = v->rec;
@@ -84,16 +140,17 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
                                      "stdin: container %s was created without stdin", c->id);
         if (rkl_cache_pod_resolve(ctx->cache, c->sandbox_id, &pv) < 0 || !pv->rec->rkt_uuid)
                 return rkl_error_set(reterr, -EBADFD, "the sandbox of container %s is gone", c->id);
-        _cleanup_free_ char *dir =
-            rkl_xasprintf("%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", ctx->cfg->rkt_data_dir,
-                          pv->rec->rkt_uuid, c->app_name);
         rkl_stream_exec e = {
-            .pid = (pid_t)c->observed.pid,
-            .attach_dir = dir,
+            .attach_dir =
+                rkl_arena_printf(ctx->arena, "%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s",
+                                 ctx->cfg->rkt_data_dir, pv->rec->rkt_uuid, c->app_name),
             .stdin_once = c->spec.stdin_once,
+            .stdin = req->stdin,
+            .stdout = req->stdout,
+            .stderr = req->stderr,
+            .tty = req->tty,
         };
-        return exec_url(ctx, &e, req->stdin, req->stdout, req->stderr, req->tty, &resp->url,
-                        reterr);
+        return url_for(ctx, v, starting, accepted, &e, &resp->url, reterr);
 }
 
 int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest *req,

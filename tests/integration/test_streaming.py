@@ -60,7 +60,7 @@ class StreamingTest(unittest.TestCase):
                     "phase") == "running", timeout=120)
         return sid, self.create(sid, name, name, command)
 
-    def create(self, sid, pod, name, command, **kw):
+    def create(self, sid, pod, name, command, wait=True, **kw):
         cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name),
                                 image=pb.ImageSpec(image=BUSYBOX), command=command,
                                 log_path=name + ".log", **kw)
@@ -68,6 +68,8 @@ class StreamingTest(unittest.TestCase):
             pod_sandbox_id=sid, config=cc, sandbox_config=self.sandbox_config(pod)),
             timeout=10).container_id
         self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        if not wait:
+            return cid
         harness.wait_for("container %s running" % name, lambda: self.rs.ContainerStatus(
             pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
             pb.CONTAINER_RUNNING, timeout=60)
@@ -117,6 +119,19 @@ class StreamingTest(unittest.TestCase):
 
 
 class RealRktExecStreamTest(StreamingTest):
+    def test_exec_right_after_start(self):
+        """kubelet (a postStart hook) and critest ask for an exec as soon as StartContainer
+        answers, before rkt has started the app: the URL comes once the app runs."""
+        sid, _ = self.run_pod("early", ["sleep", "3600"])
+        cid = self.create(sid, "early", "early2", ["sleep", "3600"], wait=False)
+        self.assertNotEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+        self.assertTrue(self.url(cid, cmd=["echo", "hi"]).startswith("http://"))
+        self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+        p = self.crictl("exec", cid, "echo", "hi")
+        self.assertEqual((p.returncode, p.stdout), (0, "hi\n"), p)
+
     def test_exec(self):
         _, cid = self.run_pod("ex", ["sleep", "3600"])
         # Without a terminal: both streams apart, and the exit code.
