@@ -26,10 +26,13 @@
 #include "base/time-util.h"
 #include "base/banned.h"
 
-#define READ_SIZE       (256 * 1024)
-#define PUNCH_EVERY     (1024 * 1024) /* bytes of source consumed between hole punches */
-#define TICK_MSEC       1000          /* a look at every follower, whatever inotify said */
-#define EXIT_GRACE_NSEC (2 * (int64_t)NSEC_PER_SEC) /* iottymux's last lines after the exit */
+#define READ_SIZE   (256 * 1024)
+#define PUNCH_EVERY (1024 * 1024) /* bytes of source consumed between hole punches */
+#define TICK_MSEC   1000          /* a look at every follower, whatever inotify said */
+/* iottymux's last lines come after the exit, later still on a loaded machine: a follower is
+ * done once its source has had nothing new for this long since the exit (CI saw lines lost
+ * under a fixed 2 s from the exit). */
+#define EXIT_GRACE_NSEC (5 * (int64_t)NSEC_PER_SEC)
 /* iottymux writes once per line, and inotify says so each time: after a wake by a write,
  * the thread lets writes gather this long before it reads again, so that a chatty app costs
  * a copy per batch, not a wake per line. It is also the most a line waits. */
@@ -46,7 +49,9 @@ typedef struct follower {
         rkl_log_conv conv;
         bool loaded, done, exited, synced, dirty;
         int64_t exited_ns;
-        char *trouble; /* the last trouble logged, not logged again */
+        int64_t grew_ns;   /* when its source was last seen to grow (0: not yet) */
+        uint64_t src_seen; /* its size then */
+        char *trouble;     /* the last trouble logged, not logged again */
 } follower;
 
 typedef struct reopen_req {
@@ -249,9 +254,14 @@ static int drain(rkl_logs *l, follower *f, bool final)
         /* Truncated since (rkt started the app again: iottymux opens it with O_TRUNC, the
          * same file, open here or not): from its start. */
         struct stat st;
-        if (fstat(f->src_fd, &st) < 0 || (uint64_t)st.st_size < f->src_off) {
+        bool have_st = fstat(f->src_fd, &st) == 0;
+        if (!have_st || (uint64_t)st.st_size < f->src_off) {
                 f->src_off = f->punched = 0;
                 f->conv = (rkl_log_conv){0};
+        }
+        if (have_st && (uint64_t)st.st_size != f->src_seen) {
+                f->src_seen = (uint64_t)st.st_size;
+                f->grew_ns = rkl_realtime_nsec();
         }
         for (;;) {
                 ssize_t n = pread(f->src_fd, l->buf, READ_SIZE, (off_t)f->src_off);
@@ -485,7 +495,8 @@ static void *logs_main(void *userdata)
                         follower *f = v;
                         if (f->done)
                                 continue;
-                        if (f->exited && now - f->exited_ns >= EXIT_GRACE_NSEC) {
+                        int64_t quiet = f->grew_ns > f->exited_ns ? f->grew_ns : f->exited_ns;
+                        if (f->exited && now - quiet >= EXIT_GRACE_NSEC) {
                                 finish(l, f);
                                 continue;
                         }
