@@ -337,15 +337,15 @@ static void test_seccomp_profile(void **state)
         free(u);
         static const char *const refused[] = {
             "{\"defaultAction\": \"SCMP_ACT_TRACE\"}",
-            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"kill\"], "
-            "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 1, \"value\": 9, "
-            "\"op\": \"SCMP_CMP_EQ\"}]}]}",
-            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"a\"], "
-            "\"action\": \"SCMP_ACT_ERRNO\"}, {\"names\": [\"b\"], \"action\": "
-            "\"SCMP_ACT_KILL\"}]}",
+            ("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"kill\"], "
+             "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 1, \"value\": 9, "
+             "\"op\": \"SCMP_CMP_EQ\"}]}]}"),
+            ("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"a\"], "
+             "\"action\": \"SCMP_ACT_ERRNO\"}, {\"names\": [\"b\"], \"action\": "
+             "\"SCMP_ACT_KILL\"}]}"),
             "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}",
-            "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"x y\"], "
-            "\"action\": \"SCMP_ACT_ERRNO\"}]}",
+            ("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"x y\"], "
+             "\"action\": \"SCMP_ACT_ERRNO\"}]}"),
             "not json",
         };
         for (size_t i = 0; i < ELEMENTSOF(refused); i++)
