@@ -145,7 +145,8 @@ static void window_update(rkl_stream_session *s, uint32_t id, size_t delta)
 void rkl_stream__consumed(rkl_stream_session *s, rkl_stream_spdy *st, size_t n)
 {
         assert(n <= st->in_len);
-        memmove(st->in, st->in + n, st->in_len - n);
+        if (n > 0) /* st->in may be NULL when nothing came */
+                memmove(st->in, st->in + n, st->in_len - n);
         st->in_len -= n;
         s->buffered_in -= n;
         st->unacked += n;
@@ -323,8 +324,10 @@ static bool decode_input(rkl_stream_session *s)
                 if (r == 1)
                         on_frame(s, &f);
         }
-        memmove(s->in, s->in + off, s->in_len - off);
-        s->in_len -= off;
+        if (off > 0) { /* s->in may still be NULL: nothing read yet */
+                memmove(s->in, s->in + off, s->in_len - off);
+                s->in_len -= off;
+        }
         return !s->failed;
 }
 
@@ -355,7 +358,8 @@ static void write_socket(rkl_stream_session *s)
                 s->out_len = 0;
                 return;
         }
-        memmove(s->out, s->out + k, s->out_len - (size_t)k);
+        if (k > 0)
+                memmove(s->out, s->out + k, s->out_len - (size_t)k);
         s->out_len -= (size_t)k;
         s->last_activity = rkl_now_usec(CLOCK_MONOTONIC);
 }
