@@ -29,6 +29,21 @@ static int no_server(rkl_error *reterr)
 
 /* An Exec or Attach whose container is starting: the URL is made once it runs (on the exec
  * pool: the wait must not hold a CRI thread). Everything lives in the call's arena. */
+/* rkt's iottymux directory of container c's app, in the call's arena: Attach's endpoints.
+ * -EBADFD while rktlet has not seen its sandbox's rkt pod (a container being started in a
+ * sandbox answered READY before rkt made its pod) or once the sandbox is gone. */
+static int attach_dir_of(rkl_cache *cache, rkl_arena *a, const char *rkt_data_dir,
+                         const rkl_container_record *c, const char **ret, rkl_error *reterr)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = NULL;
+        if (rkl_cache_pod_resolve(cache, c->sandbox_id, &pv) < 0 || !pv->rec->rkt_uuid)
+                return rkl_error_set(reterr, -EBADFD, "the sandbox of container %s has no rkt pod",
+                                     c->id);
+        *ret = rkl_arena_printf(a, "%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", rkt_data_dir,
+                                pv->rec->rkt_uuid, c->app_name);
+        return 0;
+}
+
 typedef struct url_job {
         rkl_api_call *call;
         rkl_cache *cache;
@@ -37,7 +52,8 @@ typedef struct url_job {
         char container_id[RKL_ID_LEN + 1];
         uint64_t accepted_usec;
         rkl_stream_exec e;
-        char **url; /* the response's */
+        const char *attach_data_dir; /* Attach: rkt's data dir, for attach_dir_of() */
+        char **url;                  /* the response's */
 } url_job;
 
 static void url_when_running(void *userdata)
@@ -47,6 +63,14 @@ static void url_when_running(void *userdata)
         _cleanup_free_ char *url = NULL;
         int r = rkl_api_container_wait_running(j->cache, j->call, j->container_id, j->accepted_usec,
                                                0, &j->e.pid, &err);
+        if (r >= 0 && j->attach_data_dir) {
+                /* Its sandbox's rkt pod is known once the app runs. */
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+                    rkl_cache_container_get(j->cache, j->container_id);
+                r = v ? attach_dir_of(j->cache, j->arena, j->attach_data_dir, v->rec,
+                                      &j->e.attach_dir, &err)
+                      : rkl_error_set(&err, -ENOENT, "container %s is gone", j->container_id);
+        }
         if (r >= 0)
                 r = rkl_stream_exec_url(j->stream, &j->e, &url, &err);
         if (r >= 0)
@@ -56,7 +80,7 @@ static void url_when_running(void *userdata)
 
 /* The URL for e, now or once the container runs. */
 static int url_for(rkl_api_ctx *ctx, const rkl_container_view *v, bool starting, uint64_t accepted,
-                   rkl_stream_exec *e, char **ret, rkl_error *reterr)
+                   rkl_stream_exec *e, const char *attach_data_dir, char **ret, rkl_error *reterr)
 {
         if (!ctx->cfg->stream)
                 return no_server(reterr);
@@ -77,6 +101,7 @@ static int url_for(rkl_api_ctx *ctx, const rkl_container_view *v, bool starting,
             .arena = ctx->arena,
             .accepted_usec = accepted,
             .e = *e,
+            .attach_data_dir = attach_data_dir,
             .url = ret,
         };
         memcpy(j->container_id, v->rec->id, sizeof(j->container_id));
@@ -113,14 +138,13 @@ int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
             .stderr = req->stderr,
             .tty = req->tty,
         };
-        return url_for(ctx, v, starting, accepted, &e, &resp->url, reterr);
+        return url_for(ctx, v, starting, accepted, &e, NULL, &resp->url, reterr);
 }
 
 int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
                    Runtime__V1__AttachResponse *resp, rkl_error *reterr)
 {
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = NULL;
         uint64_t accepted = rkl_now_usec(CLOCK_MONOTONIC);
         bool starting = false;
         int r = stdio_check(req->stdin, req->stdout, req->stderr, req->tty, reterr);
@@ -138,19 +162,21 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
         if (req->stdin && !c->spec.stdin_open)
                 return rkl_error_set(reterr, -EINVAL,
                                      "stdin: container %s was created without stdin", c->id);
-        if (rkl_cache_pod_resolve(ctx->cache, c->sandbox_id, &pv) < 0 || !pv->rec->rkt_uuid)
-                return rkl_error_set(reterr, -EBADFD, "the sandbox of container %s is gone", c->id);
         rkl_stream_exec e = {
-            .attach_dir =
-                rkl_arena_printf(ctx->arena, "%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s",
-                                 ctx->cfg->rkt_data_dir, pv->rec->rkt_uuid, c->app_name),
             .stdin_once = c->spec.stdin_once,
             .stdin = req->stdin,
             .stdout = req->stdout,
             .stderr = req->stderr,
             .tty = req->tty,
         };
-        return url_for(ctx, v, starting, accepted, &e, &resp->url, reterr);
+        /* Being started: the directory is found once the app runs (url_when_running). */
+        if (!starting) {
+                r = attach_dir_of(ctx->cache, ctx->arena, ctx->cfg->rkt_data_dir, c, &e.attach_dir,
+                                  reterr);
+                if (r < 0)
+                        return r;
+        }
+        return url_for(ctx, v, starting, accepted, &e, ctx->cfg->rkt_data_dir, &resp->url, reterr);
 }
 
 int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest *req,

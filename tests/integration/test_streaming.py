@@ -406,6 +406,18 @@ class RealRktAttachTest(StreamingTest):
         except FileNotFoundError:
             return []
 
+    def test_attach_right_after_start(self):
+        """critest attaches as soon as StartContainer answers, in a sandbox that RunPodSandbox
+        answered before rkt made its pod: the URL comes once the app runs."""
+        cfg = self.sandbox_config("early")
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        cid = self.create(sid, "early", "early", ["sh", "-c", "exec sleep 3600"], wait=False)
+        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdout=True), timeout=120).url
+        self.assertTrue(url.startswith("http://"), url)
+        self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+
     def test_attach(self):
         self.pod = "att"
         sid, cid = self.run_pod(self.pod, [
