@@ -128,7 +128,8 @@ void rkl_stream__send(rkl_stream_session *s, rkl_stream_spdy *st, const void *bu
                 queue(s, &f);
                 st->send_window -= (int64_t)n;
                 s->conn_window -= (int64_t)n;
-                p += n;
+                if (n > 0) /* p is NULL for an empty FIN */
+                        p += n;
                 len -= n;
         } while (len > 0);
         if (fin)
