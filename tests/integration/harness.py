@@ -291,6 +291,17 @@ def wait_for(what, fn, timeout=30, interval=0.05):
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
 
 
+def wait_sandbox_running(rs, sid, name="", timeout=120):
+    """Waits until sandbox sid runs in rkt (its stage1 ready for apps, as PodSandboxStatus's
+    verbose info says), not only READY: RunPodSandbox answers before rkt made the pod."""
+    import json
+    pb, _ = stubs()
+    return wait_for("sandbox %s running" % (name or sid[:12]), lambda: json.loads(
+        rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
+                            timeout=10).info["info"]).get("phase") == "running",
+        timeout=timeout)
+
+
 def wait_answering(rs, timeout=30):
     """Waits until the daemon behind the RuntimeService stub rs answers Version: after a
     restart, grpc may first try a connection of the killed daemon's."""

@@ -51,10 +51,7 @@ class ExecCases:
         cfg = self.sandbox_config(name)
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
-        harness.wait_for("sandbox %s running" % name, lambda: json.loads(
-            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
-                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
-                    "phase") == "running", timeout=120)
+        harness.wait_sandbox_running(self.rs, sid, name)
         return sid, cfg
 
     def start(self, sid, cfg, name, user=None, groups=(), workdir=None, envs=None):

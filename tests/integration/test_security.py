@@ -47,10 +47,7 @@ class RealRktSecurityTest(unittest.TestCase):
         cfg.linux.security_context.privileged = privileged
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
-        harness.wait_for("sandbox %s running" % name, lambda: json.loads(
-            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
-                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
-                    "phase") == "running", timeout=120)
+        harness.wait_sandbox_running(self.rs, sid, name)
         return sid, cfg
 
     def config(self, name, image=BUSYBOX, command=("sh", "-c", REPORT)):
@@ -428,10 +425,7 @@ class RealRktPodNetworkTest(unittest.TestCase):
     def run_config(self, cfg):
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
-        harness.wait_for("sandbox running", lambda: json.loads(
-            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
-                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
-                    "phase") == "running", timeout=120)
+        harness.wait_sandbox_running(self.rs, sid)
         return sid, cfg
 
     def config(self, name, command):

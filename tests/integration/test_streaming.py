@@ -54,10 +54,7 @@ class StreamingTest(unittest.TestCase):
         cfg = self.sandbox_config(name)
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
-        harness.wait_for("sandbox %s running" % name, lambda: json.loads(
-            self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
-                pod_sandbox_id=sid, verbose=True), timeout=10).info["info"]).get(
-                    "phase") == "running", timeout=120)
+        harness.wait_sandbox_running(self.rs, sid, name)
         return sid, self.create(sid, name, name, command)
 
     def create(self, sid, pod, name, command, wait=True, **kw):
