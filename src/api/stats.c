@@ -1,14 +1,23 @@
 #include "stats.h"
 
+#include <unistd.h>
+
 #include "convert.h"
 #include "lookup.h"
 #include "pb.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/time-util.h"
 #include "state/cache.h"
 #include "state/state.h"
 #include "stats/stats.h"
 #include "base/banned.h"
+
+/* How long ContainerStats waits for a started container's first sample: 2 s. */
+#define FIRST_SAMPLE_POLLS     200
+#define FIRST_SAMPLE_POLL_USEC (10 * 1000)
+/* ... if it started this recently: one whose cgroups cannot be read never waits again. */
+#define FIRST_SAMPLE_RECENT_NS (10 * INT64_C(1000000000))
 
 static Runtime__V1__UInt64Value *u64(rkl_arena *a, uint64_t v)
 {
@@ -114,6 +123,25 @@ static int container_list(rkl_api_ctx *ctx, const char *id, const char *sandbox_
         return 0;
 }
 
+typedef struct first_sample {
+        rkl_stats *stats;
+        char id[RKL_ID_LEN + 1];
+} first_sample;
+
+/* The reconciler refreshes the stats as soon as it sees a container run; this waits for
+ * that sample, briefly. */
+static void wait_first_sample(void *userdata)
+{
+        const first_sample *w = userdata;
+        for (int i = 0; i < FIRST_SAMPLE_POLLS; i++) {
+                _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
+                    rkl_stats_get(w->stats);
+                if (s && rkl_stats_snapshot_container(s, w->id))
+                        return;
+                usleep(FIRST_SAMPLE_POLL_USEC);
+        }
+}
+
 int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsRequest *req,
                             Runtime__V1__ContainerStatsResponse *resp, rkl_error *reterr)
 {
@@ -123,6 +151,17 @@ int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsR
                 return r;
         _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
             ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        /* A container asked for right after it started (kubelet's first look, critest's
+         * check) has no sample yet: an answer without CPU and memory would read as a
+         * runtime that has none. */
+        if (s && !ctx->late && v->state == RKL_CONTAINER_RUNNING &&
+            rkl_realtime_nsec() - v->rec->observed.started_ns < FIRST_SAMPLE_RECENT_NS &&
+            !rkl_stats_snapshot_container(s, v->rec->id)) {
+                first_sample *w = rkl_arena_newa(first_sample, ctx->arena, 1);
+                w->stats = ctx->cfg->stats;
+                memcpy(w->id, v->rec->id, sizeof(w->id));
+                return rkl_api_defer_until(ctx, wait_first_sample, w);
+        }
         resp->stats = container_stats_pb(ctx->arena, v, s);
         return 0;
 }

@@ -37,6 +37,8 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         rkl_error err = RKL_ERROR_INIT;
         if (rkl_pod_observed_equal(o, &rec->observed))
                 return;
+        if (o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase != RKL_POD_PHASE_RUNNING)
+                r->stats_new = true;
         if (o->phase != rec->observed.phase)
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
                                     rkl_pod_phase_to_string(rec->observed.phase),
@@ -150,6 +152,9 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         rkl_reconciler__limits_sync(r, c, p);
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
+                        if (co.phase == RKL_CONTAINER_PHASE_RUNNING &&
+                            c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
+                                r->stats_new = true;
                         if (co.phase != c->observed.phase)
                                 rkl_log_object_info(
                                     CONTAINER_OBJECT(c), "container %.12s: %s -> %s", c->id,

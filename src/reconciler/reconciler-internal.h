@@ -118,6 +118,7 @@ struct rkl_reconciler {
         char **recheck;       /* pods to read again at the next pass: what inotify cannot see */
         uint64_t logs_told;   /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
+        bool stats_new; /* something started running: refresh the stats after the pass */
 };
 
 /* reconciler.c */

@@ -193,6 +193,12 @@ static void pass(rkl_reconciler *r)
         rkl_pod_views_unref(pods, n_pods);
         rkl_reconciler__reap_orphan_pods(r);
         rkl_reconciler__sync_logs(r);
+        /* What just started gets its first sample now, not at the next interval: kubelet
+         * and critest ask for its stats right after the start. */
+        if (r->stats_new) {
+                r->stats_new = false;
+                rkl_reconciler__stats_refresh(r);
+        }
 }
 
 /* ---- Event sources ---- */

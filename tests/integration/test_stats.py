@@ -173,5 +173,26 @@ class StatsTest(test_rkt.RealRktBase):
         self.assertEqual(r.linux.cgroup_driver, pb.SYSTEMD)
 
 
+class FirstSampleTest(test_rkt.RealRktBase):
+    """A container's stats are there as soon as it runs, not at the next --stats-interval
+    (here an hour): kubelet and critest ask right after the start."""
+    extra = ("--stats-interval", "3600")
+
+    def test_stats_right_after_start(self):
+        self.pull()
+        sid, cfg, _ = self.run_pod("first")
+        cid = StatsTest.create_res(self, sid, cfg, "first", ["sleep", "3600"])
+        self.start(cid)
+        self.wait_state(cid, pb.CONTAINER_RUNNING)
+        st = StatsTest.cstats(self, cid)
+        self.assertGreater(st.cpu.timestamp, 0)
+        self.assertGreater(st.memory.timestamp, 0)
+        self.assertGreater(st.memory.working_set_bytes.value, 0)
+        pst = self.rs.PodSandboxStats(pb.PodSandboxStatsRequest(pod_sandbox_id=sid),
+                                      timeout=10).stats
+        self.assertGreater(pst.linux.cpu.timestamp, 0)
+        self.stop_remove(sid)
+
+
 if __name__ == "__main__":
     unittest.main()
