@@ -310,6 +310,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
             .logs = d->logs,
             .stats = d->stats,
             .stream = d->stream,
+            .wait = cfg->wait,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);

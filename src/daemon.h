@@ -13,6 +13,7 @@ typedef struct rkl_daemon_config {
         int listen_fd; /* inherited from systemd (fd 3 and up); 0: bind listen_path */
         const char *state_dir;
         bool sync_full;       /* fsync every commit: survives power loss, not only crashes */
+        bool wait;            /* answer mutating calls once carried out (api/wait.h) */
         const char *rkt_path; /* NULL: not found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */

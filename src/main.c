@@ -44,6 +44,7 @@ static unsigned arg_max_actions = 4;
 static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
 static bool arg_sync_full;
+static bool arg_wait;
 static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
 static uint64_t arg_stats_interval_usec = 10 * USEC_PER_SEC;
 static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
@@ -65,6 +66,9 @@ static void help(void)
                ")\n"
                "  --sync-full             fsync every commit: survives power loss, not only\n"
                "                          crashes of the daemon (about 0.2 ms per write)\n"
+               "  --wait                  answer RunPodSandbox, StartContainer and the stops\n"
+               "                          once rkt has carried them out (a sandbox with its\n"
+               "                          IP), not once recorded: what kubelet expects\n"
                "  --rkt-path PATH         the rkt binary (default: rkt in PATH)\n"
                "  --rkt-data-dir DIR      rkt's --dir (default " DEFAULT_RKT_DATA_DIR ")\n"
                "  --systemd-bus ADDRESS   D-Bus address of systemd (default: the system bus)\n"
@@ -131,6 +135,7 @@ enum {
         ARG_SOCKET_GROUP,
         ARG_STATE_DIR,
         ARG_SYNC_FULL,
+        ARG_WAIT,
         ARG_RKT_PATH,
         ARG_RKT_DATA_DIR,
         ARG_SYSTEMD_BUS,
@@ -167,6 +172,7 @@ static const option_def option_defs[] = {
     {"systemd-bus", required_argument, ARG_SYSTEMD_BUS, true},
     {"api-threads", required_argument, ARG_API_THREADS, true},
     {"sync-full", no_argument, ARG_SYNC_FULL, true},
+    {"wait", no_argument, ARG_WAIT, true},
     {"net", required_argument, ARG_NET, true},
     {"stage1-name", required_argument, ARG_STAGE1_NAME, true},
     {"max-actions", required_argument, ARG_MAX_ACTIONS, true},
@@ -191,6 +197,19 @@ static const option_def *option_by_id(int id)
                 if (option_defs[i].id == id)
                         return &option_defs[i];
         return NULL;
+}
+
+/* A flag without a value, or a file's "name = true|false". */
+static int parse_switch(const char *name, const char *value, bool *ret, rkl_error *reterr)
+{
+        if (!value || streq(value, "true") || streq(value, "yes") || streq(value, "1"))
+                *ret = true;
+        else if (streq(value, "false") || streq(value, "no") || streq(value, "0"))
+                *ret = false;
+        else
+                return rkl_error_set(reterr, -EINVAL, "%s takes true or false, not '%s'", name,
+                                     value);
+        return 0;
 }
 
 static int bad_seconds(const char *name, const char *value, rkl_error *reterr)
@@ -225,14 +244,9 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 arg_state_dir = absolute(value);
                 break;
         case ARG_SYNC_FULL:
-                if (!value || streq(value, "true") || streq(value, "yes") || streq(value, "1"))
-                        arg_sync_full = true;
-                else if (streq(value, "false") || streq(value, "no") || streq(value, "0"))
-                        arg_sync_full = false;
-                else
-                        return rkl_error_set(reterr, -EINVAL, "%s takes true or false, not '%s'",
-                                             name, value);
-                break;
+                return parse_switch(name, value, &arg_sync_full, reterr);
+        case ARG_WAIT:
+                return parse_switch(name, value, &arg_wait, reterr);
         case ARG_RKT_PATH:
                 free(arg_rkt_path);
                 arg_rkt_path = absolute(value);
@@ -506,6 +520,7 @@ static int run(void)
             .stream_token_ttl_usec = arg_stream_token_ttl_usec,
             .state_dir = arg_state_dir,
             .sync_full = arg_sync_full,
+            .wait = arg_wait,
             .rkt_path = arg_rkt_path,
             .rkt_data_dir = arg_rkt_data_dir,
             .systemd_bus = arg_systemd_bus,

@@ -39,6 +39,7 @@ typedef struct rkl_api_config {
         rkl_stats *stats;   /* the stats cache (thread-safe); NULL: *Stats answer empty */
         /* The streaming server (thread-safe); NULL: Exec, Attach, PortForward unavailable */
         rkl_stream_server *stream;
+        bool wait; /* --wait: mutating calls answer once carried out (wait.h) */
 } rkl_api_config;
 
 typedef struct rkl_api_call rkl_api_call;
@@ -81,11 +82,15 @@ typedef enum rkl_api_pool {
                             * RKL_API_SLOW_THREADS threads, no bound on what waits */
         RKL_API_POOL_EXEC, /* ExecSync: RKL_API_EXEC_THREADS at once, RKL_API_EXEC_ADMITTED
                             * running or waiting */
+        RKL_API_POOL_WAIT, /* replies waiting for the reconciler (--wait only, wait.h): each
+                            * holds a thread while it polls, RKL_API_WAIT_THREADS at once */
         _RKL_API_POOL_MAX,
 } rkl_api_pool;
 #define RKL_API_SLOW_THREADS  4
 #define RKL_API_EXEC_THREADS  16
 #define RKL_API_EXEC_ADMITTED 64
+#define RKL_API_WAIT_THREADS  64
+#define RKL_API_WAIT_ADMITTED RKL_API_WAIT_THREADS /* a waiter never queues: it would be late */
 /* rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, ...). */
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);
 /* RKL_API_DEFERRED, or -EMFILE (nothing started: answer RESOURCE_EXHAUSTED) when the pool

@@ -4,6 +4,7 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
+#include "wait.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -107,10 +108,11 @@ int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerR
         r = rkl_state_container_start(ctx->state, id, reterr);
         if (r == -ENOENT)
                 return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
-        if (r <= 0)
-                return r; /* 0: a repeated start, already asked for */
-        rkl_api_kick(ctx);
-        return 0;
+        if (r < 0)
+                return r;
+        if (r > 0) /* 0: a repeated start, already asked for */
+                rkl_api_kick(ctx);
+        return rkl_api_wait(ctx, RKL_API_WAIT_CONTAINER_STARTED, id, 0);
 }
 
 int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerRequest *req,
@@ -140,7 +142,8 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
         if (r < 0)
                 return r;
         rkl_api_kick(ctx);
-        return 0;
+        return rkl_api_wait(ctx, RKL_API_WAIT_CONTAINER_STOPPED, id,
+                            (uint64_t)timeout * USEC_PER_SEC);
 }
 
 int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContainerRequest *req,

@@ -4,6 +4,7 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
+#include "wait.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "state/cache.h"
@@ -67,7 +68,7 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
                 return r;
         rkl_api_kick(ctx);
         resp->pod_sandbox_id = rkl_arena_strdup(ctx->arena, id);
-        return 0;
+        return rkl_api_wait(ctx, RKL_API_WAIT_POD_READY, id, 0);
 }
 
 int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandboxRequest *req,
@@ -91,7 +92,7 @@ int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandbox
         if (r < 0)
                 return r;
         rkl_api_kick(ctx);
-        return 0;
+        return rkl_api_wait(ctx, RKL_API_WAIT_POD_STOPPED, id, 0);
 }
 
 int rkl_api_remove_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RemovePodSandboxRequest *req,

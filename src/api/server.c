@@ -382,6 +382,7 @@ static const struct {
 } pool_defs[_RKL_API_POOL_MAX] = {
     [RKL_API_POOL_SLOW] = {"api", RKL_API_SLOW_THREADS, 0},
     [RKL_API_POOL_EXEC] = {"exec", RKL_API_EXEC_THREADS, RKL_API_EXEC_ADMITTED},
+    [RKL_API_POOL_WAIT] = {"wait", RKL_API_WAIT_THREADS, RKL_API_WAIT_ADMITTED},
 };
 
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
@@ -688,7 +689,8 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                 s->workers[i].state = rkl_state_new(store, s->cache);
         }
         for (size_t i = 0; i < _RKL_API_POOL_MAX; i++)
-                s->pools[i] = rkl_workpool_new(pool_defs[i].threads, pool_defs[i].name);
+                if (i != RKL_API_POOL_WAIT || s->cfg->wait)
+                        s->pools[i] = rkl_workpool_new(pool_defs[i].threads, pool_defs[i].name);
         grpc_server_start(s->server);
         s->started = true;
         for (size_t i = 0; i < s->n_workers; i++) {
@@ -744,10 +746,11 @@ void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
                                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 }
         }
-        /* Commands run by ExecSync end with their calls (cancelled above, if not done): wait
-         * for that, while the queues still take their answers, so that none outlives the
-         * daemon. */
+        /* Commands run by ExecSync end with their calls (cancelled above, if not done), and
+         * so do the replies waiting for the reconciler: wait for that, while the queues
+         * still take their answers, so that none outlives the daemon. */
         s->pools[RKL_API_POOL_EXEC] = rkl_workpool_free(s->pools[RKL_API_POOL_EXEC]);
+        s->pools[RKL_API_POOL_WAIT] = rkl_workpool_free(s->pools[RKL_API_POOL_WAIT]);
         /* Pending requests complete with ok=0 and are freed as the workers drain. */
         for (size_t i = 0; i < s->n_workers; i++)
                 grpc_completion_queue_shutdown(s->workers[i].cq);

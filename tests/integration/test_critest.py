@@ -67,8 +67,10 @@ class TestCritest(unittest.TestCase):
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
 
-        env = harness.RktEnv(self, extra=[a for h in MIRRORED for a in
-                                          ("--registry-mirror", h + "=" + REGISTRY_URL)])
+        # --wait, as kubelet wants it (the packaged rktlet.conf sets it): critest reads a
+        # sandbox's IP right after RunPodSandbox and two container calls.
+        env = harness.RktEnv(self, extra=["--wait"] + [a for h in MIRRORED for a in
+                                                       ("--registry-mirror", h + "=" + REGISTRY_URL)])
         env.run(harness.PYTHON, PUSH_CRITEST_IMAGES, REGISTRY_URL, timeout=300)
         env.start()
         self.addCleanup(shutil.copy, env.daemon.log_path, out_dir)

@@ -73,7 +73,7 @@ class RealRktBase(unittest.TestCase):
 
     def start(self, cid):
         t0 = time.monotonic()
-        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=120)
         return t0
 
     def wait_state(self, cid, state, timeout=60):
@@ -204,6 +204,50 @@ class LifecycleTest(RealRktBase):
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertIn("net-info.json being empty", self.env.daemon.log())
+
+
+class WaitTest(RealRktBase):
+    """--wait: each mutating call answers once rkt has carried it out, so that the very next
+    status call shows it (without --wait each of these reads would see the call only
+    recorded: no IP, CREATED, RUNNING)."""
+    extra = ("--wait",)
+
+    def test_calls_answer_once_carried_out(self):
+        self.pull()
+        cfg = pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name="waited", uid="waited-uid", namespace="e2e"),
+            log_directory=os.path.join(self.env.dir, "logs", "waited"))
+        t0 = time.monotonic()
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=240).pod_sandbox_id
+        self.sandboxes.append(sid)
+        print("\n[figure] RunPodSandbox --wait: %.0f ms" % ((time.monotonic() - t0) * 1000))
+        st, info = self.pod(sid, verbose=True)
+        self.assertEqual(st.state, pb.SANDBOX_READY)
+        self.assertTrue(st.network.ip)
+        self.assertEqual(json.loads(info["info"])["phase"], "running")
+
+        sleeper = self.create(sid, cfg, "sleeper", ["sh", "-c", "trap '' TERM; sleep 3600"])
+        quick = self.create(sid, cfg, "quick", ["sh", "-c", "sleep 3600"])
+        t0 = self.start(sleeper)
+        print("[figure] StartContainer --wait: %.0f ms" % ((time.monotonic() - t0) * 1000))
+        self.assertEqual(self.ctr(sleeper).state, pb.CONTAINER_RUNNING)
+        self.start(quick)
+        self.assertEqual(self.ctr(quick).state, pb.CONTAINER_RUNNING)
+        # A repeated start waits as well, and finds it done.
+        self.start(quick)
+
+        # SIGTERM is ignored: the answer comes after the SIGKILL at the 2 s deadline.
+        self.rs.StopContainer(pb.StopContainerRequest(container_id=sleeper, timeout=2),
+                              timeout=60)
+        st = self.ctr(sleeper)
+        self.assertEqual((st.state, st.exit_code), (pb.CONTAINER_EXITED, 137))
+
+        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=120)
+        self.assertEqual(self.pod(sid).state, pb.SANDBOX_NOTREADY)
+        self.assertEqual(self.ctr(quick).state, pb.CONTAINER_EXITED)
+        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        self.assert_nothing_left()
 
 
 class RestartTest(RealRktBase):
