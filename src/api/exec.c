@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "exec/exec.h"
+#include "rkt/command.h"
 #include "state/cache.h"
 #include "base/banned.h"
 
@@ -22,7 +23,8 @@ typedef struct exec_job {
         char container_id[RKL_ID_LEN + 1];
         bool starting; /* StartContainer accepted, the app not running yet: pid unknown */
         pid_t pid;
-        char **argv; /* in the arena */
+        char **argv;   /* in the arena */
+        char *seccomp; /* the app's filter (rkl_rkt_exec_seccomp()), in the arena; NULL: none */
         uint64_t timeout_usec;
         uint64_t accepted_usec; /* CLOCK_MONOTONIC: the timeout counts from the call */
         Runtime__V1__ExecSyncResponse *resp;
@@ -81,6 +83,7 @@ static void exec_run(void *userdata)
                     .max_output = MAX_OUTPUT,
                     .cancelled = job_cancelled,
                     .userdata = j,
+                    .seccomp = j->seccomp,
                 };
                 r = rkl_exec_run(&o, &res, &err);
                 ran = true;
@@ -246,6 +249,9 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
             .resp = resp,
         };
         memcpy(j->container_id, c->id, sizeof(j->container_id));
+        _cleanup_free_ char *seccomp = rkl_rkt_exec_seccomp(&c->spec);
+        if (seccomp)
+                j->seccomp = rkl_arena_strdup(ctx->arena, seccomp);
         for (size_t i = 0; i < req->n_cmd; i++)
                 j->argv[i] = rkl_arena_strdup(ctx->arena, req->cmd[i]);
         j->argv[req->n_cmd] = NULL;

@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/time-util.h"
+#include "rkt/command.h"
 #include "state/cache.h"
 #include "stream/stream.h"
 #include "base/banned.h"
@@ -131,8 +132,10 @@ int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
         for (size_t i = 0; i < req->n_cmd; i++)
                 argv[i] = rkl_arena_strdup(ctx->arena, req->cmd[i]);
         argv[req->n_cmd] = NULL;
+        _cleanup_free_ char *seccomp = rkl_rkt_exec_seccomp(&v->rec->spec);
         rkl_stream_exec e = {
             .argv = argv,
+            .seccomp = seccomp ? rkl_arena_strdup(ctx->arena, seccomp) : NULL,
             .stdin = req->stdin,
             .stdout = req->stdout,
             .stderr = req->stderr,

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/fsuid.h>
@@ -35,6 +36,7 @@
 #endif
 
 #define MAX_ENVIRON (4 << 20)
+#define USAGE       "usage: %s --pid PID [--cgroup DIR]... [--seccomp LINES] [--tty] -- COMMAND..."
 
 /* In the order they are joined: the mount namespace last, as nsenter does, so that every
  * other is joined while /proc still shows the daemon's view. */
@@ -58,6 +60,7 @@ typedef struct target {
         bool has_limit[RLIM_NLIMITS];
         char oom_score_adj[16];
         unsigned cap_last;
+        rkl_exec_filter filter; /* the app's seccomp filter, as the daemon said */
 } target;
 
 /* Reports a failure on the status pipe and exits: the daemon turns it into the call's error.
@@ -248,6 +251,74 @@ static void creds_apply(const target *t)
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 }
 
+/* What systemd 252 allows on top of an allow list (`systemd-analyze syscall-filter @default`):
+ * the app's unit got them too. */
+static const char systemd_default[] =
+    "arch_prctl brk cacheflush clock_getres clock_getres_time64 clock_gettime "
+    "clock_gettime64 clock_nanosleep clock_nanosleep_time64 execve exit exit_group "
+    "futex futex_time64 futex_waitv get_robust_list get_thread_area getegid "
+    "getegid32 geteuid geteuid32 getgid getgid32 getgroups getgroups32 getpgid "
+    "getpgrp getpid getppid getrandom getresgid getresgid32 getresuid getresuid32 "
+    "getrlimit getsid gettid gettimeofday getuid getuid32 membarrier mmap mmap2 "
+    "mprotect munmap nanosleep pause prlimit64 restart_syscall riscv_flush_icache "
+    "riscv_hwprobe rseq rt_sigreturn sched_getaffinity sched_yield set_robust_list "
+    "set_thread_area set_tid_address set_tls sigreturn time ugetrlimit uretprobe";
+
+static const uint32_t secondary_archs[] = {
+#if defined(__x86_64__)
+    SCMP_ARCH_X86,
+    SCMP_ARCH_X32,
+#elif defined(__aarch64__)
+    SCMP_ARCH_ARM,
+#endif
+};
+
+static void filter_rule(scmp_filter_ctx ctx, uint32_t action, const char *name)
+{
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR)
+                return; /* unknown here: systemd skips it too */
+        int r = seccomp_rule_add(ctx, action, nr, 0);
+        /* -EEXIST: listed twice; -EACCES: the default action already. */
+        if (r < 0 && r != -EEXIST && r != -EACCES)
+                fail(-r, "seccomp rule for '%s': %s", name, strerror(-r));
+}
+
+/* Loads the app's filter into this process. No no_new_privs of its own (libseccomp sets it
+ * by default): the command has the app's. */
+static void filter_install(const rkl_exec_filter *f)
+{
+        if (!f->active)
+                return;
+        uint32_t refuse =
+            f->errno_ret ? SCMP_ACT_ERRNO((uint32_t)f->errno_ret) : SCMP_ACT_KILL_PROCESS;
+        scmp_filter_ctx ctx = seccomp_init(f->allow_list ? refuse : SCMP_ACT_ALLOW);
+        if (!ctx)
+                fail(ENOMEM, "seccomp_init failed");
+        int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+        if (r < 0)
+                fail(-r, "seccomp: %s", strerror(-r));
+        /* systemd filters the ABIs this one runs too (a 32-bit program), not only its own. */
+        for (size_t i = 0; i < ELEMENTSOF(secondary_archs); i++) {
+                r = seccomp_arch_add(ctx, secondary_archs[i]);
+                if (r < 0 && r != -EEXIST)
+                        fail(-r, "seccomp arch %#x: %s", secondary_archs[i], strerror(-r));
+        }
+        uint32_t listed = f->allow_list ? SCMP_ACT_ALLOW : refuse;
+        RKL_STRV_FOREACH (n, f->names)
+                filter_rule(ctx, listed, *n);
+        if (f->allow_list) {
+                char names[sizeof(systemd_default)], *save = NULL;
+                memcpy(names, systemd_default, sizeof(names));
+                for (char *n = strtok_r(names, " ", &save); n; n = strtok_r(NULL, " ", &save))
+                        filter_rule(ctx, listed, n);
+        }
+        r = seccomp_load(ctx);
+        if (r < 0)
+                fail(-r, "cannot load the seccomp filter: %s", strerror(-r));
+        seccomp_release(ctx);
+}
+
 /* execvp() over the app's PATH (execvp would read ours). A command that cannot be run is
  * the command's failure, not the call's: a message on its stderr and the shell's codes. */
 _noreturn_ static void command_exec(char **argv, char **env)
@@ -319,7 +390,14 @@ _noreturn_ static void child_main(const target *t, bool tty, char **argv)
         limits_apply(t);
         if (t->creds.has_umask)
                 (void)umask(t->creds.umask);
+        /* Without no_new_privs a filter takes CAP_SYS_ADMIN to load: before the app's
+         * credentials (which it must then let through, as with runc); with it, as late as
+         * can be, so that as little as possible runs under it before the command. */
+        if (!t->creds.no_new_privs)
+                filter_install(&t->filter);
         creds_apply(t);
+        if (t->creds.no_new_privs)
+                filter_install(&t->filter);
         command_exec(argv, t->env);
 }
 
@@ -345,8 +423,7 @@ int rkl_exec_in_main(int argc, char *argv[])
                         continue;
                 }
                 if (i + 1 >= argc)
-                        fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... [--tty] -- COMMAND...",
-                             argv[0]);
+                        fail(EINVAL, USAGE, argv[0]);
                 if (streq(argv[i], "--pid")) {
                         unsigned pid;
                         if (rkl_safe_atou(argv[++i], &pid) < 0 || pid == 0 || pid > INT_MAX)
@@ -354,12 +431,14 @@ int rkl_exec_in_main(int argc, char *argv[])
                         t.pid = (pid_t)pid;
                 } else if (streq(argv[i], "--cgroup"))
                         rkl_strv_push(&cgroups, argv[++i]);
-                else
+                else if (streq(argv[i], "--seccomp")) {
+                        if (rkl_exec__filter_parse(argv[++i], &t.filter) < 0)
+                                fail(EINVAL, "bad seccomp filter '%.200s'", argv[i]);
+                } else
                         fail(EINVAL, "unknown option '%s'", argv[i]);
         }
         if (t.pid == 0 || i >= argc)
-                fail(EINVAL, "usage: %s --pid PID [--cgroup DIR]... [--tty] -- COMMAND...",
-                     argv[0]);
+                fail(EINVAL, USAGE, argv[0]);
 
         target_read(&t);
         /* Inherited by the command, and what the kernel's OOM killer goes by. */

@@ -43,3 +43,19 @@ char **rkl_exec__environ_parse(const char *buf, size_t n);
 const char *rkl_exec__path_of(char *const *env);
 /* "<errno> <message>" from the helper's status pipe: its -errno and message, or -EBADMSG. */
 int rkl_exec__status_parse(const char *text, char *msg, size_t msg_size);
+
+/* A seccomp filter as systemd builds it from SystemCallFilter= and SystemCallErrorNumber=
+ * (man systemd.exec), in the subset rktlet writes for an app's unit. */
+typedef struct rkl_exec_filter {
+        bool active;     /* false: no filter at all */
+        bool allow_list; /* names are the calls allowed (and systemd's @default); else the
+                          * calls refused */
+        int errno_ret;   /* what a refused call returns; 0: it kills the process (SIGSYS) */
+        char **names;
+} rkl_exec_filter;
+
+void rkl_exec__filter_done(rkl_exec_filter *f);
+/* Parses unit lines: "SystemCallFilter=" (clears), "SystemCallFilter=[~]NAME...",
+ * "SystemCallErrorNumber=N" (1..4095) and empty lines; both modes at once, groups (@...),
+ * names that are not syscall names and any other line are -EBADMSG. */
+int rkl_exec__filter_parse(const char *text, rkl_exec_filter *ret);

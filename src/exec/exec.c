@@ -237,6 +237,10 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
                 rkl_strv_push(&argv, "--cgroup");
                 rkl_strv_push(&argv, *d);
         }
+        if (o->seccomp) {
+                rkl_strv_push(&argv, "--seccomp");
+                rkl_strv_push(&argv, o->seccomp);
+        }
         if (o->tty)
                 rkl_strv_push(&argv, "--tty");
         rkl_strv_push(&argv, "--");

@@ -14,10 +14,12 @@
  * cgroup and time namespaces, root, cwd, environment, user and groups (real, effective,
  * saved; supplementary), capability sets (bounding, permitted, effective, inheritable,
  * ambient), no_new_privs, umask, resource limits (those above the daemon's own hard limits
- * only with CAP_SYS_RESOURCE) and oom_score_adj. What is not: its seccomp filter (a filter
- * cannot be read back without stopping the app under ptrace (PTRACE_SECCOMP_GET_FILTER) and
- * is not re-installable as it was), its LSM label and its securebits. An app in a user
- * namespace of its own is refused: its IDs would have to be mapped. */
+ * only with CAP_SYS_RESOURCE) and oom_score_adj. Its seccomp filter cannot be read back
+ * without stopping the app under ptrace: the caller says what it is (opts.seccomp), as the
+ * app's unit has it, and the helper loads it last (before the app's credentials when
+ * there is no no_new_privs, which a filter then needs CAP_SYS_ADMIN to load, as runc does).
+ * What is not copied: its LSM label and its securebits. An app in a user namespace of its
+ * own is refused: its IDs would have to be mapped. */
 #pragma once
 
 #include <stdbool.h>
@@ -45,6 +47,9 @@ typedef struct rkl_exec_opts {
         /* stdio[0] is a terminal's slave: the command gets it as its controlling terminal,
          * in a session of its own. */
         bool tty;
+        /* The app's seccomp filter as systemd's SystemCallFilter= and SystemCallErrorNumber=
+         * lines (rkl_exec__filter_parse()); NULL: none. */
+        const char *seccomp;
 } rkl_exec_opts;
 
 typedef struct rkl_exec_result {
@@ -66,8 +71,8 @@ void rkl_exec_result_done(rkl_exec_result *r);
  * could not be started in it. */
 int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr);
 
-/* The helper: `rktlet __exec-in --pid PID [--cgroup DIR]... -- COMMAND [ARG...]`, with its
- * status pipe on fd 3. argv[0] is RKL_EXEC_IN_COMMAND. Exits with the command's status
- * (128+N for a signal N), or 125 after saying why on fd 3; returns only when fd 3 is not
- * open (not run by rkl_exec_run()). */
+/* The helper: `rktlet __exec-in --pid PID [--cgroup DIR]... [--seccomp LINES] [--tty] --
+ * COMMAND [ARG...]`, with its status pipe on fd 3. argv[0] is RKL_EXEC_IN_COMMAND. Exits
+ * with the command's status (128+N for a signal N), or 125 after saying why on fd 3; returns
+ * only when fd 3 is not open (not run by rkl_exec_run()). */
 int rkl_exec_in_main(int argc, char *argv[]);

@@ -253,3 +253,74 @@ int rkl_exec__status_parse(const char *text, char *msg, size_t msg_size)
         msg[strcspn(msg, "\n")] = 0;
         return -(int)e;
 }
+
+void rkl_exec__filter_done(rkl_exec_filter *f)
+{
+        if (!f)
+                return;
+        rkl_strv_free(f->names);
+        *f = (rkl_exec_filter){0};
+}
+
+static bool is_syscall_name(const char *s)
+{
+        if (!*s || strlen(s) > 64)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+                        return false;
+        return true;
+}
+
+/* One line; f accumulates as systemd's parser does for the lines rktlet writes. */
+static int filter_line(char *line, rkl_exec_filter *f)
+{
+        char *v;
+        if (!*line)
+                return 0;
+        if ((v = (char *)startswith(line, "SystemCallErrorNumber="))) {
+                unsigned e;
+                if (rkl_safe_atou(v, &e) < 0 || e == 0 || e > 4095)
+                        return -EBADMSG;
+                f->errno_ret = (int)e;
+                return 0;
+        }
+        if (!(v = (char *)startswith(line, "SystemCallFilter=")))
+                return -EBADMSG;
+        if (!*v) {
+                f->names = rkl_strv_free(f->names);
+                f->active = false;
+                return 0;
+        }
+        bool deny = *v == '~';
+        if (f->active && f->allow_list == deny)
+                return -EBADMSG; /* systemd would take names out of the set: never written */
+        f->active = true;
+        f->allow_list = !deny;
+        char *save = NULL;
+        for (char *t = strtok_r(v + deny, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+                if (!is_syscall_name(t))
+                        return -EBADMSG;
+                rkl_strv_push(&f->names, t);
+        }
+        return 0;
+}
+
+int rkl_exec__filter_parse(const char *text, rkl_exec_filter *ret)
+{
+        _cleanup_free_ char *copy = rkl_xstrdup(text);
+        rkl_exec_filter f = {0};
+        char *save = NULL;
+        /* strtok_r() skips empty lines, which systemd ignores too. */
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                int r = filter_line(line, &f);
+                if (r < 0) {
+                        rkl_exec__filter_done(&f);
+                        return r;
+                }
+        }
+        if (!f.active)
+                rkl_exec__filter_done(&f); /* an error number alone filters nothing */
+        *ret = f;
+        return 0;
+}

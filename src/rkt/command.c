@@ -278,17 +278,37 @@ static bool holds_cap(const rkl_container_spec *spec, const char *cap)
         return false;
 }
 
-static char *default_seccomp(const rkl_container_spec *spec)
+/* RuntimeDefault's denylist for this spec: prefix, then each name after sep, then suffix. */
+static char *default_seccomp(const rkl_container_spec *spec, const char *prefix, char sep,
+                             const char *suffix)
 {
-        size_t len = 64;
+        size_t len = strlen(prefix) + strlen(suffix) + 1;
         for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
                 len += strlen(default_denied[i].syscall) + 1;
         char *out = rkl_xmalloc(len), *p = out;
-        p += snprintf(p, len, "--seccomp=mode=remove,errno=EPERM");
+        bool first = true;
+        p += snprintf(p, len, "%s", prefix);
         for (size_t i = 0; i < ELEMENTSOF(default_denied); i++)
-                if (!default_denied[i].cap || !holds_cap(spec, default_denied[i].cap))
-                        p += snprintf(p, len - (size_t)(p - out), ",%s", default_denied[i].syscall);
+                if (!default_denied[i].cap || !holds_cap(spec, default_denied[i].cap)) {
+                        if (!first)
+                                *p++ = sep;
+                        p += snprintf(p, len - (size_t)(p - out), "%s", default_denied[i].syscall);
+                        first = false;
+                }
+        (void)snprintf(p, len - (size_t)(p - out), "%s", suffix);
         return out;
+}
+
+char *rkl_rkt_exec_seccomp(const rkl_container_spec *spec)
+{
+        /* What rkl_rkt_app_add_args() and rkl_rkt_app_dropin() give the app: rkt's stage1
+         * writes its --seccomp as these same lines into the app's unit. */
+        if (spec->privileged || spec->seccomp == RKL_SECCOMP_UNCONFINED)
+                return NULL;
+        if (spec->seccomp == RKL_SECCOMP_LOCALHOST)
+                return spec->seccomp_unit ? rkl_xstrdup(spec->seccomp_unit) : NULL;
+        return default_seccomp(spec, "SystemCallFilter=~", ' ',
+                               "\nSystemCallErrorNumber=1\n"); /* EPERM */
 }
 
 int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr)
@@ -424,7 +444,8 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->privileged || spec->seccomp != RKL_SECCOMP_RUNTIME_DEFAULT)
                 rkl_strv_push(&a, "--seccomp=mode=retain,@appc.io/all");
         else
-                rkl_strv_consume(&a, default_seccomp(spec));
+                rkl_strv_consume(
+                    &a, default_seccomp(spec, "--seccomp=mode=remove,errno=EPERM,", ',', ""));
 
         for (size_t i = 0; i < spec->n_mounts; i++) {
                 const rkl_mount *m = &spec->mounts[i];

@@ -58,6 +58,11 @@ char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
  * -EINVAL with the reason for what systemd's SystemCallFilter= cannot express exactly. */
 int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rkl_error *reterr);
 
+/* The seccomp filter the spec's app runs under (rktlet's or rkt's, not nspawn's on the whole
+ * pod), as the systemd unit lines the exec helper takes (rkl_exec_opts.seccomp); NULL when
+ * none. */
+char *rkl_rkt_exec_seccomp(const rkl_container_spec *spec);
+
 /* -EINVAL, naming the field, for a container spec rkt cannot run as asked (checked when
  * CreateContainer is accepted, and again when the arguments are built). */
 int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *reterr);

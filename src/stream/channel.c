@@ -233,6 +233,7 @@ static void *waiter_main(void *userdata)
             .helper = a->helper,
             .stdio = x->child,
             .tty = x->tty,
+            .seccomp = a->req->seccomp,
         };
         x->exec_r = rkl_exec_run(&o, &res, &x->err);
         x->exit_code = res.exit_code;

@@ -359,6 +359,7 @@ int rkl_stream_exec_url(rkl_stream_server *s, const rkl_stream_exec *e, char **r
             .stdin_once = e->stdin_once,
             .netns_fd = -1,
             .attach_dir = rkl_xstrdup(e->attach_dir),
+            .seccomp = rkl_xstrdup(e->seccomp),
         };
         RKL_STRV_FOREACH (a, e->argv)
                 rkl_strv_push(&req->argv, *a);

@@ -29,6 +29,7 @@ typedef struct rkl_stream_request {
         rkl_stream_kind kind;
         pid_t pid;
         char **argv;
+        char *seccomp;
         char *attach_dir;
         bool tty, stdin, stdout, stderr, stdin_once;
         int netns_fd; /* port-forward: the pod's network namespace, opened when issued */

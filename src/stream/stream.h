@@ -39,8 +39,9 @@ RKL_DEFINE_CLEANUP(rkl_stream_server *, rkl_stream_server_free)
 const char *rkl_stream_server_address(const rkl_stream_server *s);
 
 typedef struct rkl_stream_exec {
-        pid_t pid;         /* the container's main process */
-        char *const *argv; /* Exec: the command; Attach: NULL */
+        pid_t pid;           /* the container's main process */
+        char *const *argv;   /* Exec: the command; Attach: NULL */
+        const char *seccomp; /* Exec: the app's filter (rkl_exec_opts.seccomp); NULL: none */
         /* Attach: the app's iottymux directory (rkt's sock-stdin, sock-stdout, sock-stderr,
          * or sock-tty, which any number of clients may use beside the log) */
         const char *attach_dir;

@@ -28,6 +28,7 @@ rkl_stream_request *rkl_stream__request_free(rkl_stream_request *r)
         if (!r)
                 return NULL;
         rkl_strv_free(r->argv);
+        free(r->seccomp);
         free(r->attach_dir);
         if (r->netns_fd >= 0)
                 (void)close(r->netns_fd);

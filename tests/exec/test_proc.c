@@ -150,12 +150,62 @@ static void test_status_words(void **state)
         assert_int_equal(rkl_exec__status_parse("12", msg, sizeof(msg)), -EBADMSG);
 }
 
+/* The unit lines rktlet writes for an app (src/rkt/command.c, seccomp.c), as the helper
+ * reads them. */
+static void test_filter(void **state)
+{
+        rkl_exec_filter f;
+        assert_int_equal(rkl_exec__filter_parse("SystemCallFilter=\nSystemCallFilter=~chmod "
+                                                "fchmodat sethostname\nSystemCallErrorNumber=1\n",
+                                                &f),
+                         0);
+        assert_true(f.active);
+        assert_false(f.allow_list);
+        assert_int_equal(f.errno_ret, 1);
+        assert_int_equal(rkl_strv_length(f.names), 3);
+        assert_string_equal(f.names[2], "sethostname");
+        rkl_exec__filter_done(&f);
+
+        /* An allow list that kills (no error number), over two lines. */
+        assert_int_equal(rkl_exec__filter_parse("SystemCallFilter=read exit\n\n"
+                                                "SystemCallFilter=write\n",
+                                                &f),
+                         0);
+        assert_true(f.active && f.allow_list);
+        assert_int_equal(f.errno_ret, 0);
+        assert_int_equal(rkl_strv_length(f.names), 3);
+        rkl_exec__filter_done(&f);
+
+        /* Cleared last, or nothing but an error number: no filter. */
+        static const char *const none[] = {"SystemCallFilter=~mount\nSystemCallFilter=\n",
+                                           "SystemCallErrorNumber=1\n", "", "\n"};
+        for (size_t i = 0; i < ELEMENTSOF(none); i++) {
+                assert_int_equal(rkl_exec__filter_parse(none[i], &f), 0);
+                assert_false(f.active);
+                assert_null(f.names);
+        }
+
+        static const char *const bad[] = {
+            "SystemCallFilter=~mount\nSystemCallFilter=read\n", /* both modes */
+            "SystemCallFilter=@default\n",
+            "SystemCallFilter=~Mount\n",
+            "SystemCallErrorNumber=0\n",
+            "SystemCallErrorNumber=4096\n",
+            "SystemCallErrorNumber=EPERM\n",
+            "SystemCallArchitectures=native\n",
+            " SystemCallFilter=~mount\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (rkl_exec__filter_parse(bad[i], &f) != -EBADMSG)
+                        fail_msg("'%s' was taken", bad[i]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_creds_rkt_app), cmocka_unit_test(test_creds_variants),
             cmocka_unit_test(test_environ),       cmocka_unit_test(test_limits),
-            cmocka_unit_test(test_status_words),
+            cmocka_unit_test(test_status_words),  cmocka_unit_test(test_filter),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@ and ExecSync checks what a process there can do. Options rkt cannot express are 
 with INVALID_ARGUMENT naming the field. Skips, saying why, when rkt cannot be built here."""
 import json
 import os
+import subprocess
 import unittest
 
 import grpc
@@ -14,6 +15,8 @@ pb, pbg = harness.stubs()
 
 BUSYBOX = "docker.io/library/busybox:latest"
 NONROOT = "docker.io/rktsim/nonroot:latest"
+CRICTL = os.environ.get("RKL_CRICTL",
+                        "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
 # What the first process sees, printed once, then it stays up for ExecSync.
 REPORT = ("echo uid=$(id -u) gid=$(id -g) groups=$(id -G | tr ' ' ,); "
           "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
@@ -405,6 +408,85 @@ class RealRktSecurityTest(unittest.TestCase):
         cc.linux.security_context.apparmor_profile = "unconfined"
         cc.linux.security_context.apparmor.profile_type = pb.SecurityProfile.RuntimeDefault
         self.start(pod, cc)
+
+    def test_seccomp_in_exec(self):
+        """What ExecSync and Exec run is under the container's filter, as runc does for
+        `runc exec`: what critest checks seccomp with."""
+        pod = self.run_pod("seccomp-exec")
+        block = os.path.join(self.env.dir, "block.json")
+        with open(block, "w") as f:
+            json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+                {"names": ["chmod", "fchmodat", "fchmodat2", "sethostname"],
+                 "action": "SCMP_ACT_ERRNO"}]}, f)
+        # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING): allowed to root by the
+        # kernel, refused by the runtime's default (any capabilities); the host's /usr lends
+        # a python.
+        keyctl = ("/usr/bin/python3", "-c", "import ctypes; print('ok' if ctypes.CDLL(None)."
+                  "syscall(250, 0, -4, 0) >= 0 else 'no')")
+
+        def start(name, profile, nnp=False):
+            cc = self.config(name)
+            for d in ("/usr", "/lib", "/lib64"):
+                cc.mounts.add(container_path=d, host_path=d, readonly=True)
+            sc = cc.linux.security_context
+            sc.capabilities.add_capabilities.append("SYS_ADMIN")
+            sc.seccomp.profile_type = profile
+            if profile == pb.SecurityProfile.Localhost:
+                sc.seccomp.localhost_ref = block
+            sc.no_new_privs = nnp
+            return self.start(pod, cc)
+
+        def seen(cid):
+            """What a command run by ExecSync can do, and its /proc/self/status."""
+            code, out, err = self.exec(cid, "sh", "-c",
+                                       "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; "
+                                       "echo chmod=$(chmod 1777 /tmp 2>&1 && echo ok); "
+                                       "echo hostname=$(hostname exec-host 2>&1 && echo ok)")
+            self.assertEqual(code, 0, err)
+            got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+            got.update((k, v.strip()) for k, v in (line.split(":", 1)
+                                                    for line in out.splitlines() if ":" in line
+                                                    and "=" not in line))
+            got["keyctl"] = self.exec(cid, *keyctl)[1].strip()
+            return got
+
+        denied = "Operation not permitted"
+        # The runtime's default: filtered, keyctl refused; CAP_SYS_ADMIN lets the rest
+        # through. The app is root without no_new_privs: the filter is loaded before its
+        # credentials.
+        cid, app = start("default", pb.SecurityProfile.RuntimeDefault)
+        got = seen(cid)
+        self.assertEqual((got["Seccomp"], got["NoNewPrivs"], app["NoNewPrivs"]), ("2", "0", "0"))
+        self.assertEqual((got["keyctl"], got["chmod"], got["hostname"]), ("no", "ok", "ok"))
+        # A localhost profile: what it lists fails, in either order of filter and creds.
+        for name, nnp in (("local", False), ("local-nnp", True)):
+            cid, app = start(name, pb.SecurityProfile.Localhost, nnp)
+            got = seen(cid)
+            self.assertEqual((got["Seccomp"], got["NoNewPrivs"]), ("2", "1" if nnp else "0"),
+                             name)
+            self.assertIn(denied, got["chmod"], name)
+            # (busybox's words for sethostname's EPERM)
+            self.assertIn("you must be root", got["hostname"], name)
+            self.assertEqual(got["keyctl"], "ok", name)
+        # Unconfined: no filter at all (the pod's nspawn filter is the pod's systemd's, not
+        # the command's).
+        cid, _ = start("unconfined", pb.SecurityProfile.Unconfined)
+        got = seen(cid)
+        self.assertEqual((got["Seccomp"], got["chmod"], got["hostname"], got["keyctl"]),
+                         ("0", "ok", "ok", "ok"))
+
+        # The streaming Exec too (crictl's exec goes through it).
+        if not os.access(CRICTL, os.X_OK):
+            return
+        local = start("local-stream", pb.SecurityProfile.Localhost)[0]
+        p = subprocess.run(self.env.enter + [
+            CRICTL, "--runtime-endpoint", "unix://" + self.env.daemon.socket, "--timeout",
+            "30s", "exec", local, "sh", "-c", "grep '^Seccomp:' /proc/self/status; "
+            "chmod 1777 /tmp"], capture_output=True, text=True, timeout=60, cwd="/",
+            stdin=subprocess.DEVNULL)
+        self.assertNotEqual(p.returncode, 0, p)
+        self.assertIn("Seccomp:\t2", p.stdout)
+        self.assertIn(denied, p.stderr)
 
 
 class RealRktPodNetworkTest(unittest.TestCase):

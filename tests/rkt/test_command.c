@@ -316,6 +316,32 @@ static void test_default_seccomp(void **state)
         rkl_container_spec_done(&c);
 }
 
+/* What the exec helper is told: the filter the app runs under, in the unit's lines. */
+static void test_exec_seccomp(void **state)
+{
+        rkl_container_spec c = {.caps_add = strv("SYS_ADMIN", NULL, NULL)};
+        _cleanup_free_ char *def = rkl_rkt_exec_seccomp(&c);
+        assert_non_null(def);
+        assert_true(strncmp(def, "SystemCallFilter=~acct add_key ", 31) == 0);
+        assert_non_null(strstr(def, " ptrace "));
+        assert_null(strstr(def, " mount "));
+        const char *tail = strstr(def, " vm86old\n");
+        assert_non_null(tail);
+        assert_string_equal(tail, " vm86old\nSystemCallErrorNumber=1\n");
+        rkl_container_spec_done(&c);
+
+        rkl_container_spec l = {.seccomp = RKL_SECCOMP_LOCALHOST,
+                                .seccomp_unit = rkl_xstrdup("SystemCallFilter=~chmod\n")};
+        _cleanup_free_ char *local = rkl_rkt_exec_seccomp(&l);
+        assert_string_equal(local, "SystemCallFilter=~chmod\n");
+        /* A privileged container ignores its profile; unconfined has none. */
+        l.privileged = true;
+        assert_null(rkl_rkt_exec_seccomp(&l));
+        rkl_container_spec_done(&l);
+        rkl_container_spec u = {.seccomp = RKL_SECCOMP_UNCONFINED};
+        assert_null(rkl_rkt_exec_seccomp(&u));
+}
+
 static void test_seccomp_profile(void **state)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -366,6 +392,7 @@ int main(void)
             cmocka_unit_test(test_app_dropin),
             cmocka_unit_test(test_default_seccomp),
             cmocka_unit_test(test_seccomp_profile),
+            cmocka_unit_test(test_exec_seccomp),
             cmocka_unit_test(test_app_add_security),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
