@@ -75,8 +75,7 @@ static int container_started(rkl_cache *cache, const char *id, rkl_error *reterr
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
             rkl_cache_container_get(cache, id);
         if (!v)
-                return rkl_error_set(reterr, -ENOENT, "container %s was removed before it ran",
-                                     id);
+                return rkl_error_set(reterr, -ENOENT, "container %s was removed before it ran", id);
         const rkl_container_record *c = v->rec;
         switch (v->state) {
         case RKL_CONTAINER_RUNNING:

@@ -8,11 +8,11 @@
 #include "api.h"
 
 typedef enum rkl_api_wait_for {
-        RKL_API_WAIT_POD_READY,          /* running in rkt, with its IP */
-        RKL_API_WAIT_POD_STOPPED,        /* stopped, and none of its containers running */
-        RKL_API_WAIT_CONTAINER_STARTED,  /* running or exited; a start that failed for good
-                                          * is the call's error */
-        RKL_API_WAIT_CONTAINER_STOPPED,  /* not running */
+        RKL_API_WAIT_POD_READY,         /* running in rkt, with its IP */
+        RKL_API_WAIT_POD_STOPPED,       /* stopped, and none of its containers running */
+        RKL_API_WAIT_CONTAINER_STARTED, /* running or exited; a start that failed for good
+                                         * is the call's error */
+        RKL_API_WAIT_CONTAINER_STOPPED, /* not running */
         _RKL_API_WAIT_MAX,
 } rkl_api_wait_for;
 

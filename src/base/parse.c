@@ -80,3 +80,13 @@ int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret)
         *ret = sa;
         return 0;
 }
+
+bool rkl_syscall_name_is_valid(const char *s)
+{
+        if (!*s || strlen(s) > 64)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+                        return false;
+        return true;
+}

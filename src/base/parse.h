@@ -12,3 +12,6 @@ int rkl_safe_atoi(const char *s, int *ret);
 int rkl_safe_atou(const char *s, unsigned *ret);
 /* "IPV4:PORT" (port 1 to 65535, or 0 when port_zero says "any free one"). -EINVAL. */
 int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret);
+/* A syscall's name as seccomp profiles and systemd's SystemCallFilter= write it: 1 to 64
+ * lowercase letters, digits and underscores. */
+bool rkl_syscall_name_is_valid(const char *s);

@@ -262,16 +262,6 @@ void rkl_exec__filter_done(rkl_exec_filter *f)
         *f = (rkl_exec_filter){0};
 }
 
-static bool is_syscall_name(const char *s)
-{
-        if (!*s || strlen(s) > 64)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
-                        return false;
-        return true;
-}
-
 /* One line; f accumulates as systemd's parser does for the lines rktlet writes. */
 static int filter_line(char *line, rkl_exec_filter *f)
 {
@@ -299,7 +289,7 @@ static int filter_line(char *line, rkl_exec_filter *f)
         f->allow_list = !deny;
         char *save = NULL;
         for (char *t = strtok_r(v + deny, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-                if (!is_syscall_name(t))
+                if (!rkl_syscall_name_is_valid(t))
                         return -EBADMSG;
                 rkl_strv_push(&f->names, t);
         }

@@ -9,6 +9,7 @@
 
 #include "json-util.h"
 #include "base/alloc.h"
+#include "base/parse.h"
 #include "base/strv.h"
 #include "base/banned.h"
 
@@ -33,16 +34,6 @@ static action action_from(const char *s)
             streq(s, "SCMP_ACT_KILL_THREAD"))
                 return ACT_KILL;
         return ACT_OTHER;
-}
-
-static bool is_syscall_name(const char *s)
-{
-        if (!*s)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
-                        return false;
-        return true;
 }
 
 /* An array member, or NULL when absent; an empty object counts as absent. */
@@ -171,7 +162,7 @@ int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rk
                 return rkl_error_set(reterr, -EINVAL,
                                      "a profile that allows no syscall cannot run anything");
         RKL_STRV_FOREACH (s, names)
-                if (!is_syscall_name(*s))
+                if (!rkl_syscall_name_is_valid(*s))
                         return rkl_error_set(reterr, -EINVAL, "'%.64s' is not a syscall name", *s);
 
         if (!names) { /* it allows everything: no filter at all */

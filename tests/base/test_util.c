@@ -45,6 +45,13 @@ static void test_parse(void **state)
         assert_int_equal(rkl_safe_atou64("", &u), -EINVAL);
         assert_int_equal(rkl_safe_atoi("-42", &i), 0);
         assert_int_equal(i, -42);
+        assert_true(rkl_syscall_name_is_valid("sethostname"));
+        assert_true(rkl_syscall_name_is_valid("_llseek"));
+        assert_false(rkl_syscall_name_is_valid(""));
+        assert_false(rkl_syscall_name_is_valid("@default"));
+        assert_false(rkl_syscall_name_is_valid("Chmod"));
+        assert_false(rkl_syscall_name_is_valid(
+            "a123456789a123456789a123456789a123456789a123456789a123456789abcde"));
         assert_int_equal(rkl_safe_atoi("2147483648", &i), -ERANGE);
 }
 
