@@ -16,6 +16,7 @@
 #include "base/time-util.h"
 #include "base/workpool.h"
 #include "rkt/action.h"
+#include "rkt/boot.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "state/state.h"
@@ -26,11 +27,13 @@ static const char *const act_crash_points[] = {
     [ACT_APP_ADD] = "after-app-add",   [ACT_APP_START] = "after-app-start",
     [ACT_APP_STOP] = "after-app-stop", [ACT_APP_RM] = "after-app-rm",
     [ACT_POD_STOP] = "after-pod-stop", [ACT_POD_RM] = "after-pod-rm",
+    [ACT_POD_BOOT] = "after-pod-boot",
 };
 
 static const char *const act_names[] = {
-    [ACT_APP_ADD] = "app add", [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
-    [ACT_APP_RM] = "app rm",   [ACT_POD_STOP] = "stop",       [ACT_POD_RM] = "rm",
+    [ACT_APP_ADD] = "app add",     [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
+    [ACT_APP_RM] = "app rm",       [ACT_POD_STOP] = "stop",       [ACT_POD_RM] = "rm",
+    [ACT_POD_BOOT] = "boot check",
 };
 
 /* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
@@ -221,6 +224,9 @@ static void run_action(void *userdata)
                 k = failed(a, rkl_rkt_app_start(a->r->rkt, a->uuid, a->app, a->timeout_usec, &err),
                            &err);
                 break;
+        case ACT_POD_BOOT:
+                k = failed(a, rkl_rkt_pod_restart_boot(a->pod_pid, &err), &err);
+                break;
         case ACT_POD_RM:
         default: {
                 bool retry;
@@ -324,7 +330,16 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         r->n_in_flight--;
         atomic_store(&r->in_flight_seen, r->n_in_flight);
 
-        if (a->orphan) {
+        if (a->kind == ACT_POD_BOOT) {
+                /* Nothing to record: the pod's readiness is observed as ever. */
+                if (a->result >= 0)
+                        rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd "
+                                     "idle, default.target inactive): started it again",
+                                     a->key, a->uuid);
+                else if (a->result != -EAGAIN && a->result != -ESRCH)
+                        rkl_log_debug("sandbox %.12s: cannot check the boot of pod %s: %s", a->key,
+                                      a->uuid, a->error);
+        } else if (a->orphan) {
                 /* An app's rm or stop fails while its pod goes down ("supervisor is not
                  * ready", the pod file gone): the pod's own removal takes it along. */
                 if (a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&

@@ -39,6 +39,8 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
                 return;
         if (o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase != RKL_POD_PHASE_RUNNING)
                 r->stats_new = true;
+        if (o->phase != RKL_POD_PHASE_PENDING)
+                rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
         if (o->phase != rec->observed.phase)
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
                                     rkl_pod_phase_to_string(rec->observed.phase),

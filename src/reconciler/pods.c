@@ -168,12 +168,45 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", k, &err);
         }
         if (rec->rkt_uuid) {
+                rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
                 /* The dead pod is removed by the orphan pass once it is no longer ours. */
                 rkl_error_clear(&err);
                 int k = rkl_state_pod_set_rkt_uuid(r->state, rec->id, NULL, &err);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its pod is gone", k, &err);
         }
         creation_attempt_failed(r, rec, msg);
+}
+
+/* A pod whose systemd dropped its boot (rkt/boot.h) would wait out the ready timeout, and
+ * its replacement would boot from scratch; a start of default.target makes it ready in a
+ * second. A pod that is only slow still has jobs, and is left alone. */
+typedef struct boot_look {
+        char uuid[RKL_POD_UUID_LEN + 1];
+        int64_t at_ns; /* realtime: when it was looked at last */
+} boot_look;
+
+static void look_at_boot(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p,
+                         int64_t now)
+{
+        boot_look *b = rkl_hashmap_get(r->boot_looks, p->uuid);
+        if (b && now - b->at_ns < BOOT_LOOK_AFTER_NS)
+                return;
+        if (!b) {
+                b = rkl_xnew0(boot_look, 1);
+                (void)snprintf(b->uuid, sizeof(b->uuid), "%s", p->uuid);
+                rkl_hashmap_put(r->boot_looks, b->uuid, b);
+        }
+        b->at_ns = now;
+        action *a = rkl_reconciler__action_new(r, ACT_POD_BOOT, rec->id, p->uuid, NULL);
+        a->is_pod = true;
+        a->pod_pid = p->ppid;
+        rkl_reconciler__submit(r, a);
+}
+
+void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid)
+{
+        if (uuid)
+                free(rkl_hashmap_remove(r->boot_looks, uuid));
 }
 
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
@@ -216,6 +249,10 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                 creation_failed(r, rec, "the sandbox did not become ready in time");
                 return;
         }
+        if (p && p->state == RKL_POD_STATE_RUNNING && !p->supervisor_ready && p->ppid &&
+            p->started_ns && now - p->started_ns > BOOT_LOOK_AFTER_NS &&
+            rkl_reconciler__can_start(r, rec->id))
+                look_at_boot(r, rec, p, now);
         rkl_reconciler__wake_at(r, now + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }
 

@@ -37,6 +37,9 @@
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
 #define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
+/* A pending pod not ready this long after its start has its boot looked at (pods.c), and
+ * again as often. */
+#define BOOT_LOOK_AFTER_NS (5 * (int64_t)NSEC_PER_SEC)
 
 typedef enum act_kind {
         ACT_APP_ADD,
@@ -45,6 +48,7 @@ typedef enum act_kind {
         ACT_APP_RM,
         ACT_POD_STOP, /* rkt stop, wait for the pod to exit, --force after the grace */
         ACT_POD_RM,   /* rkt rm: frees the pod's network */
+        ACT_POD_BOOT, /* a pending pod whose systemd dropped its boot: boot it again */
 } act_kind;
 
 typedef struct action {
@@ -62,7 +66,7 @@ typedef struct action {
         rkl_container_view *container;
         char *image, *log_file;
         rkl_kvs sysctls;  /* ACT_APP_ADD: the pod's */
-        uint32_t pod_pid; /* ACT_APP_ADD: the pod's nspawn */
+        uint32_t pod_pid; /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
@@ -112,11 +116,12 @@ struct rkl_reconciler {
          * half-made app that no start can run, to rm before the next start. Memory only: after
          * a crash the first start that fails sets it again, one attempt later. */
         rkl_hashmap *undo;
-        rkl_hashmap *limits;  /* container ID -> the resources last applied (resources.c) */
-        rkl_oom_log *oom_log; /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
-        int64_t wake_at_ns;   /* earliest time a pass must run again; 0: none */
-        char **recheck;       /* pods to read again at the next pass: what inotify cannot see */
-        uint64_t logs_told;   /* what the log follower was last told (rkl_reconciler__sync_logs) */
+        rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
+        rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
+        rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
+        int64_t wake_at_ns;      /* earliest time a pass must run again; 0: none */
+        char **recheck;          /* pods to read again at the next pass: what inotify cannot see */
+        uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
         bool stats_new; /* something started running: refresh the stats after the pass */
 };
@@ -192,6 +197,7 @@ void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record 
                                         const char *msg);
 /* ---- Sandboxes ---- */
 char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name);
+void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid);
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                   const rkl_poddir_pod *p, int64_t now);
 void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,

@@ -457,6 +457,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->in_flight = rkl_hashmap_new();
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
+        r->boot_looks = rkl_hashmap_new();
         k = rkl_oom_log_open(NULL, &r->oom_log);
         if (k < 0)
                 rkl_log_warning("cannot read the kernel's log (/dev/kmsg: %s): an OOM-killed "
@@ -541,6 +542,16 @@ void rkl_reconciler_stop(rkl_reconciler *r)
         r->running = false;
 }
 
+/* For maps whose values are plain allocations. */
+static void hashmap_free_free(rkl_hashmap *m)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(m, &i, NULL, &v))
+                free(v);
+        rkl_hashmap_free(m);
+}
+
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
 {
         if (!r)
@@ -555,10 +566,8 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         }
         rkl_hashmap_free(r->seen);
         rkl_hashmap_free(r->in_flight);
-        i = 0;
-        while (rkl_hashmap_iterate(r->undo, &i, NULL, &v))
-                free(v);
-        rkl_hashmap_free(r->undo);
+        hashmap_free_free(r->undo);
+        hashmap_free_free(r->boot_looks);
         rkl_reconciler__limits_free_all(r);
         rkl_oom_log_free(r->oom_log);
         rkl_strv_free(r->recheck);

@@ -3,7 +3,9 @@
 #include "poddir.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -522,4 +524,18 @@ int rkl_poddir_list(int pods_dirfd, char ***ret_uuids, rkl_error *reterr)
         }
         *ret_uuids = l ? TAKE_PTR(l) : rkl_xnew0(char *, 1);
         return 0;
+}
+
+pid_t rkl_poddir_pod_init(uint32_t nspawn_pid)
+{
+        char path[64];
+        _cleanup_free_ char *s = NULL;
+        if (nspawn_pid == 0)
+                return -1;
+        (void)snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/children",
+                       nspawn_pid, nspawn_pid);
+        if (rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL) < 0)
+                return -1;
+        long pid = strtol(s, NULL, 10);
+        return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : -1;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "poddir.h"
 #include "rkt-internal.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -29,24 +30,11 @@ bool rkl_rkt_sysctl_is_namespaced(const char *key)
         return false;
 }
 
-/* The pod's systemd: the first child of nspawn. */
-static pid_t pod_init(uint32_t nspawn_pid)
-{
-        char path[64];
-        _cleanup_free_ char *s = NULL;
-        (void)snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/children",
-                       nspawn_pid, nspawn_pid);
-        if (rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL) < 0)
-                return -1;
-        long pid = strtol(s, NULL, 10);
-        return pid > 0 ? (pid_t)pid : -1;
-}
-
 int rkl_rkt_pod_sysctls(uint32_t nspawn_pid, const rkl_kvs *sysctls, rkl_error *reterr)
 {
         if (!sysctls || sysctls->n == 0)
                 return 0;
-        pid_t pid = nspawn_pid ? pod_init(nspawn_pid) : -1;
+        pid_t pid = rkl_poddir_pod_init(nspawn_pid);
         if (pid <= 0)
                 return rkl_error_set(reterr, -ESRCH, "sysctls: the pod's init is not running");
         _cleanup_strv_free_ char **argv = NULL;
