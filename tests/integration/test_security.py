@@ -14,6 +14,7 @@ pb, pbg = harness.stubs()
 
 BUSYBOX = "docker.io/library/busybox:latest"
 NONROOT = "docker.io/rktsim/nonroot:latest"
+PUSH_CRITEST_IMAGES = os.path.join(harness.SOURCE_DIR, "tests", "lib", "push-critest-images")
 # What the first process sees, printed once, then it stays up for ExecSync.
 REPORT = ("echo uid=$(id -u) gid=$(id -g) groups=$(id -G | tr ' ' ,); "
           "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
@@ -324,6 +325,25 @@ class RealRktSecurityTest(unittest.TestCase):
             getattr(cc.linux.security_context, field).append(path)
             self.assertIn(field, self.refused(pod, cc))
 
+
+    def test_masked_path_of_the_image(self):
+        """critest's MaskedPaths spec: /bin/ls masked in critest's busybox image, whose
+        applets are hard links to one busybox and whose shell runs commands through PATH
+        (tests/lib/push-critest-images), as Docker's busybox image."""
+        self.env.run(harness.PYTHON, PUSH_CRITEST_IMAGES, "http://127.0.0.1:5000",
+                     "e2e-test-images/busybox", timeout=300)
+        image = "docker.io/e2e-test-images/busybox:1.29-2"
+        pbg.ImageServiceStub(self.env.daemon.channel()).PullImage(
+            pb.PullImageRequest(image=pb.ImageSpec(image=image)), timeout=120)
+        pod = self.run_pod("masked")
+        cc = self.config("masked", image=image,
+                         command=("sh", "-c", "echo end; exec sleep 3600"))
+        cc.linux.security_context.masked_paths.append("/bin/ls")
+        cid, _ = self.start(pod, cc)
+        self.assertEqual(self.exec(cid, "/bin/sh", "-c", "ls"),
+                         (126, "", "/bin/sh: ls: Permission denied\n"))
+        # The other names of the same busybox still run.
+        self.assertEqual(self.exec(cid, "sh", "-c", "echo ok | cat"), (0, "ok\n", ""))
 
     def test_seccomp_and_apparmor(self):
         pod = self.run_pod("seccomp")
