@@ -94,13 +94,18 @@ class RealRktSecurityTest(unittest.TestCase):
         return cid, seen
 
     @staticmethod
-    def log_lines(path):
+    def log_records(path):
+        """(stream, tag, text) of each CRI log line: "<time> <stream> <tag> <text>"."""
         try:
             with open(path) as f:
-                # CRI log lines: "<time> <stream> <tag> <text>"
-                return [line.rstrip("\n").split(" ", 3)[3] for line in f if line.count(" ") >= 3]
+                return [tuple(line.rstrip("\n").split(" ", 3)[1:]) for line in f
+                        if line.count(" ") >= 3]
         except FileNotFoundError:
             return []
+
+    @staticmethod
+    def log_lines(path):
+        return [text for _, _, text in RealRktSecurityTest.log_records(path)]
 
     def exec(self, cid, *cmd):
         r = self.rs.ExecSync(pb.ExecSyncRequest(container_id=cid, cmd=list(cmd), timeout=10),
@@ -217,6 +222,16 @@ class RealRktSecurityTest(unittest.TestCase):
         self.assertIn("Read-only file system", err)
         cid, _ = self.start(pod, self.config("rw"))
         self.assertEqual(self.exec(cid, "touch", "/x")[0], 0)
+        # critest's check: the app's own error, in its log as stderr.
+        cc = self.config("ro-log", command=("sh", "-c", "touch test.go && echo Found"))
+        cc.linux.security_context.readonly_rootfs = True
+        cid = self.create(pod, cc)
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        log = os.path.join(pod[1].log_directory, cc.log_path)
+        harness.wait_for("ro-log's error in its log", lambda: self.log_records(log),
+                         timeout=60, interval=0.2)
+        self.assertEqual(self.log_records(log),
+                         [("stderr", "F", "touch: test.go: Read-only file system")])
 
     def test_capabilities(self):
         pod = self.run_pod("caps")
