@@ -17,6 +17,7 @@ BUSYBOX = "docker.io/library/busybox:latest"
 NONROOT = "docker.io/rktsim/nonroot:latest"
 CRICTL = os.environ.get("RKL_CRICTL",
                         "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
+PUSH_CRITEST_IMAGES = os.path.join(harness.SOURCE_DIR, "tests", "lib", "push-critest-images")
 # What the first process sees, printed once, then it stays up for ExecSync.
 REPORT = ("echo uid=$(id -u) gid=$(id -g) groups=$(id -G | tr ' ' ,); "
           "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
@@ -96,13 +97,18 @@ class RealRktSecurityTest(unittest.TestCase):
         return cid, seen
 
     @staticmethod
-    def log_lines(path):
+    def log_records(path):
+        """(stream, tag, text) of each CRI log line: "<time> <stream> <tag> <text>"."""
         try:
             with open(path) as f:
-                # CRI log lines: "<time> <stream> <tag> <text>"
-                return [line.rstrip("\n").split(" ", 3)[3] for line in f if line.count(" ") >= 3]
+                return [tuple(line.rstrip("\n").split(" ", 3)[1:]) for line in f
+                        if line.count(" ") >= 3]
         except FileNotFoundError:
             return []
+
+    @staticmethod
+    def log_lines(path):
+        return [text for _, _, text in RealRktSecurityTest.log_records(path)]
 
     def exec(self, cid, *cmd):
         r = self.rs.ExecSync(pb.ExecSyncRequest(container_id=cid, cmd=list(cmd), timeout=10),
@@ -219,6 +225,16 @@ class RealRktSecurityTest(unittest.TestCase):
         self.assertIn("Read-only file system", err)
         cid, _ = self.start(pod, self.config("rw"))
         self.assertEqual(self.exec(cid, "touch", "/x")[0], 0)
+        # critest's check: the app's own error, in its log as stderr.
+        cc = self.config("ro-log", command=("sh", "-c", "touch test.go && echo Found"))
+        cc.linux.security_context.readonly_rootfs = True
+        cid = self.create(pod, cc)
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        log = os.path.join(pod[1].log_directory, cc.log_path)
+        harness.wait_for("ro-log's error in its log", lambda: self.log_records(log),
+                         timeout=60, interval=0.2)
+        self.assertEqual(self.log_records(log),
+                         [("stderr", "F", "touch: test.go: Read-only file system")])
 
     def test_capabilities(self):
         pod = self.run_pod("caps")
@@ -327,6 +343,25 @@ class RealRktSecurityTest(unittest.TestCase):
             getattr(cc.linux.security_context, field).append(path)
             self.assertIn(field, self.refused(pod, cc))
 
+
+    def test_masked_path_of_the_image(self):
+        """critest's MaskedPaths spec: /bin/ls masked in critest's busybox image, whose
+        applets are hard links to one busybox and whose shell runs commands through PATH
+        (tests/lib/push-critest-images), as Docker's busybox image."""
+        self.env.run(harness.PYTHON, PUSH_CRITEST_IMAGES, "http://127.0.0.1:5000",
+                     "e2e-test-images/busybox", timeout=300)
+        image = "docker.io/e2e-test-images/busybox:1.29-2"
+        pbg.ImageServiceStub(self.env.daemon.channel()).PullImage(
+            pb.PullImageRequest(image=pb.ImageSpec(image=image)), timeout=120)
+        pod = self.run_pod("masked")
+        cc = self.config("masked", image=image,
+                         command=("sh", "-c", "echo end; exec sleep 3600"))
+        cc.linux.security_context.masked_paths.append("/bin/ls")
+        cid, _ = self.start(pod, cc)
+        self.assertEqual(self.exec(cid, "/bin/sh", "-c", "ls"),
+                         (126, "", "/bin/sh: ls: Permission denied\n"))
+        # The other names of the same busybox still run.
+        self.assertEqual(self.exec(cid, "sh", "-c", "echo ok | cat"), (0, "ok\n", ""))
 
     def test_seccomp_and_apparmor(self):
         pod = self.run_pod("seccomp")

@@ -310,13 +310,11 @@ static struct json_object *isolator(struct json_object *app, const char *name)
         return NULL;
 }
 
-/* One k8s-plain line: "<RFC3339Nano> <stream> <line>\n", as rkt's iottymux writes them. */
 /* iottymux in k8s-plain mode, as rkt 1.30's stage1 host runs it under systemd 252
- * (reference/rkt.md, A.1.6): one "<time> stdout <line>\n" record per line, bytes as they
- * are, a line of any length in one record. Two quirks of the real thing are kept: stderr
- * comes out labelled stdout (the app's unit says StandardError=fd, but rkt's socket units
- * name no descriptor "stderr", and systemd 252 hands it the stdout stream), and a last line
- * without a newline is lost (iomux exits on EOF before writing it). */
+ * (reference/rkt.md, A.1.6), with packaging/rkt/stderr-fd.patch: one
+ * "<time> <stdout|stderr> <line>\n" record per line, bytes as they are, a line of any length
+ * in one record. A quirk of the real thing is kept: a last line without a newline is lost
+ * (iomux exits on EOF before writing it). */
 static void stream_emit(sup_app *a, sup_stream *st, const char *line, size_t len, bool end)
 {
         if (a->log_fd < 0)
@@ -324,7 +322,7 @@ static void stream_emit(sup_app *a, sup_stream *st, const char *line, size_t len
         char head[80] = "";
         if (!st->mid) {
                 _cleanup_free_ char *ts = sim_format_rfc3339nano(rkl_realtime_nsec());
-                snprintf(head, sizeof(head), "%s stdout ", ts);
+                snprintf(head, sizeof(head), "%s %s ", ts, st->name);
         }
         size_t h = strlen(head);
         _cleanup_free_ char *out = rkl_xmalloc(h + len + 1);

@@ -304,8 +304,8 @@ class RktSim(unittest.TestCase):
         time.sleep(0.2)
         lines = open(os.path.join(self.logs, log)).read().splitlines()
         self.assertRegex(lines[0], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z stdout hi$")
-        # As rkt 1.30 under systemd 252: stderr labelled stdout (docs/logs.md).
-        self.assertTrue(any(re.match(r"^\S+ stdout oops$", l) for l in lines), lines)
+        # As the patched rkt (packaging/rkt/stderr-fd.patch): stderr labelled stderr.
+        self.assertTrue(any(re.match(r"^\S+ stderr oops$", l) for l in lines), lines)
         # The app runs chrooted in its own cgroup below the unit's.
         with open(os.path.join(self.pod(uuid), "subcgroup")) as f:
             self.assertTrue(self.unit_cgroup(uuid).endswith("/" + f.read()))
