@@ -478,6 +478,41 @@ class RealRktAttachTest(StreamingTest):
         self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
 
+    def test_attach_critest(self):
+        """critest's attach spec, step by step: a shell with stdin (stdin_once, no terminal)
+        attached at once with stdin, stdout and stderr; once its output is quiet, `echo -n
+        hello` on stdin must come back as `hello` on stdout, a line without its end."""
+        self.pod = "acri"
+        cfg = self.sandbox_config(self.pod)
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        cid = self.create(sid, self.pod, "sh", ["/bin/sh"], wait=False, stdin=True,
+                          stdin_once=True)
+        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
+                                              stderr=True), timeout=120).url
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
+        self.addCleanup(c.close)
+        self.assertEqual(c.status, 101)
+        ids = spdyclient.exec_streams(c, stdin=True)
+        # As critest: what came before the output went quiet is a header, not compared.
+        c.sock.settimeout(1)
+        while True:
+            n = len(c.data.get(ids["stdout"], b""))
+            try:
+                c.until(lambda: len(c.data.get(ids["stdout"], b"")) > n, timeout=1)
+            except (TimeoutError, OSError):
+                break
+        header = c.data.get(ids["stdout"], b"")
+        c.sock.settimeout(60)
+        c.send(ids["stdin"], b"echo -n hello\n")
+        c.until(lambda: c.data.get(ids["stdout"], b"")[len(header):] == b"hello", timeout=60)
+        self.assertEqual(c.data.get(ids["stderr"], b""), b"")
+        # The log stays line by line: the line is whole once the app ends it.
+        c.send(ids["stdin"], b"echo ' world'\n")
+        harness.wait_for("the log has the line", lambda: any(
+            l.endswith(" hello world") for l in self.log_lines("sh")), timeout=30)
+        self.assertFalse([l for l in self.log_lines("sh") if l.endswith(" hello")])
+
     def test_attach_tty(self):
         self.pod = "atty"
         sid, _ = self.run_pod(self.pod, ["sleep", "3600"])
