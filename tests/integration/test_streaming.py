@@ -466,8 +466,8 @@ class RealRktAttachTest(StreamingTest):
                 except (TimeoutError, OSError):
                     pass
             self.assertIn(b"got-" + word.encode(), c.data.get(ids["stdout"], b""))
-            # stdin_once: the attach ends with its input (the app's stdin stays open: only
-            # iottymux could close it).
+            # stdin_once: the attach ends with its input (the app's stdin stays open: under
+            # rkt the app holds a writer of its own stdin FIFO, docs/streaming.md).
             c.sock.settimeout(30)
             c.send(ids["stdin"], b"", fin=True)
             c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin)
