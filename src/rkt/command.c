@@ -392,6 +392,9 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         pushf(&a, "--name=%s", o->app_name);
         pushf(&a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-path=%s", o->log_file);
         pushf(&a, "--stdin=%s", spec->tty ? "tty" : spec->stdin_open ? "stream" : "null");
+        /* packaging/rkt/stdin-once.patch: the app's stdin ends with its first attach. */
+        if (!spec->tty && spec->stdin_open && spec->stdin_once)
+                rkl_strv_push(&a, "--annotation=coreos.com/rkt/experiment/stdin-once=true");
         pushf(&a, "--stdout=%s", spec->tty ? "tty" : "stream");
         pushf(&a, "--stderr=%s", spec->tty ? "tty" : "stream");
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_CONTAINER_ID, o->container_id);

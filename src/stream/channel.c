@@ -405,8 +405,8 @@ static void maybe_finish(rkl_stream_session *s, exec_state *x)
         /* An attach to stdin alone lasts as long as the client's input. */
         bool input_left = x->attached && !x->st[ST_STDOUT] && !x->st[ST_STDERR] &&
                           x->st[ST_STDIN] && x->st[ST_STDIN]->data;
-        /* stdin_once: iottymux cannot close the app's stdin for us, but the attach that
-         * gave it ends with its input, as kubelet's client expects. */
+        /* stdin_once: the attach ends with its input, as kubelet's client expects (the
+         * app's stdin ends in iottymux: packaging/rkt/stdin-once.patch). */
         if (x->attached && x->input_done && rkl_stream__session_request(s)->stdin_once) {
                 x->out_r = safe_close(x->out_r);
                 x->err_r = safe_close(x->err_r);

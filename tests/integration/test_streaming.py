@@ -446,7 +446,7 @@ class RealRktAttachTest(StreamingTest):
                            timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         cid = self.create(sid, self.pod, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
-                          stdin=True, stdin_once=True)
+                          stdin=True)
         for word in ("one", "two"):
             url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
                                                   stderr=True), timeout=10).url
@@ -466,17 +466,74 @@ class RealRktAttachTest(StreamingTest):
                 except (TimeoutError, OSError):
                     pass
             self.assertIn(b"got-" + word.encode(), c.data.get(ids["stdout"], b""))
-            # stdin_once: the attach ends with its input (the app's stdin stays open: only
-            # iottymux could close it).
-            c.sock.settimeout(30)
-            c.send(ids["stdin"], b"", fin=True)
-            c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin)
-            self.assertEqual(json.loads(c.data[ids["error"]])["status"], "Success")
+            # Without stdin_once the app's stdin outlives the attach.
             c.close()
         harness.wait_for("the log has both", lambda: any(
             l.endswith("got-two") for l in self.log_lines("echo")), timeout=30)
         self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+
+    def test_attach_stdin_once(self):
+        """stdin_once: the attach ends with its input, and so does the app's stdin."""
+        self.pod = "once"
+        sid, _ = self.run_pod(self.pod, ["sleep", "3600"])
+        cid = self.create(sid, self.pod, "in", [
+            "sh", "-c", "while read l; do echo got-$l; done; echo stdin-ended"],
+            stdin=True, stdin_once=True)
+        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
+                                              stderr=True), timeout=10).url
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
+        self.addCleanup(c.close)
+        self.assertEqual(c.status, 101)
+        ids = spdyclient.exec_streams(c, stdin=True)
+        c.sock.settimeout(30)
+        c.send(ids["stdin"], b"one\n", fin=True)
+        c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin)
+        self.assertEqual(json.loads(c.data[ids["error"]])["status"], "Success")
+        harness.wait_for("the app's end", lambda: self.rs.ContainerStatus(
+            pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
+            pb.CONTAINER_EXITED, timeout=60)
+        st = self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid),
+                                     timeout=10).status
+        self.assertEqual(st.exit_code, 0)
+        harness.wait_for("the log", lambda: [l.split(" ", 3)[-1] for l in
+                                             self.log_lines("in")] ==
+                         ["got-one", "stdin-ended"], timeout=30)
+
+    def test_attach_critest(self):
+        """critest's attach spec, step by step: a shell with stdin (stdin_once, no terminal)
+        attached at once with stdin, stdout and stderr; once its output is quiet, `echo -n
+        hello` on stdin must come back as `hello` on stdout, a line without its end."""
+        self.pod = "acri"
+        cfg = self.sandbox_config(self.pod)
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
+                                    timeout=10).pod_sandbox_id
+        cid = self.create(sid, self.pod, "sh", ["/bin/sh"], wait=False, stdin=True,
+                          stdin_once=True)
+        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
+                                              stderr=True), timeout=120).url
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
+        self.addCleanup(c.close)
+        self.assertEqual(c.status, 101)
+        ids = spdyclient.exec_streams(c, stdin=True)
+        # As critest: what came before the output went quiet is a header, not compared.
+        c.sock.settimeout(1)
+        while True:
+            n = len(c.data.get(ids["stdout"], b""))
+            try:
+                c.until(lambda: len(c.data.get(ids["stdout"], b"")) > n, timeout=1)
+            except (TimeoutError, OSError):
+                break
+        header = c.data.get(ids["stdout"], b"")
+        c.sock.settimeout(60)
+        c.send(ids["stdin"], b"echo -n hello\n")
+        c.until(lambda: c.data.get(ids["stdout"], b"")[len(header):] == b"hello", timeout=60)
+        self.assertEqual(c.data.get(ids["stderr"], b""), b"")
+        # The log stays line by line: the line is whole once the app ends it.
+        c.send(ids["stdin"], b"echo ' world'\n")
+        harness.wait_for("the log has the line", lambda: any(
+            l.endswith(" hello world") for l in self.log_lines("sh")), timeout=30)
+        self.assertFalse([l for l in self.log_lines("sh") if l.endswith(" hello")])
 
     def test_attach_tty(self):
         self.pod = "atty"

@@ -203,6 +203,27 @@ static void test_app_add(void **state)
         rkl_container_spec_done(&c);
 }
 
+static void test_app_add_stdin_once(void **state)
+{
+        const char *once = "--annotation=coreos.com/rkt/experiment/stdin-once=true";
+        rkl_container_spec c = {
+            .command = strv("/bin/sh", NULL, NULL), .stdin_open = true, .stdin_once = true};
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL, **b = NULL, **t = NULL;
+
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        assert_true(has(a, "--stdin=stream"));
+        assert_true(has(a, once));
+        /* stdin without stdin_once stays open; a terminal is rkt's ttymux, not iomux. */
+        c.stdin_once = false;
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &b, &err), 0);
+        assert_false(has(b, once));
+        c.stdin_once = c.tty = true;
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &t, &err), 0);
+        assert_false(has(t, once));
+        rkl_container_spec_done(&c);
+}
+
 static void test_app_add_args_only_uses_entrypoint(void **state)
 {
         rkl_container_spec c = {.args = strv("60", NULL, NULL), .tty = true};
@@ -215,6 +236,7 @@ static void test_app_add_args_only_uses_entrypoint(void **state)
         assert_int_equal(rkl_rkt_app_add_args("u", &c, &o, &a, &err), 0);
         assert_true(has(a, "--stdin=tty"));
         assert_true(has(a, "--stdout=tty"));
+        assert_false(has(a, "--annotation=coreos.com/rkt/experiment/stdin-once=true"));
         size_t n = rkl_strv_length(a);
         assert_string_equal(a[n - 4], "--exec=/bin/sleep");
         assert_string_equal(a[n - 2], "60");
@@ -387,6 +409,7 @@ int main(void)
             cmocka_unit_test(test_sandbox_host_network),
             cmocka_unit_test(test_sandbox_sctp_refused),
             cmocka_unit_test(test_app_add),
+            cmocka_unit_test(test_app_add_stdin_once),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
             cmocka_unit_test(test_app_dropin),
