@@ -263,6 +263,18 @@ static void run_action(void *userdata)
         (void)!write(r->done_fd, &one, sizeof(one));
 }
 
+bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->in_flight, &i, NULL, &v)) {
+                const action *a = v;
+                if ((kinds & ACT_MASK(a->kind)) && streq(a->uuid, uuid))
+                        return true;
+        }
+        return false;
+}
+
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key)
 {
         return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);

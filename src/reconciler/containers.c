@@ -73,27 +73,15 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
         rkl_reconciler__wake_at(r, next);
 }
 
-/* rkt's app rm deletes the overlay of the app's image, which an app being added or started
- * in the same pod may be using (reference/rkt.md, B.1): such actions never overlap. */
-static bool pod_has_action(rkl_reconciler *r, const char *uuid, act_kind k1, act_kind k2)
-{
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(r->in_flight, &i, NULL, &v)) {
-                const action *a = v;
-                if ((a->kind == k1 || a->kind == k2) && streq(a->uuid, uuid))
-                        return true;
-        }
-        return false;
-}
-
 /* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
  * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
- * two containers created together). One at a time per pod; app stop may overlap them. */
+ * two containers created together). One at a time per pod; app stop may overlap them. (And
+ * rkt's app rm deletes the overlay of the app's image, which an app being added or started
+ * in the same pod may be using: reference/rkt.md, B.1.) */
 bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid)
 {
-        return pod_has_action(r, uuid, ACT_APP_ADD, ACT_APP_START) ||
-               pod_has_action(r, uuid, ACT_APP_RM, ACT_APP_RM);
+        return rkl_reconciler__pod_in_flight(
+            r, uuid, ACT_MASK(ACT_APP_ADD) | ACT_MASK(ACT_APP_START) | ACT_MASK(ACT_APP_RM));
 }
 
 void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod,

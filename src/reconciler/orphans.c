@@ -66,6 +66,11 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
                 const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
                 if (!id || !rkl_id_is_valid(id) || !rkl_reconciler__can_start(r, p->uuid))
                         continue;
+                /* Its sandbox's own stop or rm may still run, after the record went (a
+                 * RemovePodSandbox right after StopPodSandbox): a second rkt rm would race
+                 * it, and fail. */
+                if (rkl_reconciler__pod_in_flight(r, p->uuid, ACT_ANY))
+                        continue;
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pv = rkl_cache_pod_get(r->cache, id);
                 if (pv && streq_ptr(pv->rec->rkt_uuid, p->uuid))
                         continue; /* wanted */

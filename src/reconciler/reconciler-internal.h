@@ -183,6 +183,11 @@ void rkl_reconciler__unit_stop(rkl_reconciler *r, const char *unit);
 /* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
 char *rkl_reconciler__unit_cgroup_path(const char *sandbox_id);
 void rkl_reconciler__action_free(action *a);
+#define ACT_MASK(kind) (1u << (kind))
+#define ACT_ANY        (~0u)
+/* Whether an action of one of kinds (a mask of ACT_MASK()s) runs on the pod with uuid, under
+ * whatever key (a container's, its sandbox's, the pod's own as an orphan). */
+bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds);
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key);
 /* app: the app verbs' app, else NULL. */
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
