@@ -44,9 +44,11 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                         a->supervisor = (pid_t)p->ppid;
                 } else if (!image_shared_with_live_app(p, app) &&
                            !rkl_reconciler__pod_app_busy(r, p->uuid)) {
-                        /* rkt's app rm deletes the image's overlay, which another app of the
-                         * same image still uses (reference/rkt.md, B.1): such apps stay,
-                         * stopped, until their pod goes. */
+                        /* Unpatched rkt's app rm deletes the image's overlay, which another
+                         * app of the same image still uses (reference/rkt.md, B.1;
+                         * packaging/rkt/app-rm-shared-image.patch fixes it in the rkt
+                         * scripts/build-rkt makes): such apps stay, stopped, until their pod
+                         * goes. */
                         a = rkl_reconciler__action_new(r, ACT_APP_RM, cid, p->uuid, app->name);
                         a->supervisor = (pid_t)p->ppid;
                 } else {

@@ -181,6 +181,46 @@ class LifecycleTest(RealRktBase):
         self.assertEqual(len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest()).items), 0)
         self.assert_nothing_left()
 
+    def test_app_rm_keeps_its_image_siblings(self):
+        """rkt 1.30's app rm deleted its image's whole overlay directory in the pod, with the
+        writable layer of every other app of that image (reference/rkt.md B.1): a running
+        one lost its files, and one added but not started yet could never start (exit
+        226). The reconciler holds back the rm of an app whose image a live app shares
+        (orphans.c); the rkt that scripts/build-rkt makes no longer needs it
+        (packaging/rkt/app-rm-shared-image.patch). rkt's own rm is run here."""
+        self.pull()
+        sid, cfg, _ = self.run_pod("siblings")
+        keep = self.create(sid, cfg, "keep", ["sh", "-c", "echo kept > /marker; sleep 3600"])
+        gone = self.create(sid, cfg, "gone", ["sleep", "3600"])
+        for cid in (keep, gone):
+            self.start(cid)
+            self.wait_state(cid, pb.CONTAINER_RUNNING)
+        self.rs.StopContainer(pb.StopContainerRequest(container_id=gone, timeout=0), timeout=30)
+        self.wait_state(gone, pb.CONTAINER_EXITED, timeout=120)
+        # Added to the pod (its layers made), not started.
+        late = self.create(sid, cfg, "late", ["sleep", "3600"])
+        harness.wait_for("late added to the pod", lambda: self.app_of(late) in
+                         self.rkt_apps(sid), timeout=120)
+        app = self.app_of(gone)
+        self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=gone), timeout=10)
+        uuid = json.loads(self.pod(sid, verbose=True)[1]["info"])["rktUuid"]
+        self.env.rkt("app", "rm", uuid, "--app=" + app)
+        out = self.rs.ExecSync(pb.ExecSyncRequest(container_id=keep, cmd=["cat", "/marker"],
+                                                  timeout=30), timeout=60)
+        self.assertEqual((out.exit_code, out.stdout), (0, b"kept\n"))
+        self.start(late)
+        self.wait_state(late, pb.CONTAINER_RUNNING, timeout=120)
+        self.stop_remove(sid)
+        self.assert_nothing_left()
+
+    def app_of(self, cid):
+        return json.loads(self.rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid, verbose=True), timeout=10).info["info"])["appName"]
+
+    def rkt_apps(self, sid):
+        uuid = json.loads(self.pod(sid, verbose=True)[1]["info"])["rktUuid"]
+        return self.env.rkt("app", "list", uuid).stdout
+
     def test_pod_with_empty_netinfo_is_removed(self):
         """rkt 1.30 cannot load a pod whose net-info.json is empty (stage1 creates the file,
         then writes it: a pod stopped in between keeps it empty, seen in chaos soaks), and

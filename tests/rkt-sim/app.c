@@ -615,8 +615,10 @@ int sim_cmd_app_rm(sim_ctx *c, char **argv)
                 }
         }
         sim_fault_step(c, "stopped");
-        /* stage0/app_rm.go: status file, env, stage2 dir, appsinfo and the whole
-         * overlay/<image tree> go; -created and -started stay (reference B.3). */
+        /* stage0/app_rm.go: status file, env, stage2 dir, appsinfo and the app's own layers
+         * under overlay/<image tree> go (packaging/rkt/app-rm-shared-image.patch: unpatched
+         * rkt takes the whole tree, other apps' layers with it); -created and -started stay
+         * (reference B.3). */
         json_object_object_get_ex(ra, "image", &img);
         _cleanup_free_ char *tree = image_tree_id(sim_json_str(img, "id") ?: "");
         _cleanup_free_ char *exitp = sim_pod_status_path(&p, app, NULL);
@@ -624,12 +626,14 @@ int sim_cmd_app_rm(sim_ctx *c, char **argv)
         _cleanup_free_ char *envp = rkl_xasprintf("%s/rkt/env/%s", up, app);
         _cleanup_free_ char *s2 = rkl_xasprintf("%s/stage1/rootfs/opt/stage2/%s", p.path, app);
         _cleanup_free_ char *ai = rkl_xasprintf("%s/appsinfo/%s", p.path, app);
-        _cleanup_free_ char *ov = rkl_xasprintf("%s/overlay/%s", p.path, tree);
+        _cleanup_free_ char *ov_up = rkl_xasprintf("%s/overlay/%s/upper/%s", p.path, tree, app);
+        _cleanup_free_ char *ov_work = rkl_xasprintf("%s/overlay/%s/work/%s", p.path, tree, app);
         (void)unlink(exitp);
         (void)unlink(envp);
         (void)rkl_rm_rf_at(AT_FDCWD, s2);
         (void)rkl_rm_rf_at(AT_FDCWD, ai);
-        (void)rkl_rm_rf_at(AT_FDCWD, ov);
+        (void)rkl_rm_rf_at(AT_FDCWD, ov_up);
+        (void)rkl_rm_rf_at(AT_FDCWD, ov_work);
         json_object_object_get_ex(m, "apps", &apps);
         for (size_t i = 0; i < json_object_array_length(apps); i++)
                 if (json_object_array_get_idx(apps, i) == ra) {
