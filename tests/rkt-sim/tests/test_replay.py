@@ -345,13 +345,16 @@ class RktSim(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(status_dir, "web")))
         self.assertGreater(os.stat(os.path.join(status_dir, "web-started")).st_mtime_ns, old)
         self.assertEqual(self.app_status(uuid, "web")["state"], "running")
-        # app rm of a running app: stops it, leaves -created/-started, and removes the shared
-        # overlay/<image tree>, so the other app from the same image loses its rootfs.
+        # app rm of a running app: stops it, leaves -created/-started, and removes its own
+        # layers under overlay/<image tree>; the other app from the same image keeps its
+        # rootfs (packaging/rkt/app-rm-shared-image.patch: unpatched rkt removed the tree).
         self.ok(self.app("rm", uuid, "--app=web"))
         self.assertEqual(sorted(os.listdir(status_dir)), ["idle-created", "idle-started", "web-created", "web-started"])
-        self.assertFalse(os.path.exists(os.path.join(self.pod(uuid), "overlay", "deps-" + self.busybox)))
+        tree = os.path.join(self.pod(uuid), "overlay", "deps-" + self.busybox)
+        self.assertFalse(os.path.exists(os.path.join(tree, "upper", "web")))
+        self.assertTrue(os.path.exists(os.path.join(tree, "upper", "idle")))
         r = self.cmd("enter", "--app=idle", uuid, "/bin/true")
-        self.assertEqual(r.returncode, 254)
+        self.assertEqual(r.returncode, 0)
         r = self.app("rm", uuid, "--app=web")
         self.assertEqual(r.returncode, 254)
         self.assertIn('nonexistent app "web"', r.stderr)
