@@ -118,6 +118,12 @@ static void exec_run(void *userdata)
         rkl_exec_result_done(&res);
 }
 
+char *rkl_api_exec_seccomp(rkl_arena *a, const rkl_container_spec *spec)
+{
+        _cleanup_free_ char *s = rkl_rkt_exec_seccomp(spec);
+        return s ? rkl_arena_strdup(a, s) : NULL;
+}
+
 int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr)
 {
         size_t total = 0;
@@ -249,9 +255,7 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
             .resp = resp,
         };
         memcpy(j->container_id, c->id, sizeof(j->container_id));
-        _cleanup_free_ char *seccomp = rkl_rkt_exec_seccomp(&c->spec);
-        if (seccomp)
-                j->seccomp = rkl_arena_strdup(ctx->arena, seccomp);
+        j->seccomp = rkl_api_exec_seccomp(ctx->arena, &c->spec);
         for (size_t i = 0; i < req->n_cmd; i++)
                 j->argv[i] = rkl_arena_strdup(ctx->arena, req->cmd[i]);
         j->argv[req->n_cmd] = NULL;

@@ -15,6 +15,9 @@ int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
 /* How much of out_len and err_len bytes a reply keeps: each at most half of max when both
  * want more, and what one does not use goes to the other. */
 void rkl_api_exec_fit(size_t out_len, size_t err_len, size_t max, size_t *ret_out, size_t *ret_err);
+/* The container's seccomp filter for a command run in it (rkl_rkt_exec_seccomp()), in a;
+ * NULL: none. ExecSync and Exec alike. */
+char *rkl_api_exec_seccomp(rkl_arena *a, const rkl_container_spec *spec);
 /* A command line from a request: one or more arguments, bounded. -EINVAL, -E2BIG. */
 int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr);
 /* The cached view of a container that runs (its main process known), by ID or prefix:

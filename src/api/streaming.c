@@ -5,7 +5,6 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/time-util.h"
-#include "rkt/command.h"
 #include "state/cache.h"
 #include "stream/stream.h"
 #include "base/banned.h"
@@ -28,8 +27,6 @@ static int no_server(rkl_error *reterr)
         return rkl_error_set(reterr, -EOPNOTSUPP, "the streaming server is not running");
 }
 
-/* An Exec or Attach whose container is starting: the URL is made once it runs (on the exec
- * pool: the wait must not hold a CRI thread). Everything lives in the call's arena. */
 /* rkt's iottymux directory of container c's app, in the call's arena: Attach's endpoints.
  * -EBADFD while rktlet has not seen its sandbox's rkt pod (a container being started in a
  * sandbox answered READY before rkt made its pod) or once the sandbox is gone. */
@@ -45,6 +42,8 @@ static int attach_dir_of(rkl_cache *cache, rkl_arena *a, const char *rkt_data_di
         return 0;
 }
 
+/* An Exec or Attach whose container is starting: the URL is made once it runs (on the exec
+ * pool: the wait must not hold a CRI thread). Everything lives in the call's arena. */
 typedef struct url_job {
         rkl_api_call *call;
         rkl_cache *cache;
@@ -132,10 +131,9 @@ int rkl_api_exec(rkl_api_ctx *ctx, const Runtime__V1__ExecRequest *req,
         for (size_t i = 0; i < req->n_cmd; i++)
                 argv[i] = rkl_arena_strdup(ctx->arena, req->cmd[i]);
         argv[req->n_cmd] = NULL;
-        _cleanup_free_ char *seccomp = rkl_rkt_exec_seccomp(&v->rec->spec);
         rkl_stream_exec e = {
             .argv = argv,
-            .seccomp = seccomp ? rkl_arena_strdup(ctx->arena, seccomp) : NULL,
+            .seccomp = rkl_api_exec_seccomp(ctx->arena, &v->rec->spec),
             .stdin = req->stdin,
             .stdout = req->stdout,
             .stderr = req->stderr,
