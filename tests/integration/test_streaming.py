@@ -109,6 +109,11 @@ class StreamingTest(unittest.TestCase):
             os.close(fd)
         return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
 
+    def client(self, url, **kw):
+        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1, **kw)
+        self.addCleanup(c.close)
+        return c
+
     def url(self, cid, **kw):
         kw.setdefault("stdout", True)
         req = pb.ExecRequest(container_id=cid, cmd=kw.pop("cmd", ["true"]), **kw)
@@ -235,11 +240,6 @@ class RealRktPortForwardTest(StreamingTest):
             self.assertIn(b"hello-pf", c.data[data])
         c.close()
 
-    def client(self, url, **kw):
-        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1, **kw)
-        self.addCleanup(c.close)
-        return c
-
     def wait_httpd(self, sid):
         pid = str(self.pod_pid(sid))
         harness.wait_for("httpd answering", lambda: self.env.run(
@@ -255,11 +255,6 @@ class RealRktPortForwardTest(StreamingTest):
 class RealRktStreamEdgeTest(StreamingTest):
     """What a client that is not client-go may do, and the API's checks."""
     ttl = 5
-
-    def client(self, url, **kw):
-        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1, **kw)
-        self.addCleanup(c.close)
-        return c
 
     def run_exec(self, url, protocols=("v4.channel.k8s.io",)):
         c = self.client(url, protocols=protocols)
@@ -395,6 +390,14 @@ class RealRktStreamEdgeTest(StreamingTest):
 
 
 class RealRktAttachTest(StreamingTest):
+    def attach(self, cid, timeout=10):
+        """Our own client attached with stdin, stdout and stderr: (client, stream ids)."""
+        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
+                                              stderr=True), timeout=timeout).url
+        c = self.client(url)
+        self.assertEqual(c.status, 101)
+        return c, spdyclient.exec_streams(c, stdin=True)
+
     def log_lines(self, name):
         path = os.path.join(self.env.dir, "logs", self.pod, name + ".log")
         try:
@@ -448,12 +451,7 @@ class RealRktAttachTest(StreamingTest):
         cid = self.create(sid, self.pod, "echo", ["sh", "-c", "while read l; do echo got-$l; done"],
                           stdin=True)
         for word in ("one", "two"):
-            url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
-                                                  stderr=True), timeout=10).url
-            c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
-            self.addCleanup(c.close)
-            self.assertEqual(c.status, 101)
-            ids = spdyclient.exec_streams(c, stdin=True)
+            c, ids = self.attach(cid)
             # iottymux hands output only to the clients it has accepted so far, and says
             # nothing when it has: what the app answers before then is not ours to see.
             c.sock.settimeout(2)
@@ -480,12 +478,7 @@ class RealRktAttachTest(StreamingTest):
         cid = self.create(sid, self.pod, "in", [
             "sh", "-c", "while read l; do echo got-$l; done; echo stdin-ended"],
             stdin=True, stdin_once=True)
-        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
-                                              stderr=True), timeout=10).url
-        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
-        self.addCleanup(c.close)
-        self.assertEqual(c.status, 101)
-        ids = spdyclient.exec_streams(c, stdin=True)
+        c, ids = self.attach(cid)
         c.sock.settimeout(30)
         c.send(ids["stdin"], b"one\n", fin=True)
         c.until(lambda: ids["error"] in c.fin and ids["stdout"] in c.fin)
@@ -510,12 +503,7 @@ class RealRktAttachTest(StreamingTest):
                                     timeout=10).pod_sandbox_id
         cid = self.create(sid, self.pod, "sh", ["/bin/sh"], wait=False, stdin=True,
                           stdin_once=True)
-        url = self.rs.Attach(pb.AttachRequest(container_id=cid, stdin=True, stdout=True,
-                                              stderr=True), timeout=120).url
-        c = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1)
-        self.addCleanup(c.close)
-        self.assertEqual(c.status, 101)
-        ids = spdyclient.exec_streams(c, stdin=True)
+        c, ids = self.attach(cid, timeout=120)
         # As critest: what came before the output went quiet is a header, not compared.
         c.sock.settimeout(1)
         while True:
