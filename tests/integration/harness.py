@@ -148,6 +148,25 @@ class Daemon:
             return ""
 
 
+def keep_log(test, daemon):
+    """On the test's way out: with RKL_TEST_KEEP_LOGS=DIR, copies the daemon's log there;
+    when the test failed, prints the log's end, since its directory is about to go and CI
+    shows only what the tests printed."""
+    def keep():
+        text = daemon.log()
+        keep = os.environ.get("RKL_TEST_KEEP_LOGS")
+        if keep:
+            with open(os.path.join(keep, test.id() + ".log"), "w") as f:
+                f.write(text)
+        # unittest marks a failed test on its private _outcome (Python 3.11); without it,
+        # nothing is printed.
+        if not getattr(getattr(test, "_outcome", None), "success", True) and text:
+            tail = text.splitlines()[-60:]
+            sys.stderr.write("\n--- %s: the end of rktlet's log ---\n%s\n---\n" % (
+                test.id(), "\n".join(tail)))
+    test.addCleanup(keep)
+
+
 def workdir(test):
     """A temporary directory removed when the test ends."""
     d = tempfile.mkdtemp(prefix="rktlet-test-", dir=os.environ.get("RKL_TEST_TMPDIR"))
@@ -251,6 +270,7 @@ class SimEnv:
         self.daemon = Daemon(self.dir, rkt_path=RKT_SIM, bus=self.systemd.address,
                              extra=list(extra), env=self.env)
         test.addCleanup(self.cleanup)
+        keep_log(test, self.daemon)
 
     def start(self):
         self.daemon.start()
@@ -439,6 +459,7 @@ class RktEnv:
             # ready takes 1-2 s here, so a retry after 20 s fits in the tests' waits.
             "--sandbox-ready-timeout", "20"] + list(extra))
         test.addCleanup(self.cleanup)
+        keep_log(test, self.daemon)
 
     def start(self):
         self.daemon.start(wrapper=self.enter)

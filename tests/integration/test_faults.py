@@ -34,10 +34,6 @@ class FaultsBase(unittest.TestCase):
         self.addCleanup(ch.close)
         self.rs = pbg.RuntimeServiceStub(ch)
         self.token = "8%06d" % random.randrange(10**6)
-        keep = os.environ.get("RKL_TEST_KEEP_LOGS")
-        if keep:  # a directory to copy the daemon's log to, for debugging
-            self.addCleanup(lambda: open(os.path.join(keep, self.id() + ".log"), "w").write(
-                self.env.daemon.log()))
         self.n = 0
 
     # ---- CRI ----

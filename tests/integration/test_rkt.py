@@ -21,10 +21,6 @@ class RealRktBase(unittest.TestCase):
     def setUp(self):
         self.env = harness.RktEnv(self, extra=self.extra).start()
         self.sandboxes = []
-        keep = os.environ.get("RKL_TEST_KEEP_LOGS")
-        if keep:  # a directory to copy the daemon's log to, for debugging
-            self.addCleanup(lambda: open(os.path.join(keep, self.id() + ".log"), "w").write(
-                self.env.daemon.log()))
         self.connect()
 
     def connect(self):

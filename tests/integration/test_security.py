@@ -85,8 +85,17 @@ class RealRktSecurityTest(unittest.TestCase):
                 raise AssertionError("%s exited %d: %s" % (cc.metadata.name, st.exit_code,
                                                            self.log_lines(log)))
             lines = self.log_lines(log)
+            last["state"], last["lines"] = pb.ContainerState.Name(st.state), lines
             return (not end or end in lines) and st.state == pb.CONTAINER_RUNNING
-        harness.wait_for("%s reported" % cc.metadata.name, report, timeout=60, interval=0.2)
+        last = {}
+        try:
+            harness.wait_for("%s reported" % cc.metadata.name, report, timeout=60,
+                             interval=0.2)
+        except AssertionError as e:
+            if not last:
+                raise
+            raise AssertionError("%s; it was %s, its log %r" % (e, last["state"],
+                                                                last["lines"])) from None
         seen = {}
         for line in self.log_lines(log):
             if line.startswith("uid=") or line.startswith("try:"):
