@@ -62,6 +62,11 @@ typedef struct reopen_req {
         rkl_latch done;
 } reopen_req;
 
+typedef struct finish_req {
+        struct finish_req *next;
+        rkl_log_target t;
+} finish_req;
+
 struct rkl_logs {
         pthread_t thread;
         int wake_fd, inotify_fd;
@@ -71,6 +76,8 @@ struct rkl_logs {
         bool has_pending, quit;
         bool overflowed; /* the thread's: inotify lost events, every follower is dirty */
         reopen_req *reopens;
+        finish_req *finishes;
+        rkl_hashmap *finished; /* id -> id: followers done, for rkl_logs_finished() */
         /* The thread's own. */
         rkl_hashmap *followers; /* id -> follower */
         rkl_hashmap *by_wd;     /* "<wd>" -> follower */
@@ -300,6 +307,17 @@ static int drain(rkl_logs *l, follower *f, bool final)
         }
 }
 
+static void set_finished(rkl_logs *l, follower *f, bool finished)
+{
+        pthread_mutex_lock(&l->lock);
+        if (finished && !rkl_hashmap_get(l->finished, f->id)) {
+                char *key = rkl_xstrdup(f->id);
+                rkl_hashmap_put(l->finished, key, key);
+        } else if (!finished)
+                free(rkl_hashmap_remove(l->finished, f->id));
+        pthread_mutex_unlock(&l->lock);
+}
+
 static void follower_close(rkl_logs *l, follower *f)
 {
         if (f->wd >= 0) {
@@ -314,6 +332,7 @@ static void follower_close(rkl_logs *l, follower *f)
 static void follower_free(rkl_logs *l, follower *f)
 {
         follower_close(l, f);
+        set_finished(l, f, false);
         free(f->id);
         free(f->source);
         free(f->progress);
@@ -333,6 +352,7 @@ static void finish(rkl_logs *l, follower *f)
         if (r < 0)
                 trouble(f, "cannot save its progress in '%s': %s", f->progress, strerror(-r));
         follower_close(l, f);
+        set_finished(l, f, true);
 }
 
 /* ---- Commands from other threads ---- */
@@ -352,7 +372,17 @@ static follower *follower_get(rkl_logs *l, const rkl_log_target *t)
         progress_load(f);
         f->dirty = true;
         rkl_hashmap_put(l->followers, f->id, f);
+        if (f->done)
+                set_finished(l, f, true);
         return f;
+}
+
+static void set_exited(follower *f, int64_t now)
+{
+        if (!f->exited) {
+                f->exited = true;
+                f->exited_ns = now;
+        }
 }
 
 static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
@@ -365,10 +395,8 @@ static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
         for (size_t j = 0; j < n; j++) {
                 follower *f = follower_get(l, &t[j]);
                 f->synced = true;
-                if (t[j].exited && !f->exited) {
-                        f->exited = true;
-                        f->exited_ns = now;
-                }
+                if (t[j].exited)
+                        set_exited(f, now);
         }
         /* Forgotten: removed containers (their files go with their sandbox's). */
         for (bool again = true; again;) {
@@ -472,6 +500,7 @@ static void *logs_main(void *userdata)
                         l->has_pending = false;
                 }
                 reopen_req *reopens = TAKE_PTR(l->reopens);
+                finish_req *finishes = TAKE_PTR(l->finishes);
                 pthread_mutex_unlock(&l->lock);
 
                 if (sync) {
@@ -482,6 +511,15 @@ static void *logs_main(void *userdata)
                         next = q->next;
                         do_reopen(l, q);
                         rkl_latch_open(&q->done); /* q belongs to its waiter from here */
+                }
+                for (finish_req *q = finishes, *next; q; q = next) {
+                        next = q->next;
+                        follower *f = follower_get(l, &q->t);
+                        set_exited(f, rkl_realtime_nsec());
+                        if (!f->done)
+                                finish(l, f); /* trouble is logged; the grace tries again */
+                        target_done(&q->t);
+                        free(q);
                 }
 
                 int64_t now = rkl_realtime_nsec();
@@ -522,6 +560,7 @@ int rkl_logs_new(rkl_logs **ret, rkl_error *reterr)
         pthread_mutex_init(&l->lock, NULL);
         l->followers = rkl_hashmap_new();
         l->by_wd = rkl_hashmap_new();
+        l->finished = rkl_hashmap_new();
         l->buf = rkl_xmalloc(READ_SIZE);
         l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         l->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -563,6 +602,15 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
                 follower_free(l, v);
         rkl_hashmap_free(l->followers);
         rkl_hashmap_free(l->by_wd);
+        for (finish_req *q = l->finishes, *next; q; q = next) {
+                next = q->next;
+                target_done(&q->t);
+                free(q);
+        }
+        i = 0;
+        while (rkl_hashmap_iterate(l->finished, &i, NULL, &v))
+                free(v);
+        rkl_hashmap_free(l->finished);
         if (l->has_pending)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);
@@ -587,6 +635,25 @@ void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
         l->has_pending = true;
         pthread_mutex_unlock(&l->lock);
         wake(l);
+}
+
+void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t)
+{
+        finish_req *q = rkl_xnew0(finish_req, 1);
+        target_copy(&q->t, t);
+        pthread_mutex_lock(&l->lock);
+        q->next = l->finishes;
+        l->finishes = q;
+        pthread_mutex_unlock(&l->lock);
+        wake(l);
+}
+
+bool rkl_logs_finished(rkl_logs *l, const char *container_id)
+{
+        pthread_mutex_lock(&l->lock);
+        bool done = rkl_hashmap_get(l->finished, container_id) != NULL;
+        pthread_mutex_unlock(&l->lock);
+        return done;
 }
 
 int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)

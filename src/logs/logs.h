@@ -43,6 +43,14 @@ RKL_DEFINE_CLEANUP(rkl_logs *, rkl_logs_free)
  * finished, those no longer named forgotten. Returns at once. */
 void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n);
 
+/* The app has exited and rkt's writer (iottymux) is gone: copies what is left, the last
+ * record too, and finishes the log, on the follower thread. Returns at once; the reconciler
+ * holds a container's EXITED until rkl_logs_finished() (docs/logs.md), as containerd does
+ * until its output copy ends, so that a client reading the log on the exit reads it all. */
+void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t);
+/* Whether the container's log is finished: everything rkt wrote is in the CRI file. */
+bool rkl_logs_finished(rkl_logs *l, const char *container_id);
+
 /* ReopenContainerLog: copies what the source holds into the current file, then opens
  * log_path anew (kubelet has renamed the old one), so that every line is in one of the two.
  * Waits for the follower thread; a container not followed yet is followed from then on.

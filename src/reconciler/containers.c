@@ -2,6 +2,9 @@
  * rm, the undo of a half-made app, and the failures that make a container never run. */
 #include "reconciler-internal.h"
 
+#include <unistd.h>
+
+#include "cgroup.h"
 #include "images/images.h"
 #include "observe.h"
 #include "base/alloc.h"
@@ -189,6 +192,67 @@ static bool has_output(const rkl_container_record *c)
                !rkl_container_never_ran(&c->observed);
 }
 
+/* What the follower needs of c (free with log_target_done). */
+static rkl_log_target log_target(rkl_reconciler *r, const rkl_container_record *c,
+                                 const char *log_directory)
+{
+        return (rkl_log_target){
+            .container_id = c->id,
+            .source = rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .progress = rkl_log_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .log_directory = rkl_xstrdup(log_directory),
+            .log_path = c->spec.log_path,
+            .exited = c->observed.phase == RKL_CONTAINER_PHASE_EXITED,
+        };
+}
+
+static void log_target_done(rkl_log_target *t)
+{
+        free((char *)t->source);
+        free((char *)t->progress);
+        free((char *)t->log_directory);
+}
+
+/* Is rkt's writer of the app's output (iottymux, in the app's iomux@ unit) still to come
+ * or still there? It starts after the app and writes the app's last lines after its exit;
+ * its file exists from its start on, and its cgroup goes with it. */
+static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
+                               const rkl_container_record *c)
+{
+        _cleanup_free_ char *source =
+            rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
+        if (access(source, F_OK) < 0)
+                return true;
+        _cleanup_free_ char *unit = rkl_xasprintf("iomux@%s", c->app_name);
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        pid_t pid = 0;
+        if (!p || !p->ppid || rkl_cgroup_app_paths((pid_t)p->ppid, unit, &procs, &memory) < 0)
+                return false; /* the pod or the unit's cgroup is gone */
+        return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
+}
+
+bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
+                               const rkl_poddir_pod *p, const rkl_container_record *c,
+                               const rkl_container_observed *co)
+{
+        /* A TTY's output goes to no log; an exit long past (the daemon was down) has had
+         * its writer's time. */
+        if (!r->cfg.logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
+            c->observed.phase == RKL_CONTAINER_PHASE_EXITED || rkl_container_never_ran(co) ||
+            c->spec.tty || isempty(pod->spec.log_directory) || isempty(c->spec.log_path) ||
+            !co->finished_ns || rkl_realtime_nsec() - co->finished_ns >= EXIT_HOLD_NSEC)
+                return false;
+        if (log_writer_pending(r, p, c))
+                return true;
+        if (rkl_logs_finished(r->cfg.logs, c->id))
+                return false;
+        rkl_log_target t = log_target(r, c, pod->spec.log_directory);
+        t.exited = true;
+        rkl_logs_finish(r->cfg.logs, &t);
+        log_target_done(&t);
+        return true;
+}
+
 void rkl_reconciler__sync_logs(rkl_reconciler *r)
 {
         rkl_container_view **v;
@@ -214,21 +278,11 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
                         continue;
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
                     rkl_cache_pod_get(r->cache, c->sandbox_id);
-                t[k++] = (rkl_log_target){
-                    .container_id = c->id,
-                    .source = rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
-                    .progress = rkl_log_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
-                    .log_directory = pod ? rkl_xstrdup(pod->rec->spec.log_directory) : NULL,
-                    .log_path = c->spec.log_path,
-                    .exited = c->observed.phase == RKL_CONTAINER_PHASE_EXITED,
-                };
+                t[k++] = log_target(r, c, pod ? pod->rec->spec.log_directory : NULL);
         }
         rkl_logs_sync(r->cfg.logs, t, k);
-        for (size_t i = 0; i < k; i++) {
-                free((char *)t[i].source);
-                free((char *)t[i].progress);
-                free((char *)t[i].log_directory);
-        }
+        for (size_t i = 0; i < k; i++)
+                log_target_done(&t[i]);
         free(t);
         rkl_container_views_unref(v, n);
 }

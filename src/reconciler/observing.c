@@ -122,6 +122,18 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
         return RKL_APP_PROC_SEEN;
 }
 
+static void log_phase_change(const rkl_container_record *c, const rkl_container_observed *co)
+{
+        /* An exit says how long after rkt recorded it: the log's hold (exit_held). */
+        char after[64] = "";
+        if (co->phase == RKL_CONTAINER_PHASE_EXITED && co->finished_ns)
+                (void)snprintf(after, sizeof(after), " (%.1f ms after rkt's record)",
+                               (double)(rkl_realtime_nsec() - co->finished_ns) / 1e6);
+        rkl_log_object_info(CONTAINER_OBJECT(c), "container %.12s: %s -> %s%s", c->id,
+                            rkl_container_phase_to_string(c->observed.phase),
+                            rkl_container_phase_to_string(co->phase), after);
+}
+
 /* Brings the store and cache in line with pod p (NULL: its directory is gone). */
 static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                                 const rkl_poddir_pod *p)
@@ -148,20 +160,25 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         /* The process is on its way; joining a cgroup touches no file the
                          * watcher sees, so read the pod again shortly. */
                         rkl_strv_push(&r->recheck, p->uuid);
-                        rkl_reconciler__wake_at(r, rkl_realtime_nsec() + 20 * (int64_t)1000000);
+                        rkl_reconciler__wake_at(r, rkl_realtime_nsec() + RECHECK_NS);
                 }
                 if (proc == RKL_APP_PROC_SEEN)
                         rkl_reconciler__limits_sync(r, c, p);
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
+                if (rkl_reconciler__exit_held(r, rec, p, c, &co)) {
+                        /* What it saw before stands a little longer; nothing tells of the
+                         * writer's end or the follower's, so look again shortly. */
+                        rkl_strv_push(&r->recheck, p->uuid);
+                        rkl_reconciler__wake_at(r, rkl_realtime_nsec() + RECHECK_NS);
+                        rkl_container_observed_done(&co);
+                        continue;
+                }
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase == RKL_CONTAINER_PHASE_RUNNING &&
                             c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
                                 r->stats_new = true;
                         if (co.phase != c->observed.phase)
-                                rkl_log_object_info(
-                                    CONTAINER_OBJECT(c), "container %.12s: %s -> %s", c->id,
-                                    rkl_container_phase_to_string(c->observed.phase),
-                                    rkl_container_phase_to_string(co.phase));
+                                log_phase_change(c, &co);
                         int k = rkl_state_container_set_observed(r->state, c->id, &co, &err);
                         rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
                 }

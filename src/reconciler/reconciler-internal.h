@@ -40,6 +40,13 @@
 /* A pending pod not ready this long after its start has its boot looked at (pods.c), and
  * again as often. */
 #define BOOT_LOOK_AFTER_NS (5 * (int64_t)NSEC_PER_SEC)
+/* The longest an app's exit waits, from the exit, for its output to reach the log
+ * (rkl_reconciler__exit_held); containerd waits up to 2 s, but rkt's writer comes later
+ * under load. */
+#define EXIT_HOLD_NSEC (5 * (int64_t)NSEC_PER_SEC)
+/* How soon a pod is read again for what inotify does not show (a process on its way, a
+ * held exit's writer). */
+#define RECHECK_NS (20 * (int64_t)1000000)
 
 typedef enum act_kind {
         ACT_APP_ADD,
@@ -159,6 +166,11 @@ void rkl_reconciler__rescan(rkl_reconciler *r);
 /* Tells the log follower which containers to follow: those that ran, the exited ones to
  * finish. Only when the containers changed since it was last told. */
 void rkl_reconciler__sync_logs(rkl_reconciler *r);
+/* Whether c's exit (co, just observed) is to wait before it is recorded: until rkt's writer
+ * of its output is gone and the follower has copied all of it, bounded (docs/logs.md). */
+bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
+                               const rkl_poddir_pod *p, const rkl_container_record *c,
+                               const rkl_container_observed *co);
 
 /* resources.c */
 /* Writes a running container's resources into its cgroups unless these very values were

@@ -440,6 +440,45 @@ static void test_exited(void **state)
         assert_string_equal(c, b);
 }
 
+static void wait_finished(fixture *f)
+{
+        int64_t until = now_sec() + DEADLINE_SEC;
+        while (!rkl_logs_finished(f->logs, f->t.container_id)) {
+                if (now_sec() > until)
+                        fail_msg("the log was not finished");
+                pause_a_little();
+        }
+}
+
+static void test_finish(void **state)
+{
+        /* What the reconciler holds a container's exit for: once the log says finished,
+         * everything is in it, the last record without a newline too, at once. */
+        fixture *f = *state;
+        append_lines(f->src, 0, 3);
+        start(f);
+        assert_false(rkl_logs_finished(f->logs, f->t.container_id));
+        append_lines(f->src, 3, 500);
+        append_str(f->src, "2024-01-01T00:00:09.000000009Z stdout no newline");
+        rkl_log_target t = f->t;
+        t.exited = true;
+        rkl_logs_finish(f->logs, &t);
+        wait_finished(f);
+        _cleanup_free_ char *want =
+            expected(0, 500, "2024-01-01T00:00:09.000000009Z stdout F no newline\n");
+        _cleanup_free_ char *got = slurp(f->log, NULL);
+        assert_string_equal(got, want);
+        assert_false(rkl_logs_finished(f->logs, "another"));
+
+        /* Still finished after a restart, and nothing more is copied. */
+        append_lines(f->src, 500, 501);
+        stop(f);
+        start(f);
+        wait_finished(f);
+        _cleanup_free_ char *again = slurp(f->log, NULL);
+        assert_string_equal(again, want);
+}
+
 static void test_exited_backlog(void **state)
 {
         /* More than one read's worth (what an app printed while the daemon was down), then
@@ -752,6 +791,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_reopen_unknown, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exited, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exited_backlog, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_finish, setup, teardown),
             cmocka_unit_test_setup_teardown(test_source_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_log_directory, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
