@@ -17,7 +17,8 @@ typedef struct rkl_stats_dirs rkl_stats_dirs;
  * name=systemd), and its own memory cgroup (on v1 the same relative path in the memory
  * hierarchy, which may not exist yet: see rkl_cgroup_memory_adopt; on cgroup2 the first).
  * -ENOENT when the supervisor is gone, -ENXIO when its unit holds no cgroup for the app
- * (no process of it ever ran). */
+ * (no process of it ever ran). app is the unit's name without ".service", or for another
+ * unit of the pod its path below the pod's system.slice without it. */
 int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
 /* A memory cgroup directory's path from the root of its hierarchy ("/sys/fs/cgroup/memory/a/b"

@@ -223,7 +223,8 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
             rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
         if (access(source, F_OK) < 0)
                 return true;
-        _cleanup_free_ char *unit = rkl_xasprintf("iomux@%s", c->app_name);
+        /* An instance of a template unit sits in the template's own slice. */
+        _cleanup_free_ char *unit = rkl_xasprintf("system-iomux.slice/iomux@%s", c->app_name);
         _cleanup_free_ char *procs = NULL, *memory = NULL;
         pid_t pid = 0;
         if (!p || !p->ppid || rkl_cgroup_app_paths((pid_t)p->ppid, unit, &procs, &memory) < 0)

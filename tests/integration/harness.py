@@ -158,9 +158,12 @@ def keep_log(test, daemon):
         if keep:
             with open(os.path.join(keep, test.id() + ".log"), "w") as f:
                 f.write(text)
-        # unittest marks a failed test on its private _outcome (Python 3.11); without it,
+        # The test's result is on unittest's private _outcome (Python 3.11); without it,
         # nothing is printed.
-        if not getattr(getattr(test, "_outcome", None), "success", True) and text:
+        result = getattr(getattr(test, "_outcome", None), "result", None)
+        failed = any(t is test for t, _ in getattr(result, "failures", []) +
+                     getattr(result, "errors", []))
+        if failed and text:
             tail = text.splitlines()[-60:]
             sys.stderr.write("\n--- %s: the end of rktlet's log ---\n%s\n---\n" % (
                 test.id(), "\n".join(tail)))
