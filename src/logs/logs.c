@@ -639,9 +639,15 @@ void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
 
 void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t)
 {
+        /* The reconciler asks again at each look until it is done: one request is enough. */
+        pthread_mutex_lock(&l->lock);
+        for (finish_req *q = l->finishes; q; q = q->next)
+                if (streq(q->t.container_id, t->container_id)) {
+                        pthread_mutex_unlock(&l->lock);
+                        return;
+                }
         finish_req *q = rkl_xnew0(finish_req, 1);
         target_copy(&q->t, t);
-        pthread_mutex_lock(&l->lock);
         q->next = l->finishes;
         l->finishes = q;
         pthread_mutex_unlock(&l->lock);

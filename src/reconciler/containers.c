@@ -214,8 +214,9 @@ static void log_target_done(rkl_log_target *t)
 }
 
 /* Is rkt's writer of the app's output (iottymux, in the app's iomux@ unit) still to come
- * or still there? It starts after the app and writes the app's last lines after its exit;
- * its file exists from its start on, and its cgroup goes with it. */
+ * or still there? It writes the app's last lines after the exit (and without
+ * packaging/rkt/stream-drain.patch starts only after the app); its file exists from its
+ * start on, and its cgroup goes with it. */
 static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
                                const rkl_container_record *c)
 {
