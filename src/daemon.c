@@ -13,13 +13,13 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/time-util.h"
-#include "state/cache.h"
-#include "state/state.h"
+#include "store/cache.h"
+#include "store/store.h"
 #include "images/images.h"
 #include "logs/logs.h"
 #include "stats/stats.h"
 #include "reconciler/reconciler.h"
-#include "state/store.h"
+#include "store/db.h"
 #include "metrics/metrics.h"
 #include "stream/stream.h"
 #include "base/banned.h"
@@ -29,7 +29,7 @@
 struct rkl_daemon {
         rkl_daemon_config cfg;
         char *db_path;
-        rkl_store_options store_opts;
+        rkl_db_options store_opts;
         rkl_api_config api_cfg;
         rkl_cache *cache;
         rkl_images *images;
@@ -39,7 +39,7 @@ struct rkl_daemon {
         rkl_api_server *server;
         rkl_metrics_server *metrics; /* NULL: no --metrics-address */
         rkl_stream_server *stream;
-        rkl_store_gate *gate; /* writes wait for the check of the file */
+        rkl_db_gate *gate; /* writes wait for the check of the file */
         pthread_t check_thread;
         bool checking;
         atomic_bool failed;
@@ -172,18 +172,18 @@ static double ms_between(uint64_t a, uint64_t b)
 static void *check_main(void *userdata)
 {
         rkl_daemon *d = userdata;
-        _cleanup_(rkl_store_closep) rkl_store *s = NULL;
+        _cleanup_(rkl_db_closep) rkl_db *s = NULL;
         rkl_error err = RKL_ERROR_INIT;
-        rkl_store_options o = d->store_opts;
+        rkl_db_options o = d->store_opts;
 
         /* Second to serving: it only holds back writes, which are rare right after a
          * start, and the first answers need the two cores. */
         (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
         o.write_gate = NULL; /* it only reads */
-        int r = rkl_store_open(d->db_path, &o, &s, &err);
+        int r = rkl_db_open(d->db_path, &o, &s, &err);
         if (r >= 0)
-                r = rkl_store_quick_check(s, &err);
-        rkl_store_gate_open(d->gate, r, &err);
+                r = rkl_db_quick_check(s, &err);
+        rkl_db_gate_open(d->gate, r, &err);
         if (r < 0) {
                 rkl_log_error("%s", err.msg);
                 atomic_store(&d->failed, true);
@@ -206,12 +206,12 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
 
         /* Open, check and migrate the database before anything writes to it: a file that
          * is corrupt or newer than this binary stops the daemon here, untouched. */
-        d->db_path = rkl_xasprintf("%s/%s", cfg->state_dir, RKL_STORE_FILE_NAME);
-        d->gate = rkl_store_gate_new();
-        d->store_opts = (rkl_store_options){
+        d->db_path = rkl_xasprintf("%s/%s", cfg->state_dir, RKL_DB_FILE_NAME);
+        d->gate = rkl_db_gate_new();
+        d->store_opts = (rkl_db_options){
             .sync_full = cfg->sync_full, .defer_check = true, .write_gate = d->gate};
-        rkl_store *store = NULL;
-        r = rkl_store_open(d->db_path, &d->store_opts, &store, reterr);
+        rkl_db *db = NULL;
+        r = rkl_db_open(d->db_path, &d->store_opts, &db, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
         /* Every later connection (one per thread) skips the look at the file done here. */
@@ -222,9 +222,9 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
          * after a restart, before the reconciler has looked at the machine. */
         d->cache = rkl_cache_new();
         {
-                _cleanup_(rkl_state_freep) rkl_state *loader = rkl_state_new(store, d->cache);
+                _cleanup_(rkl_store_freep) rkl_store *loader = rkl_store_new(db, d->cache);
                 size_t n_pods, n_containers;
-                r = rkl_state_load(loader, &n_pods, &n_containers, reterr);
+                r = rkl_store_load(loader, &n_pods, &n_containers, reterr);
                 if (r < 0)
                         return r;
                 rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods,
@@ -392,7 +392,7 @@ rkl_daemon *rkl_daemon_free(rkl_daemon *d)
         d->cache = rkl_cache_free(d->cache);
         if (d->checking)
                 (void)pthread_join(d->check_thread, NULL);
-        d->gate = rkl_store_gate_free(d->gate);
+        d->gate = rkl_db_gate_free(d->gate);
         free(d->db_path);
         free(d);
         return NULL;

@@ -16,8 +16,8 @@ typedef struct rkl_logs rkl_logs;
 typedef struct rkl_stats rkl_stats;
 typedef struct rkl_stream_server rkl_stream_server;
 typedef struct rkl_reconciler rkl_reconciler;
-typedef struct rkl_state rkl_state;
-typedef struct rkl_store_options rkl_store_options;
+typedef struct rkl_store rkl_store;
+typedef struct rkl_db_options rkl_db_options;
 
 /* Facts fixed at start, shared read-only by every handler. */
 typedef struct rkl_api_config {
@@ -30,7 +30,7 @@ typedef struct rkl_api_config {
         const char *rkt_data_dir;
         const char *state_dir;
         const char *db_path; /* each completion-queue thread opens its own connection */
-        const rkl_store_options *store_opts;
+        const rkl_db_options *store_opts;
         const char *systemd_bus;
         unsigned n_threads; /* completion-queue threads */
         gid_t socket_gid;   /* (gid_t)-1: keep root's group */
@@ -49,7 +49,7 @@ typedef struct rkl_api_ctx {
         rkl_api_call *call;
         const rkl_api_config *cfg;
         rkl_cache *cache;           /* what reads read */
-        rkl_state *state;           /* what writes go through: this thread's connection */
+        rkl_store *store;           /* what writes go through: this thread's connection */
         rkl_reconciler *reconciler; /* kicked after every committed change; NULL in tests */
         rkl_images *images;         /* cfg->images */
         rkl_arena *arena;
@@ -60,7 +60,7 @@ typedef struct rkl_api_ctx {
         unsigned char *raw;
         size_t raw_len;
         /* Run again by rkl_api_defer_until() on a worker: answer with what there is, and
-         * without ctx->state (NULL: the connection belongs to another thread). */
+         * without ctx->store (NULL: the connection belongs to another thread). */
         bool late;
 } rkl_api_ctx;
 

@@ -8,10 +8,10 @@
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "images/images.h"
 #include "rkt/command.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 _Static_assert((int)RKL_CONTAINER_CREATED == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED &&
@@ -71,7 +71,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
         rkl_id_new(id);
         app = rkl_app_name_from_id(id);
         rkl_log_debug("container %s (%s) for sandbox %s", id, spec.name, pod->rec->id);
-        r = rkl_state_container_create(ctx->state, id, pod->rec->id, app, image_id, &spec,
+        r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, image_id, &spec,
                                        reterr); /* spec moved in on success */
         if (r == -EEXIST)
                 return rkl_error_set(reterr, -EEXIST,
@@ -105,7 +105,7 @@ int rkl_api_start_container(rkl_api_ctx *ctx, const Runtime__V1__StartContainerR
         }
         /* The store, not the cache, decides, in the transaction that writes: the checks
          * are about what was committed. */
-        r = rkl_state_container_start(ctx->state, id, reterr);
+        r = rkl_store_container_start(ctx->store, id, reterr);
         if (r == -ENOENT)
                 return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
         if (r < 0)
@@ -134,7 +134,7 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
                 timeout = MAX_STOP_TIMEOUT_S;
         int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
 
-        r = rkl_state_container_stop(ctx->state, id, deadline, reterr);
+        r = rkl_store_container_stop(ctx->store, id, deadline, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 return 0;
@@ -161,7 +161,7 @@ int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContaine
                 return r;
         /* A running app is stopped and removed by the reconciler: the store no longer
          * wants it. */
-        r = rkl_state_container_delete(ctx->state, id, reterr);
+        r = rkl_store_container_delete(ctx->store, id, reterr);
         if (r < 0 && r != -ENOENT)
                 return r;
         rkl_error_clear(reterr);
@@ -211,7 +211,7 @@ static json_object *container_info(const rkl_container_view *v)
 {
         const rkl_container_record *c = v->rec;
         const rkl_container_observed *o = &c->observed;
-        const rkl_store_bookkeeping *b = &c->book;
+        const rkl_db_bookkeeping *b = &c->book;
         json_object *j = json_object_new_object();
 
         json_object_object_add(j, "id", json_object_new_string(c->id));

@@ -8,7 +8,7 @@
 #include "base/time-util.h"
 #include "exec/exec.h"
 #include "rkt/command.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "base/banned.h"
 
 #define MAX_OUTPUT    (16 << 20) /* each stream, as CRI says */

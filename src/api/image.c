@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "base/strv.h"
 #include "base/utf8.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "images/images.h"
 #include "base/banned.h"
 

@@ -4,7 +4,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "logs/logs.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "base/banned.h"
 
 /* A log is refused INVALID_ARGUMENT whatever the reason src/logs gives. */

@@ -2,7 +2,7 @@
 
 #include "base/crash.h"
 #include "base/utf8.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "reconciler/reconciler.h"
 #include "base/banned.h"
 

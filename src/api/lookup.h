@@ -1,4 +1,4 @@
-/* What every lifecycle handler does around its one write (state.h): find the object the
+/* What every lifecycle handler does around its one write (store.h): find the object the
  * client named in the cache, and once the write has committed, wake the reconciler. */
 #pragma once
 

@@ -7,7 +7,7 @@
 
 #include "api.h"
 #include "base/arena.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "base/model.h"
 
 /* An arena copy of s ("" for NULL): client strings, given back as they came. */

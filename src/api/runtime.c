@@ -3,7 +3,7 @@
 #include <json-c/json.h>
 
 #include "base/utf8.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "base/banned.h"
 
 #define CRI_API_VERSION "v1"

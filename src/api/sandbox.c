@@ -7,8 +7,8 @@
 #include "wait.h"
 #include "base/log.h"
 #include "base/time-util.h"
-#include "state/cache.h"
-#include "state/state.h"
+#include "store/cache.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* The cache's states are CRI's numbers. */
@@ -61,7 +61,7 @@ int rkl_api_run_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RunPodSandboxRe
         rkl_id_new(id);
         rkl_log_debug("sandbox %s for %s/%s (attempt %u)", id, spec.namespace, spec.name,
                       spec.attempt);
-        r = rkl_state_pod_create(ctx->state, id, &spec, reterr); /* spec moved in on success */
+        r = rkl_store_pod_create(ctx->store, id, &spec, reterr); /* spec moved in on success */
         if (r == -EEXIST)
                 return already_exists(ctx, &spec, reterr);
         if (r < 0)
@@ -84,7 +84,7 @@ int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandbox
         }
         if (r < 0)
                 return r;
-        r = rkl_state_pod_stop(ctx->state, id, reterr);
+        r = rkl_store_pod_stop(ctx->store, id, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 return 0;
@@ -110,7 +110,7 @@ int rkl_api_remove_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RemovePodSan
                 return r;
         /* The reconciler stops and removes what rkt still runs for it: the store no longer
          * wants it. */
-        r = rkl_state_pod_delete(ctx->state, id, reterr);
+        r = rkl_store_pod_delete(ctx->store, id, reterr);
         if (r < 0 && r != -ENOENT)
                 return r;
         rkl_error_clear(reterr);
@@ -133,7 +133,7 @@ metadata_pb(rkl_arena *a, Runtime__V1__PodSandboxMetadata *m, const rkl_pod_spec
 static json_object *pod_info(const rkl_pod_record *p)
 {
         const rkl_pod_observed *o = &p->observed;
-        const rkl_store_bookkeeping *b = &p->book;
+        const rkl_db_bookkeeping *b = &p->book;
         json_object *j = json_object_new_object();
 
         json_object_object_add(j, "id", json_object_new_string(p->id));

@@ -23,7 +23,7 @@
 #include "status.h"
 #include "wire.h"
 #include "reconciler/reconciler.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -47,7 +47,7 @@ typedef struct method {
 typedef struct worker {
         rkl_api_server *srv;
         grpc_completion_queue *cq;
-        rkl_state *state; /* this thread's own connection */
+        rkl_store *store; /* this thread's own connection */
         pthread_t thread;
         bool started;
 } worker;
@@ -265,13 +265,13 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
 static void call_answer(rkl_api_call *c, int r, const rkl_error *err);
 
 /* Runs the call's handler on its decoded request and answers, unless it deferred. */
-static void call_handle(rkl_api_call *c, rkl_state *state, bool late)
+static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_api_ctx ctx = {.call = c,
                            .cfg = c->w->srv->cfg,
                            .cache = c->w->srv->cache,
-                           .state = state,
+                           .store = store,
                            .reconciler = c->w->srv->reconciler,
                            .images = c->w->srv->cfg->images,
                            .arena = c->arena,
@@ -342,7 +342,7 @@ static void call_process(rkl_api_call *c)
         protobuf_c_message_init(m->desc->output, resp);
         c->req = req;
         c->resp = resp;
-        call_handle(c, c->w->state, false);
+        call_handle(c, c->w->store, false);
 }
 
 /* Packs the response, or maps the error, and sends it: the end of every call. */
@@ -675,18 +675,18 @@ static void *accept_main(void *userdata)
 
 int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
 {
-        rkl_store_options o = s->cfg->store_opts ? *s->cfg->store_opts : (rkl_store_options){0};
+        rkl_db_options o = s->cfg->store_opts ? *s->cfg->store_opts : (rkl_db_options){0};
         if (s->reconciler) {
                 /* A checkpoint's copying and fsync would land on one unlucky call. */
                 o.checkpoint_wanted = rkl_reconciler_checkpoint_wanted;
                 o.checkpoint_userdata = s->reconciler;
         }
         for (size_t i = 0; s->cfg->db_path && i < s->n_workers; i++) {
-                rkl_store *store = NULL;
-                int r = rkl_store_open(s->cfg->db_path, &o, &store, reterr);
+                rkl_db *db = NULL;
+                int r = rkl_db_open(s->cfg->db_path, &o, &db, reterr);
                 if (r < 0)
                         return r;
-                s->workers[i].state = rkl_state_new(store, s->cache);
+                s->workers[i].store = rkl_store_new(db, s->cache);
         }
         for (size_t i = 0; i < _RKL_API_POOL_MAX; i++)
                 if (i != RKL_API_POOL_WAIT || s->cfg->wait)
@@ -772,7 +772,7 @@ rkl_api_server *rkl_api_server_free(rkl_api_server *s)
                 grpc_server_destroy(s->server);
         for (size_t i = 0; i < s->n_workers; i++) {
                 grpc_completion_queue_destroy(s->workers[i].cq);
-                rkl_state_free(s->workers[i].state);
+                rkl_store_free(s->workers[i].store);
         }
         if (s->shutdown_cq) {
                 grpc_completion_queue_shutdown(s->shutdown_cq);

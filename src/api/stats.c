@@ -8,8 +8,8 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/time-util.h"
-#include "state/cache.h"
-#include "state/state.h"
+#include "store/cache.h"
+#include "store/store.h"
 #include "stats/stats.h"
 #include "base/banned.h"
 
@@ -315,7 +315,7 @@ int rkl_api_update_container_resources(rkl_api_ctx *ctx,
                 return rkl_error_prefix(reterr, "linux");
         /* Persisted first, then applied by the reconciler at its next pass (it alone knows
          * where the app's cgroups are, and it applies them again after a restart). */
-        r = rkl_state_container_set_resources(ctx->state, id, &res, reterr);
+        r = rkl_store_container_set_resources(ctx->store, id, &res, reterr);
         if (r == -ENOENT)
                 return rkl_error_set(reterr, -ENOENT, "container %s not found", id);
         if (r < 0)

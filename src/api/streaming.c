@@ -5,7 +5,7 @@
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/time-util.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "stream/stream.h"
 #include "base/banned.h"
 

@@ -5,7 +5,7 @@
 
 #include "base/log.h"
 #include "base/time-util.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "base/banned.h"
 
 /* The cache is read at this pace: a wait ends within a poll of the reconciler's update. */

@@ -19,7 +19,7 @@
 #include "rkt/boot.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* Forced crash points (base/crash.h): the rkt command ran, its result is not recorded. */
@@ -368,7 +368,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         rkl_reconciler__pod_failed_attempt(r, v->rec, a->error);
                 } else if (v) {
                         if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
-                                int k = rkl_state_pod_clear_error(r->state, a->key, &err);
+                                int k = rkl_store_pod_clear_error(r->store, a->key, &err);
                                 rkl_reconciler__write_failed("sandbox", a->key, "its success", k,
                                                              &err);
                         }
@@ -384,7 +384,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         rkl_reconciler__container_failed_attempt(r, v->rec, a->error);
                 } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
                            reaches_goal(a->kind, v->rec)) {
-                        int k = rkl_state_container_clear_error(r->state, a->key, &err);
+                        int k = rkl_store_container_clear_error(r->store, a->key, &err);
                         rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
                 }
         }
@@ -403,7 +403,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         o.ip = mfree(o.ip);
                         rkl_reconciler__pod_set_observed(r, v->rec, &o);
                         rkl_pod_observed_done(&o);
-                        int k = rkl_state_pod_set_rkt_uuid(r->state, a->key, NULL, &err);
+                        int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
                         rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k,
                                                      &err);
                 }

@@ -14,7 +14,7 @@
 #include "logs/logs.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id)
@@ -49,7 +49,7 @@ static void container_never_runs(rkl_reconciler *r, const rkl_container_record *
         o.reason = rkl_xstrdup(reason);
         o.message = message;
         rkl_reconciler__undo_clear(r, rec->id); /* no start follows; removal takes what is left */
-        int k = rkl_state_container_set_observed(r->state, rec->id, &o, &err);
+        int k = rkl_store_container_set_observed(r->store, rec->id, &o, &err);
         rkl_reconciler__write_failed("container", rec->id, "observation", k, &err);
         rkl_container_observed_done(&o);
 }
@@ -63,7 +63,7 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
         rkl_error err = RKL_ERROR_INIT;
         int64_t now = rkl_realtime_nsec();
         int64_t next = now + rkl_reconciler__backoff_ns(rec->book.attempts);
-        int n = rkl_state_container_record_error(r->state, rec->id, msg, next, &err);
+        int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
         if (n >= CONTAINER_MAX_ATTEMPTS) {
                 char *m = rkl_xasprintf("%s (gave up after %d attempts)", msg, n);

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 #include "rkt/poddir.h"
-#include "state/store.h"
+#include "store/db.h"
 
 /* p is the pod as last read, or NULL when its directory is gone. now_ns stamps a finish
  * time rkt did not record. *ret_dead tells that the pod's process is gone for good: a

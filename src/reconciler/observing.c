@@ -1,6 +1,6 @@
 /* What the machine looks like: rkt's pod directories read when the watcher says a pod
  * changed and on a periodic rescan, turned into observations (observe.c's rules) and
- * recorded through the state layer when they change; adoption of a pod whose UUID was not
+ * recorded through the store when they change; adoption of a pod whose UUID was not
  * recorded yet. */
 #include "reconciler-internal.h"
 
@@ -19,7 +19,7 @@
 #include "rkt/command.h"
 #include "rkt/poddir.h"
 #include "rkt/watch.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* A write that failed: the object keeps its recorded state, and the next pass, seeing
@@ -45,7 +45,7 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
                                     rkl_pod_phase_to_string(rec->observed.phase),
                                     rkl_pod_phase_to_string(o->phase));
-        int k = rkl_state_pod_set_observed(r->state, rec->id, o, &err);
+        int k = rkl_store_pod_set_observed(r->store, rec->id, o, &err);
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
 }
 
@@ -179,7 +179,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                                 r->stats_new = true;
                         if (co.phase != c->observed.phase)
                                 log_phase_change(c, &co);
-                        int k = rkl_state_container_set_observed(r->state, c->id, &co, &err);
+                        int k = rkl_store_container_set_observed(r->store, c->id, &co, &err);
                         rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
                 }
                 rkl_container_observed_done(&co);
@@ -277,7 +277,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
                 /* Adopt: the pod lives, its UUID was not recorded yet (a crash, or the uuid
                  * file not read yet). A dead one is a failed attempt's leftover. */
                 rkl_crash_point("uuid-unrecorded");
-                k = rkl_state_pod_set_rkt_uuid(r->state, id, uuid, &err);
+                k = rkl_store_pod_set_rkt_uuid(r->store, id, uuid, &err);
                 if (k < 0) {
                         rkl_reconciler__write_failed("sandbox", id, "its rkt pod", k, &err);
                         return;

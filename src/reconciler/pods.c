@@ -13,7 +13,7 @@
 #include "base/time-util.h"
 #include "rkt/action.h"
 #include "rkt/rkt.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
@@ -22,7 +22,7 @@ void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record 
 {
         rkl_error err = RKL_ERROR_INIT;
         int64_t next = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(rec->book.attempts);
-        int n = rkl_state_pod_record_error(r->state, rec->id, msg, next, &err);
+        int n = rkl_store_pod_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__wake_at(r, next); /* retry then, not at the next resync */
         rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: %s (attempt %d)", rec->id, msg,
                                n < 0 ? 0 : n);
@@ -103,7 +103,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         /* Record the unit before starting it: after a crash the name says a unit may
          * exist, and the derived name makes a second start fail rather than duplicate. */
         if (!streq_ptr(rec->unit_name, unit) &&
-            (k = rkl_state_pod_set_unit_name(r->state, rec->id, unit, &err)) < 0) {
+            (k = rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err)) < 0) {
                 rkl_reconciler__write_failed("sandbox", rec->id, "its unit", k, &err);
                 return;
         }
@@ -123,7 +123,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 /* No unit came of it: the next attempt starts from the top, and this one
                  * is not counted again when the unit is found missing. */
                 rkl_error e2 = RKL_ERROR_INIT;
-                int q = rkl_state_pod_set_unit_name(r->state, rec->id, NULL, &e2);
+                int q = rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &e2);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", q, &e2);
                 creation_attempt_failed(r, rec, err.msg);
                 return;
@@ -164,14 +164,14 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
 
         if (rec->unit_name) {
                 rkl_reconciler__unit_stop(r, rec->unit_name);
-                int k = rkl_state_pod_set_unit_name(r->state, rec->id, NULL, &err);
+                int k = rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &err);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", k, &err);
         }
         if (rec->rkt_uuid) {
                 rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
                 /* The dead pod is removed by the orphan pass once it is no longer ours. */
                 rkl_error_clear(&err);
-                int k = rkl_state_pod_set_rkt_uuid(r->state, rec->id, NULL, &err);
+                int k = rkl_store_pod_set_rkt_uuid(r->store, rec->id, NULL, &err);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its pod is gone", k, &err);
         }
         creation_attempt_failed(r, rec, msg);

@@ -16,7 +16,7 @@
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "stats/oom.h"
 
 /* Journal fields of a line about the sandbox rec. */
@@ -110,7 +110,7 @@ struct rkl_reconciler {
         _Atomic uint64_t n_passes;
 
         /* Reconciler thread only. */
-        rkl_state *state; /* this thread's connection, and the shared cache */
+        rkl_store *store; /* this thread's connection, and the shared cache */
         sd_event *event;
         sd_event_source *pass_source, *wake_source;
         sd_bus *bus;

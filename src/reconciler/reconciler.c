@@ -28,7 +28,7 @@
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
-#include "state/state.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 int64_t rkl_reconciler__backoff_ns(uint32_t attempts)
@@ -132,16 +132,16 @@ static void pass(rkl_reconciler *r)
         r->wake_at_ns = 0;
         atomic_store(&r->kick_since_usec, 0);
         atomic_fetch_add(&r->n_passes, 1);
-        if (!r->state || r->store_refused)
+        if (!r->store || r->store_refused)
                 return;
         if (atomic_exchange(&r->checkpoint_asked, false)) {
                 rkl_error err = RKL_ERROR_INIT;
-                if (rkl_store_checkpoint(rkl_state_store(r->state), &err) < 0)
+                if (rkl_db_checkpoint(rkl_store_db(r->store), &err) < 0)
                         rkl_log_warning("store checkpoint: %s", err.msg);
         }
         {
                 rkl_error err = RKL_ERROR_INIT;
-                if (rkl_state_republish(r->state, &err) < 0)
+                if (rkl_store_republish(r->store, &err) < 0)
                         rkl_log_warning("cannot show committed changes in the cache yet: %s",
                                         err.msg);
         }
@@ -394,16 +394,16 @@ static void *reconciler_main(void *userdata)
         list_images(r);
         /* Nothing is acted on before the store has passed its check: the cache was loaded
          * from it, and reaping what no record wants must not follow a damaged file. */
-        if (r->state) {
+        if (r->store) {
                 rkl_error err = RKL_ERROR_INIT;
-                if (rkl_store_wait_writable(rkl_state_store(r->state), &err) < 0) {
+                if (rkl_db_wait_writable(rkl_store_db(r->store), &err) < 0) {
                         rkl_log_error("reconciler: not starting: %s", err.msg);
                         r->store_refused = true;
                 }
         }
 
         /* Watch before the first scan, so that nothing falls between the two. */
-        if (r->state && r->rkt)
+        if (r->store && r->rkt)
                 (void)setup_watch(r);
         r->rescan = true;
         schedule_pass(r);
@@ -466,11 +466,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
 
         if (cfg->db_path) {
-                rkl_store *store = NULL;
-                k = rkl_store_open(cfg->db_path, cfg->store_opts, &store, reterr);
+                rkl_db *db = NULL;
+                k = rkl_db_open(cfg->db_path, cfg->store_opts, &db, reterr);
                 if (k < 0)
                         return k;
-                r->state = rkl_state_new(store, cache);
+                r->store = rkl_store_new(db, cache);
         }
         if (cfg->rkt_path) {
                 rkl_rkt_config rc = {.rkt_path = cfg->rkt_path, .data_dir = cfg->rkt_data_dir};
@@ -572,7 +572,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_oom_log_free(r->oom_log);
         rkl_strv_free(r->recheck);
         rkl_rkt_free(r->rkt);
-        rkl_state_free(r->state);
+        rkl_store_free(r->store);
         safe_close(r->kick_fd);
         safe_close(r->quit_fd);
         safe_close(r->done_fd);

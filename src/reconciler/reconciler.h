@@ -15,11 +15,11 @@ typedef struct rkl_images rkl_images;
 typedef struct rkl_logs rkl_logs;
 typedef struct rkl_stats rkl_stats;
 typedef struct rkl_reconciler rkl_reconciler;
-typedef struct rkl_store_options rkl_store_options;
+typedef struct rkl_db_options rkl_db_options;
 
 typedef struct rkl_reconciler_config {
         const char *db_path; /* the thread opens its own connection; NULL: probe only */
-        const rkl_store_options *store_opts;
+        const rkl_db_options *store_opts;
         const char *state_dir;
         rkl_images *images;   /* resolves containers' images to IDs */
         rkl_logs *logs;       /* told which containers' logs to follow; NULL: none */
@@ -46,7 +46,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr);
 /* Wakes the thread; callable from any thread. */
 void rkl_reconciler_kick(rkl_reconciler *r);
-/* For the API threads' connections (rkl_store_options.checkpoint_wanted): their WAL has
+/* For the API threads' connections (rkl_db_options.checkpoint_wanted): their WAL has
  * grown; the reconciler's next pass checkpoints it, off the threads that answer calls. */
 void rkl_reconciler_checkpoint_wanted(void *reconciler);
 /* For metrics and systemd's STATUS=; callable from any thread, takes no lock. */

@@ -11,8 +11,8 @@
 #include "api/exec.h"
 #include "api/status.h"
 #include "base/alloc.h"
-#include "state/cache.h"
-#include "state/store.h"
+#include "store/cache.h"
+#include "store/db.h"
 
 #define RUNNING "1111111111111111111111111111111111111111111111111111111111111111"
 #define NO_PID  "2222222222222222222222222222222222222222222222222222222222222222"

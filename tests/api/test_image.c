@@ -11,9 +11,9 @@
 #include "api/image.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
-#include "state/cache.h"
+#include "store/cache.h"
 #include "images/images.h"
-#include "state/store.h"
+#include "store/db.h"
 
 typedef struct fixture {
         char dir[64];

@@ -1,4 +1,4 @@
-/* Sandbox and container handlers called as plain functions over a real state layer (a store
+/* Sandbox and container handlers called as plain functions over a real store (a database
  * in a temporary file and a cache), without a reconciler: what the API guarantees on its
  * own. */
 #include <setjmp.h>
@@ -14,17 +14,17 @@
 #include "base/alloc.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
-#include "state/cache.h"
-#include "state/state.h"
-#include "state/store.h"
+#include "store/cache.h"
+#include "store/store.h"
+#include "store/db.h"
 
 static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
 
 typedef struct fixture {
-        char dir[64], db[96];
+        char dir[64], db_path[96];
         rkl_cache *cache;
-        rkl_state *state;
-        rkl_store *store; /* the state's: what the reconciler would write directly */
+        rkl_store *store;
+        rkl_db *db; /* the store's: what the reconciler would write directly */
         rkl_arena *arena;
         rkl_api_ctx ctx;
 } fixture;
@@ -33,19 +33,19 @@ typedef struct fixture {
 static void state_open(fixture *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        rkl_store *store = NULL;
+        rkl_db *db = NULL;
         f->cache = rkl_cache_new();
-        assert_int_equal(rkl_store_open(f->db, NULL, &store, &err), 0);
-        f->state = rkl_state_new(store, f->cache);
-        f->store = store;
-        assert_int_equal(rkl_state_load(f->state, NULL, NULL, &err), 0);
+        assert_int_equal(rkl_db_open(f->db_path, NULL, &db, &err), 0);
+        f->store = rkl_store_new(db, f->cache);
+        f->db = db;
+        assert_int_equal(rkl_store_load(f->store, NULL, NULL, &err), 0);
         f->ctx.cache = f->cache;
-        f->ctx.state = f->state;
+        f->ctx.store = f->store;
 }
 
 static void state_close(fixture *f)
 {
-        f->state = rkl_state_free(f->state);
+        f->store = rkl_store_free(f->store);
         f->cache = rkl_cache_free(f->cache);
 }
 
@@ -54,7 +54,7 @@ static int setup(void **state)
         fixture *f = rkl_xnew0(fixture, 1);
         (void)snprintf(f->dir, sizeof(f->dir), "/tmp/rkl-test-lifecycle-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
-        (void)snprintf(f->db, sizeof(f->db), "%s/rktlet.db", f->dir);
+        (void)snprintf(f->db_path, sizeof(f->db_path), "%s/rktlet.db", f->dir);
         f->arena = rkl_arena_new();
         f->ctx = (rkl_api_ctx){.cfg = &cfg, .arena = f->arena};
         state_open(f);
@@ -371,7 +371,7 @@ static size_t store_pods(fixture *f)
         rkl_error err = RKL_ERROR_INIT;
         rkl_pod_record **a = NULL;
         size_t n = 0;
-        expect_ok(rkl_store_pod_list(f->store, NULL, &a, &n, &err));
+        expect_ok(rkl_db_pod_list(f->db, NULL, &a, &n, &err));
         rkl_pod_record_array_free(a, n);
         return n;
 }
@@ -381,7 +381,7 @@ static size_t store_containers(fixture *f)
         rkl_error err = RKL_ERROR_INIT;
         rkl_container_record **a = NULL;
         size_t n = 0;
-        expect_ok(rkl_store_container_list(f->store, NULL, &a, &n, &err));
+        expect_ok(rkl_db_container_list(f->db, NULL, &a, &n, &err));
         rkl_container_record_array_free(a, n);
         return n;
 }
@@ -850,7 +850,7 @@ static void test_container_lifecycle(void **state)
         int64_t t0 = rkl_realtime_nsec();
         expect_ok(stop_container(f, c, 30, &err));
         rkl_container_record *rec = NULL;
-        expect_ok(rkl_store_container_get(f->store, c, &rec, &err));
+        expect_ok(rkl_db_container_get(f->db, c, &rec, &err));
         assert_int_equal(rec->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_true(rec->stop_deadline_ns >= t0 + 30 * (int64_t)NSEC_PER_SEC);
         assert_true(rec->stop_deadline_ns <= rkl_realtime_nsec() + 30 * (int64_t)NSEC_PER_SEC);
@@ -860,7 +860,7 @@ static void test_container_lifecycle(void **state)
         assert_null(strstr(st.info[0]->value, "\"stopDeadline\":null"));
         /* A second stop with 0 moves the deadline to now; stop stays idempotent. */
         expect_ok(stop_container(f, c, 0, &err));
-        expect_ok(rkl_store_container_get(f->store, c, &rec, &err));
+        expect_ok(rkl_db_container_get(f->db, c, &rec, &err));
         assert_true(rec->stop_deadline_ns <= rkl_realtime_nsec());
         rkl_container_record_free(rec);
         expect_ok(stop_container(f, c, -5, &err));
@@ -951,13 +951,13 @@ static void test_container_filters(void **state)
 
         /* The reconciler reports one running and one exited. */
         rkl_container_observed o = {.phase = RKL_CONTAINER_PHASE_RUNNING, .started_ns = 5};
-        expect_ok(rkl_state_container_set_observed(f->state, a1, &o, &err));
+        expect_ok(rkl_store_container_set_observed(f->store, a1, &o, &err));
         o = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED,
                                      .has_exit_code = true,
                                      .exit_code = 137,
                                      .started_ns = 5,
                                      .finished_ns = 6};
-        expect_ok(rkl_state_container_set_observed(f->state, a2, &o, &err));
+        expect_ok(rkl_store_container_set_observed(f->store, a2, &o, &err));
 
         Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
         assert_int_equal(l.n_containers, 3);
@@ -1031,8 +1031,8 @@ static void test_observed(void **state)
 
         /* What the reconciler records shows at once, made valid UTF-8 where rkt said it. */
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING, .ip = (char *)"10.1.2.3"};
-        expect_ok(rkl_state_pod_set_observed(f->state, pod, &po, &err));
-        expect_ok(rkl_state_pod_set_rkt_uuid(f->state, pod, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d",
+        expect_ok(rkl_store_pod_set_observed(f->store, pod, &po, &err));
+        expect_ok(rkl_store_pod_set_rkt_uuid(f->store, pod, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d",
                                              &err));
         expect_ok(pod_status(f, pod, true, &ps, &err));
         assert_string_equal(ps.status->network->ip, "10.1.2.3");
@@ -1040,7 +1040,7 @@ static void test_observed(void **state)
         assert_non_null(strstr(ps.info[0]->value, "\"phase\":\"running\""));
         assert_non_null(strstr(ps.info[0]->value, "0b7a5c8e-1d2f-4a3b-9c8d-7e6f5a4b3c2d"));
 
-        assert_int_equal(rkl_state_pod_record_error(f->state, pod, "rkt app add: exit status 254",
+        assert_int_equal(rkl_store_pod_record_error(f->store, pod, "rkt app add: exit status 254",
                                                     rkl_realtime_nsec() + 1000, &err),
                          1);
         expect_ok(pod_status(f, pod, true, &ps, &err));
@@ -1059,7 +1059,7 @@ static void test_observed(void **state)
             .message = (char *)"bad \xff byte",
             .image_ref = (char *)"sha512-0123abcd",
         };
-        expect_ok(rkl_state_container_set_observed(f->state, c, &o, &err));
+        expect_ok(rkl_store_container_set_observed(f->store, c, &o, &err));
         expect_ok(container_status(f, c, true, &st, &err));
         assert_int_equal(st.status->state, RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED);
         assert_int_equal(st.status->created_at, 100);
@@ -1081,7 +1081,7 @@ static void test_observed(void **state)
 
         /* A sandbox whose pod failed for good is NOTREADY and takes no container. */
         po = (rkl_pod_observed){.phase = RKL_POD_PHASE_FAILED, .reason = (char *)"Died"};
-        expect_ok(rkl_state_pod_set_observed(f->state, pod, &po, &err));
+        expect_ok(rkl_store_pod_set_observed(f->store, pod, &po, &err));
         expect_ok(pod_status(f, pod, false, &ps, &err));
         assert_int_equal(ps.status->state, RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY);
         char *id;
@@ -1131,7 +1131,7 @@ static void test_cache_follows_store(void **state)
         spec.uid = rkl_xstrdup("u");
         spec.namespace = rkl_xstrdup("ns");
         rkl_id_new(id);
-        expect_ok(rkl_store_pod_create(f->store, id, &spec, NULL, &err));
+        expect_ok(rkl_db_pod_create(f->db, id, &spec, NULL, &err));
         expect_error(pod_status(f, id, false, &ps, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, id);
         expect_ok(stop_pod(f, id, &err));
         expect_ok(pod_status(f, id, false, &ps, &err));
@@ -1141,13 +1141,13 @@ static void test_cache_follows_store(void **state)
          * tombstones it. */
         char *pod = run_pod(f, &(podcfg){0});
         char *c = create_container(f, pod, &(containercfg){0});
-        expect_ok(rkl_store_pod_delete(f->store, pod, &err));
+        expect_ok(rkl_db_pod_delete(f->db, pod, &err));
         rkl_container_observed o = {.phase = RKL_CONTAINER_PHASE_RUNNING};
-        assert_int_equal(rkl_state_container_set_observed(f->state, c, &o, &err), -ENOENT);
+        assert_int_equal(rkl_store_container_set_observed(f->store, c, &o, &err), -ENOENT);
         rkl_error_clear(&err);
         expect_error(container_status(f, c, false, &cs, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, c);
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING};
-        assert_int_equal(rkl_state_pod_set_observed(f->state, pod, &po, &err), -ENOENT);
+        assert_int_equal(rkl_store_pod_set_observed(f->store, pod, &po, &err), -ENOENT);
         rkl_error_clear(&err);
         expect_error(pod_status(f, pod, false, &ps, &err), -ENOENT, GRPC_STATUS_NOT_FOUND, pod);
         /* A stale view put after the tombstone does not bring it back. */

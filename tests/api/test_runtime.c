@@ -7,7 +7,7 @@
 #include "api/api.h"
 #include "api/runtime.h"
 #include "base/alloc.h"
-#include "state/cache.h"
+#include "store/cache.h"
 
 static const rkl_api_config cfg = {
     .listen_path = "/run/test.sock",

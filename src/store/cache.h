@@ -1,6 +1,6 @@
 /* The status cache: what List and Status calls read, so that the read path never touches
- * SQLite or rkt. It is the only mutable structure shared between threads. Only the state
- * layer's writes (state.h) put objects in; everyone reads.
+ * SQLite or rkt. It is the only mutable structure shared between threads. Only the
+ * store's writes (store.h) put objects in; everyone reads.
  *
  * Entries are immutable, refcounted views of store records: a writer builds a new view
  * and swaps it in; readers take references under a short lock and read without it. Each
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/macro.h"
-#include "state/store.h"
+#include "store/db.h"
 
 /* What the last probe of the machine found. */
 typedef struct rkl_health {
@@ -108,7 +108,7 @@ void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
 void rkl_cache_container_remove(rkl_cache *c, const char *id, uint64_t version);
 
 /* Objects whose committed change could not be published (reading it back failed): the
- * state layer marks them and publishes them again later (rkl_state_republish()). take
+ * store marks them and publishes them again later (rkl_store_republish()). take
  * moves the marked IDs out into strvs (NULL when none). */
 void rkl_cache_mark_stale(rkl_cache *c, bool pod, const char *id);
 void rkl_cache_take_stale(rkl_cache *c, char ***ret_pods, char ***ret_containers);

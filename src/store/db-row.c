@@ -1,28 +1,27 @@
-/* What the sandbox and container tables share (store-pod.c, store-container.c): reading the
+/* What the sandbox and container tables share (db-pod.c, db-container.c): reading the
  * ID and label columns, selecting one row by ID, the single-row UPDATE and DELETE each in
  * its own write transaction, recording a failed attempt, and resolving an ID prefix. */
-#include "state/store.h"
+#include "store/db.h"
 
 #include <sqlite3.h>
 
 #include "base/alloc.h"
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 #include "base/banned.h"
 
 /* The labels and annotations columns of a row (read_pod_row() and read_container_row()). */
-int rkl_store__read_kvs(sqlite3_stmt *st, int col, rkl_kvs *labels, rkl_kvs *annotations,
-                        rkl_error *reterr)
+int rkl_db__read_kvs(sqlite3_stmt *st, int col, rkl_kvs *labels, rkl_kvs *annotations,
+                     rkl_error *reterr)
 {
-        int r = rkl_store__kvs_from_json((const char *)sqlite3_column_text(st, col), "labels",
-                                         labels, reterr);
+        int r = rkl_db__kvs_from_json((const char *)sqlite3_column_text(st, col), "labels", labels,
+                                      reterr);
         if (r < 0)
                 return r;
-        return rkl_store__kvs_from_json((const char *)sqlite3_column_text(st, col + 1),
-                                        "annotations", annotations, reterr);
+        return rkl_db__kvs_from_json((const char *)sqlite3_column_text(st, col + 1), "annotations",
+                                     annotations, reterr);
 }
 
-int rkl_store__copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1],
-                       rkl_error *reterr)
+int rkl_db__copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1], rkl_error *reterr)
 {
         const char *id = (const char *)sqlite3_column_text(st, col);
         if (!rkl_id_is_valid(id))
@@ -32,7 +31,7 @@ int rkl_store__copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1
 }
 
 /* True if every pair of the selector is among the labels. */
-bool rkl_store__labels_match(const rkl_kvs *labels, const rkl_kvs *selector)
+bool rkl_db__labels_match(const rkl_kvs *labels, const rkl_kvs *selector)
 {
         for (size_t i = 0; selector && i < selector->n; i++) {
                 const char *v = rkl_kvs_get(labels, selector->items[i].key);
@@ -45,14 +44,14 @@ bool rkl_store__labels_match(const rkl_kvs *labels, const rkl_kvs *selector)
 /* Steps stmt (selecting one object by ID) onto its row, in the transaction under way:
  * what a write hands back (ret != NULL) is exactly what it committed, with no second
  * transaction to read it. -ENOENT when there is none. */
-int rkl_store__select_one(rkl_store *s, rkl_store__stmt_id stmt, const char *kind, const char *id,
-                          sqlite3_stmt **ret, rkl_error *reterr)
+int rkl_db__select_one(rkl_db *s, rkl_db__stmt_id stmt, const char *kind, const char *id,
+                       sqlite3_stmt **ret, rkl_error *reterr)
 {
-        int r = rkl_store__use(s, stmt, ret, reterr);
+        int r = rkl_db__use(s, stmt, ret, reterr);
         if (r < 0)
                 return r;
-        rkl_store__bind_text(*ret, 1, id);
-        r = rkl_store__step_row(s, *ret, rkl_store__stmt_sql[stmt], reterr);
+        rkl_db__bind_text(*ret, 1, id);
+        r = rkl_db__step_row(s, *ret, rkl_db__stmt_sql[stmt], reterr);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -60,7 +59,7 @@ int rkl_store__select_one(rkl_store *s, rkl_store__stmt_id stmt, const char *kin
         return 0;
 }
 
-void rkl_store__push_ptr(void ***a, size_t *n, void *p)
+void rkl_db__push_ptr(void ***a, size_t *n, void *p)
 {
         *a = rkl_xrealloc(*a, (*n + 1) * sizeof(void *));
         (*a)[(*n)++] = p;
@@ -69,24 +68,24 @@ void rkl_store__push_ptr(void ***a, size_t *n, void *p)
 /* Runs one single-row UPDATE of (id, ...binds..., version) in its own write transaction;
  * -ENOENT when no row has that ID. bind fills the parameters from ?2 on and returns the
  * index of the version parameter. */
-int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
-                          rkl_store__bind_fn bind, const void *arg, int64_t *ret_value,
-                          rkl_container_record **ret_container, rkl_error *reterr)
+int rkl_db__update_one(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
+                       rkl_db__bind_fn bind, const void *arg, int64_t *ret_value,
+                       rkl_container_record **ret_container, rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_store *tx = NULL;
+        _cleanup_tx_ rkl_db *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         _cleanup_(rkl_container_record_freep) rkl_container_record *rec = NULL;
         int r;
 
-        if ((r = rkl_store__tx_begin_write(s, &tx, reterr)) < 0 ||
-            (r = rkl_store__use(s, id, &st, reterr)) < 0)
+        if ((r = rkl_db__tx_begin_write(s, &tx, reterr)) < 0 ||
+            (r = rkl_db__use(s, id, &st, reterr)) < 0)
                 return r;
-        rkl_store__bind_text(st, 1, obj_id);
+        rkl_db__bind_text(st, 1, obj_id);
         int vi = bind(st, arg);
-        rkl_store__bind_int(st, vi, (int64_t)s->tx_generation);
+        rkl_db__bind_int(st, vi, (int64_t)s->tx_generation);
         if (ret_value) {
                 /* RETURNING: the one row carries the new value. */
-                r = rkl_store__step_row(s, st, rkl_store__stmt_sql[id], reterr);
+                r = rkl_db__step_row(s, st, rkl_db__stmt_sql[id], reterr);
                 if (r < 0)
                         return rkl_error_prefix(reterr, "%s '%s'", kind, obj_id);
                 if (r > 0)
@@ -96,29 +95,29 @@ int rkl_store__update_one(rkl_store *s, rkl_store__stmt_id id, const char *kind,
                  * SQLITE_ROW or SQLITE_DONE reset returns SQLITE_OK. */
                 (void)sqlite3_reset(st);
         } else {
-                r = rkl_store__step_done(s, st, rkl_store__stmt_sql[id], reterr);
+                r = rkl_db__step_done(s, st, rkl_db__stmt_sql[id], reterr);
                 if (r < 0)
                         return rkl_error_prefix(reterr, "%s '%s'", kind, obj_id);
                 r = sqlite3_changes(s->db) > 0;
         }
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "%s '%s' not found", kind, obj_id);
-        if ((ret_container && (r = rkl_store__container_get(s, obj_id, &rec, reterr)) < 0) ||
-            (r = rkl_store__tx_commit(&tx, reterr)) < 0)
+        if ((ret_container && (r = rkl_db__container_get(s, obj_id, &rec, reterr)) < 0) ||
+            (r = rkl_db__tx_commit(&tx, reterr)) < 0)
                 return r;
         if (ret_container)
                 *ret_container = TAKE_PTR(rec);
         return 0;
 }
 
-int rkl_store__bind_nothing(sqlite3_stmt *st, const void *arg)
+int rkl_db__bind_nothing(sqlite3_stmt *st, const void *arg)
 {
         return 2;
 }
 
-int rkl_store__bind_one_text(sqlite3_stmt *st, const void *arg)
+int rkl_db__bind_one_text(sqlite3_stmt *st, const void *arg)
 {
-        rkl_store__bind_text(st, 2, arg);
+        rkl_db__bind_text(st, 2, arg);
         return 3;
 }
 
@@ -130,46 +129,45 @@ typedef struct error_args {
 static int bind_error(sqlite3_stmt *st, const void *arg)
 {
         const error_args *e = arg;
-        rkl_store__bind_text(st, 2, e->error);
-        rkl_store__bind_int_or_null(st, 3, e->next_retry_ns);
+        rkl_db__bind_text(st, 2, e->error);
+        rkl_db__bind_int_or_null(st, 3, e->next_retry_ns);
         return 4;
 }
 
-int rkl_store__record_error(rkl_store *s, rkl_store__stmt_id id, const char *kind,
-                            const char *obj_id, const char *error, int64_t next_retry_ns,
-                            rkl_error *reterr)
+int rkl_db__record_error(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
+                         const char *error, int64_t next_retry_ns, rkl_error *reterr)
 {
         int64_t attempts = 0;
         int r;
-        if ((r = rkl_store__check_time("next_retry", next_retry_ns, reterr)) < 0)
+        if ((r = rkl_db__check_time("next_retry", next_retry_ns, reterr)) < 0)
                 return r;
-        _cleanup_free_ char *e = rkl_store__sanitize_text(error ? error : "unknown error");
+        _cleanup_free_ char *e = rkl_db__sanitize_text(error ? error : "unknown error");
         error_args a = {e, next_retry_ns};
-        r = rkl_store__update_one(s, id, kind, obj_id, bind_error, &a, &attempts, NULL, reterr);
+        r = rkl_db__update_one(s, id, kind, obj_id, bind_error, &a, &attempts, NULL, reterr);
         if (r < 0)
                 return r;
         return attempts > INT32_MAX ? INT32_MAX : (int)attempts;
 }
 
-int rkl_store__delete_one(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *obj_id,
-                          rkl_error *reterr)
+int rkl_db__delete_one(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
+                       rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_store *tx = NULL;
+        _cleanup_tx_ rkl_db *tx = NULL;
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         int r;
-        if ((r = rkl_store__tx_begin_write(s, &tx, reterr)) < 0 ||
-            (r = rkl_store__use(s, id, &st, reterr)) < 0)
+        if ((r = rkl_db__tx_begin_write(s, &tx, reterr)) < 0 ||
+            (r = rkl_db__use(s, id, &st, reterr)) < 0)
                 return r;
-        rkl_store__bind_text(st, 1, obj_id);
-        if ((r = rkl_store__step_done(s, st, rkl_store__stmt_sql[id], reterr)) < 0)
+        rkl_db__bind_text(st, 1, obj_id);
+        if ((r = rkl_db__step_done(s, st, rkl_db__stmt_sql[id], reterr)) < 0)
                 return rkl_error_prefix(reterr, "%s '%s'", kind, obj_id);
         if (sqlite3_changes(s->db) == 0)
                 return rkl_error_set(reterr, -ENOENT, "%s '%s' not found", kind, obj_id);
-        return rkl_store__tx_commit(&tx, reterr);
+        return rkl_db__tx_commit(&tx, reterr);
 }
 
-int rkl_store__resolve(rkl_store *s, rkl_store__stmt_id id, const char *kind, const char *prefix,
-                       char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr)
+int rkl_db__resolve(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *prefix,
+                    char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         size_t n = prefix ? strnlen(prefix, RKL_ID_LEN + 1) : 0;
@@ -181,15 +179,15 @@ int rkl_store__resolve(rkl_store *s, rkl_store__stmt_id id, const char *kind, co
                                      "%s ID prefix: not 1 to %d lowercase hex "
                                      "digits",
                                      kind, RKL_ID_LEN);
-        if ((r = rkl_store__use(s, id, &st, reterr)) < 0)
+        if ((r = rkl_db__use(s, id, &st, reterr)) < 0)
                 return r;
-        rkl_store__bind_text(st, 1, prefix);
-        if ((r = rkl_store__step_row(s, st, "resolve", reterr)) < 0)
+        rkl_db__bind_text(st, 1, prefix);
+        if ((r = rkl_db__step_row(s, st, "resolve", reterr)) < 0)
                 return r;
         if (r == 0)
                 return rkl_error_set(reterr, -ENOENT, "no %s ID starts with '%s'", kind, prefix);
-        if ((r = rkl_store__copy_id(st, 0, first, reterr)) < 0 ||
-            (r = rkl_store__step_row(s, st, "resolve", reterr)) < 0)
+        if ((r = rkl_db__copy_id(st, 0, first, reterr)) < 0 ||
+            (r = rkl_db__step_row(s, st, "resolve", reterr)) < 0)
                 return r;
         if (r > 0)
                 return rkl_error_set(reterr, -ENOTUNIQ, "%s ID prefix '%s' is ambiguous", kind,

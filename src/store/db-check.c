@@ -2,11 +2,11 @@
  * or what breaks the schema's rules, with -EINVAL and the field's name. api/ validates
  * first with the protobuf names; this is the second line (model.h). Free text from the
  * machine is sanitized rather than refused. */
-#include "state/store.h"
+#include "store/db.h"
 
 #include "base/alloc.h"
 #include "base/strv.h"
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 #include "base/banned.h"
 
 /* Free text from the machine (errors, reasons) is cut to this rather than refused. */
@@ -55,8 +55,8 @@ static bool str_ok(const char *v, size_t max, bool required)
         return (!required || *v) && strnlen(v, max + 1) <= max && utf8_is_valid(v);
 }
 
-int rkl_store__check_str(const char *field, const char *v, size_t max, bool required,
-                         rkl_error *reterr)
+int rkl_db__check_str(const char *field, const char *v, size_t max, bool required,
+                      rkl_error *reterr)
 {
         if (!v) {
                 if (required)
@@ -73,7 +73,7 @@ int rkl_store__check_str(const char *field, const char *v, size_t max, bool requ
         return 0;
 }
 
-int rkl_store__check_id(const char *field, const char *id, rkl_error *reterr)
+int rkl_db__check_id(const char *field, const char *id, rkl_error *reterr)
 {
         if (!rkl_id_is_valid(id))
                 return rkl_error_set(reterr, -EINVAL, "%s: not %d lowercase hex digits", field,
@@ -93,7 +93,7 @@ static int check_strv(const char *field, char *const *l, size_t max_n, size_t ma
                         continue; /* names are made for messages only: lists are long */
                 /* A name for the message: cut short it still points at the entry. */
                 (void)snprintf(name, sizeof(name), "%s[%zu]", field, i);
-                return rkl_store__check_str(name, l[i], max_len, false, reterr);
+                return rkl_db__check_str(name, l[i], max_len, false, reterr);
         }
         return 0;
 }
@@ -109,15 +109,14 @@ static int check_kvs(const char *field, const rkl_kvs *l, size_t max_n, size_t m
                 char name[64]; /* for the message: snprintf() may cut it short */
                 if (!str_ok(l->items[i].key, max_key, true)) {
                         (void)snprintf(name, sizeof(name), "%s[%zu].key", field, i);
-                        return rkl_store__check_str(name, l->items[i].key, max_key, true, reterr);
+                        return rkl_db__check_str(name, l->items[i].key, max_key, true, reterr);
                 }
                 if (!l->items[i].value || !str_ok(l->items[i].value, max_value, false)) {
                         (void)snprintf(name, sizeof(name), "%s['%.20s'].value", field,
                                        l->items[i].key);
                         if (!l->items[i].value)
                                 return rkl_error_set(reterr, -EINVAL, "%s: missing", name);
-                        return rkl_store__check_str(name, l->items[i].value, max_value, false,
-                                                    reterr);
+                        return rkl_db__check_str(name, l->items[i].value, max_value, false, reterr);
                 }
                 for (size_t j = 0; unique && j < i; j++)
                         if (streq(l->items[j].key, l->items[i].key))
@@ -136,18 +135,18 @@ static int check_labels(const rkl_kvs *labels, const rkl_kvs *annotations, rkl_e
                          reterr);
 }
 
-int rkl_store__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
+int rkl_db__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
 {
         int r;
         if (!p)
                 return rkl_error_set(reterr, -EINVAL, "config: missing");
-        if ((r = rkl_store__check_str("metadata.name", p->name, RKL_MAX_NAME, true, reterr)) < 0 ||
-            (r = rkl_store__check_str("metadata.namespace", p->namespace, RKL_MAX_NAME, true,
-                                      reterr)) < 0 ||
-            (r = rkl_store__check_str("metadata.uid", p->uid, RKL_MAX_NAME, true, reterr)) < 0 ||
-            (r = rkl_store__check_str("hostname", p->hostname, RKL_MAX_NAME, false, reterr)) < 0 ||
-            (r = rkl_store__check_str("log_directory", p->log_directory, RKL_MAX_PATH, false,
-                                      reterr)) < 0 ||
+        if ((r = rkl_db__check_str("metadata.name", p->name, RKL_MAX_NAME, true, reterr)) < 0 ||
+            (r = rkl_db__check_str("metadata.namespace", p->namespace, RKL_MAX_NAME, true,
+                                   reterr)) < 0 ||
+            (r = rkl_db__check_str("metadata.uid", p->uid, RKL_MAX_NAME, true, reterr)) < 0 ||
+            (r = rkl_db__check_str("hostname", p->hostname, RKL_MAX_NAME, false, reterr)) < 0 ||
+            (r = rkl_db__check_str("log_directory", p->log_directory, RKL_MAX_PATH, false,
+                                   reterr)) < 0 ||
             (r = check_strv("dns_config.servers", p->dns_servers, RKL_MAX_DNS, RKL_MAX_NAME,
                             reterr)) < 0 ||
             (r = check_strv("dns_config.searches", p->dns_searches, RKL_MAX_DNS, RKL_MAX_NAME,
@@ -155,12 +154,12 @@ int rkl_store__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
             (r = check_strv("dns_config.options", p->dns_options, RKL_MAX_DNS, RKL_MAX_NAME,
                             reterr)) < 0 ||
             (r = check_labels(&p->labels, &p->annotations, reterr)) < 0 ||
-            (r = rkl_store__check_str("cgroup_parent", p->cgroup_parent, RKL_MAX_PATH, false,
-                                      reterr)) < 0 ||
+            (r = rkl_db__check_str("cgroup_parent", p->cgroup_parent, RKL_MAX_PATH, false,
+                                   reterr)) < 0 ||
             (r = check_kvs("sysctls", &p->sysctls, RKL_MAX_KV, RKL_MAX_NAME, RKL_MAX_STRING, true,
                            reterr)) < 0 ||
-            (r = rkl_store__check_str("runtime_handler", p->runtime_handler, RKL_MAX_NAME, false,
-                                      reterr)) < 0)
+            (r = rkl_db__check_str("runtime_handler", p->runtime_handler, RKL_MAX_NAME, false,
+                                   reterr)) < 0)
                 return r;
         if (p->n_ports > RKL_MAX_PORTS)
                 return rkl_error_set(reterr, -EINVAL, "port_mappings: more than %d entries",
@@ -176,31 +175,31 @@ int rkl_store__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
                     m->host_port > 65535)
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu]: port out of range", i);
-                r = rkl_store__check_str("port_mappings.host_ip", m->host_ip, RKL_MAX_NAME, false,
-                                         reterr);
+                r = rkl_db__check_str("port_mappings.host_ip", m->host_ip, RKL_MAX_NAME, false,
+                                      reterr);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *reterr)
+int rkl_db__check_container_spec(const rkl_container_spec *c, rkl_error *reterr)
 {
         int r;
         if (!c)
                 return rkl_error_set(reterr, -EINVAL, "config: missing");
-        if ((r = rkl_store__check_str("metadata.name", c->name, RKL_MAX_NAME, true, reterr)) < 0 ||
-            (r = rkl_store__check_str("image", c->image, RKL_MAX_STRING, true, reterr)) < 0 ||
+        if ((r = rkl_db__check_str("metadata.name", c->name, RKL_MAX_NAME, true, reterr)) < 0 ||
+            (r = rkl_db__check_str("image", c->image, RKL_MAX_STRING, true, reterr)) < 0 ||
             (r = check_strv("command", c->command, RKL_MAX_ARGS, RKL_MAX_ARG, reterr)) < 0 ||
             (r = check_strv("args", c->args, RKL_MAX_ARGS, RKL_MAX_ARG, reterr)) < 0 ||
-            (r = rkl_store__check_str("working_dir", c->working_dir, RKL_MAX_PATH, false, reterr)) <
+            (r = rkl_db__check_str("working_dir", c->working_dir, RKL_MAX_PATH, false, reterr)) <
                 0 ||
             (r = check_kvs("envs", &c->envs, RKL_MAX_ENVS, RKL_MAX_STRING, RKL_MAX_ARG, false,
                            reterr)) < 0 ||
             (r = check_labels(&c->labels, &c->annotations, reterr)) < 0 ||
-            (r = rkl_store__check_str("log_path", c->log_path, RKL_MAX_PATH, false, reterr)) < 0 ||
-            (r = rkl_store__check_str("run_as_username", c->run_as_username, RKL_MAX_NAME, false,
-                                      reterr)) < 0 ||
+            (r = rkl_db__check_str("log_path", c->log_path, RKL_MAX_PATH, false, reterr)) < 0 ||
+            (r = rkl_db__check_str("run_as_username", c->run_as_username, RKL_MAX_NAME, false,
+                                   reterr)) < 0 ||
             (r = check_strv("capabilities.add", c->caps_add, RKL_MAX_KV, RKL_MAX_NAME, reterr)) <
                 0 ||
             (r = check_strv("capabilities.drop", c->caps_drop, RKL_MAX_KV, RKL_MAX_NAME, reterr)) <
@@ -209,9 +208,9 @@ int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *rete
                 0 ||
             (r = check_strv("readonly_paths", c->readonly_paths, RKL_MAX_KV, RKL_MAX_PATH,
                             reterr)) < 0 ||
-            (r = rkl_store__check_str("seccomp.localhost_ref", c->seccomp_localhost_ref,
-                                      RKL_MAX_PATH, false, reterr)) < 0 ||
-            (r = rkl_store__check_str("seccomp_unit", c->seccomp_unit, 2 << 20, false, reterr)) < 0)
+            (r = rkl_db__check_str("seccomp.localhost_ref", c->seccomp_localhost_ref, RKL_MAX_PATH,
+                                   false, reterr)) < 0 ||
+            (r = rkl_db__check_str("seccomp_unit", c->seccomp_unit, 2 << 20, false, reterr)) < 0)
                 return r;
         if ((unsigned)c->seccomp >= _RKL_SECCOMP_MAX)
                 return rkl_error_set(reterr, -EINVAL, "seccomp.profile_type: unknown");
@@ -224,11 +223,11 @@ int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *rete
                 const rkl_mount *m = &c->mounts[i];
                 char name[64]; /* "mounts[N].container_path" always fits */
                 (void)snprintf(name, sizeof(name), "mounts[%zu].container_path", i);
-                if ((r = rkl_store__check_str(name, m->container_path, RKL_MAX_PATH, true,
-                                              reterr)) < 0)
+                if ((r = rkl_db__check_str(name, m->container_path, RKL_MAX_PATH, true, reterr)) <
+                    0)
                         return r;
                 (void)snprintf(name, sizeof(name), "mounts[%zu].host_path", i);
-                if ((r = rkl_store__check_str(name, m->host_path, RKL_MAX_PATH, false, reterr)) < 0)
+                if ((r = rkl_db__check_str(name, m->host_path, RKL_MAX_PATH, false, reterr)) < 0)
                         return r;
                 if ((unsigned)m->propagation >= _RKL_PROPAGATION_MAX)
                         return rkl_error_set(reterr, -EINVAL, "mounts[%zu].propagation: unknown",
@@ -243,7 +242,7 @@ int rkl_store__check_container_spec(const rkl_container_spec *c, rkl_error *rete
 }
 
 /* rkt pod UUIDs as rkt prints them: 8-4-4-4-12 lowercase hex. */
-int rkl_store__check_rkt_uuid(const char *uuid, rkl_error *reterr)
+int rkl_db__check_rkt_uuid(const char *uuid, rkl_error *reterr)
 {
         size_t i = 0;
         for (; uuid[i]; i++) {
@@ -258,7 +257,7 @@ int rkl_store__check_rkt_uuid(const char *uuid, rkl_error *reterr)
         return 0;
 }
 
-int rkl_store__check_unit_name(const char *unit, rkl_error *reterr)
+int rkl_db__check_unit_name(const char *unit, rkl_error *reterr)
 {
         size_t n = strnlen(unit, UNIT_NAME_MAX + 1);
         if (n == 0 || n > UNIT_NAME_MAX || unit[0] == '-' ||
@@ -269,7 +268,7 @@ int rkl_store__check_unit_name(const char *unit, rkl_error *reterr)
 }
 
 /* ACName (appc spec): [a-z0-9]+(-[a-z0-9]+)*. */
-int rkl_store__check_app_name(const char *app, rkl_error *reterr)
+int rkl_db__check_app_name(const char *app, rkl_error *reterr)
 {
         size_t n = app ? strnlen(app, RKL_MAX_NAME + 1) : 0;
         bool ok = n > 0 && n <= RKL_MAX_NAME && app[0] != '-' && app[n - 1] != '-' &&
@@ -279,7 +278,7 @@ int rkl_store__check_app_name(const char *app, rkl_error *reterr)
         return 0;
 }
 
-int rkl_store__check_time(const char *field, int64_t t, rkl_error *reterr)
+int rkl_db__check_time(const char *field, int64_t t, rkl_error *reterr)
 {
         if (t < 0)
                 return rkl_error_set(reterr, -EINVAL, "%s: negative", field);
@@ -289,7 +288,7 @@ int rkl_store__check_time(const char *field, int64_t t, rkl_error *reterr)
 /* Free text from the reconciler (errors, reasons, messages) may carry a tool's raw output:
  * it is cut to MAX_TEXT and invalid UTF-8 becomes '?', because refusing to record a failure
  * would only hide it. Returns NULL for NULL. */
-char *rkl_store__sanitize_text(const char *s)
+char *rkl_db__sanitize_text(const char *s)
 {
         if (!s)
                 return NULL;
@@ -316,7 +315,7 @@ char *rkl_store__sanitize_text(const char *s)
         return t;
 }
 
-int rkl_store__check_selector(const rkl_kvs *sel, rkl_error *reterr)
+int rkl_db__check_selector(const rkl_kvs *sel, rkl_error *reterr)
 {
         if (!sel)
                 return 0;

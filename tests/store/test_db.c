@@ -1,4 +1,4 @@
-/* Unit tests of src/state: migrations, round trips, constraints, validation, prefixes,
+/* Unit tests of src/store: migrations, round trips, constraints, validation, prefixes,
  * generations, cascades and concurrent writers, on in-memory and file databases. Tests
  * look at the tables with their own sqlite3 connection where the API cannot show what
  * must (or must not) be there. */
@@ -18,8 +18,8 @@
 #include "base/fileio.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "state/store.h"
-#include "state/store-internal.h"
+#include "store/db.h"
+#include "store/db-internal.h"
 
 #define S(x) rkl_xstrdup(x)
 
@@ -242,7 +242,7 @@ static void assert_container_spec_eq(const rkl_container_spec *a, const rkl_cont
 typedef struct fixture {
         char dir[512];
         char path[600];
-        rkl_store *s;
+        rkl_db *s;
 } fixture;
 
 static int setup_dir(void **state)
@@ -251,7 +251,7 @@ static int setup_dir(void **state)
         const char *base = getenv("RKL_BUILD_DIR");
         (void)snprintf(f->dir, sizeof(f->dir), "%s/test-store-XXXXXX", base ? base : "/tmp");
         assert_non_null(mkdtemp(f->dir));
-        (void)snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, RKL_STORE_FILE_NAME);
+        (void)snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, RKL_DB_FILE_NAME);
         *state = f;
         return 0;
 }
@@ -259,7 +259,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
         fixture *f = *state;
-        f->s = rkl_store_close(f->s);
+        f->s = rkl_db_close(f->s);
         (void)rkl_rm_rf_at(AT_FDCWD, f->dir);
         free(f);
         return 0;
@@ -269,7 +269,7 @@ static int setup_memory(void **state)
 {
         rkl_error e = RKL_ERROR_INIT;
         fixture *f = rkl_xnew0(fixture, 1);
-        int r = rkl_store_open(":memory:", NULL, &f->s, &e);
+        int r = rkl_db_open(":memory:", NULL, &f->s, &e);
         if (r < 0)
                 fail_msg("open: %s", e.msg);
         *state = f;
@@ -279,7 +279,7 @@ static int setup_memory(void **state)
 static int teardown_memory(void **state)
 {
         fixture *f = *state;
-        f->s = rkl_store_close(f->s);
+        f->s = rkl_db_close(f->s);
         free(f);
         return 0;
 }
@@ -289,7 +289,7 @@ static int setup_file(void **state)
         rkl_error e = RKL_ERROR_INIT;
         setup_dir(state);
         fixture *f = *state;
-        int r = rkl_store_open(f->path, NULL, &f->s, &e);
+        int r = rkl_db_open(f->path, NULL, &f->s, &e);
         if (r < 0)
                 fail_msg("open: %s", e.msg);
         return 0;
@@ -313,27 +313,27 @@ static int setup_file(void **state)
                 assert_true(e_.msg[0] != 0);                                                       \
         } while (0)
 
-static uint64_t generation(rkl_store *s)
+static uint64_t generation(rkl_db *s)
 {
         uint64_t g = 0;
-        OK(rkl_store_generation(s, &g, &e_));
+        OK(rkl_db_generation(s, &g, &e_));
         return g;
 }
 
-static void create_pod(rkl_store *s, const char *id, const char *name, uint32_t attempt)
+static void create_pod(rkl_db *s, const char *id, const char *name, uint32_t attempt)
 {
         rkl_pod_spec p;
         minimal_pod_spec(&p, name, attempt);
-        OK(rkl_store_pod_create(s, id, &p, NULL, &e_));
+        OK(rkl_db_pod_create(s, id, &p, NULL, &e_));
         rkl_pod_spec_done(&p);
 }
 
-static void create_container(rkl_store *s, const char *id, const char *pod_id, const char *app,
+static void create_container(rkl_db *s, const char *id, const char *pod_id, const char *app,
                              const char *name, uint32_t attempt)
 {
         rkl_container_spec c;
         minimal_container_spec(&c, name, attempt);
-        OK(rkl_store_container_create(s, id, pod_id, app, NULL, &c, NULL, &e_));
+        OK(rkl_db_container_create(s, id, pod_id, app, NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
 }
 
@@ -382,11 +382,11 @@ static void test_open_memory(void **state)
 {
         fixture *f = *state;
         unsigned v = 0;
-        OK(rkl_store_schema_version(f->s, &v, &e_));
-        assert_int_equal(v, rkl_store_schema_version_latest());
+        OK(rkl_db_schema_version(f->s, &v, &e_));
+        assert_int_equal(v, rkl_db_schema_version_latest());
         assert_true(v >= 1);
         assert_int_equal(generation(f->s), 0);
-        OK(rkl_store_integrity_check(f->s, &e_));
+        OK(rkl_db_integrity_check(f->s, &e_));
 }
 
 static void test_open_file_mode_and_reopen(void **state)
@@ -394,11 +394,11 @@ static void test_open_file_mode_and_reopen(void **state)
         fixture *f = *state;
         struct stat st;
         char side[700];
-        rkl_store_options opts = {.sync_full = true, .busy_timeout_ms = 100};
+        rkl_db_options opts = {.sync_full = true, .busy_timeout_ms = 100};
         mode_t old = umask(0);
 
         /* Created 0600 even with umask 0. */
-        OK(rkl_store_open(f->path, &opts, &f->s, &e_));
+        OK(rkl_db_open(f->path, &opts, &f->s, &e_));
         umask(old);
         create_pod(f->s, "0000000000000000000000000000000000000000000000000000000000000001", "a",
                    0);
@@ -410,31 +410,31 @@ static void test_open_file_mode_and_reopen(void **state)
         (void)snprintf(side, sizeof(side), "%s-shm", f->path);
         assert_int_equal(stat(side, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0600);
-        f->s = rkl_store_close(f->s);
+        f->s = rkl_db_close(f->s);
 
         /* A loosened mode is put right; the data and the schema version are kept and no
          * migration runs again. */
         assert_int_equal(chmod(f->path, 0644), 0);
-        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
+        OK(rkl_db_open(f->path, NULL, &f->s, &e_));
         assert_int_equal(stat(f->path, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0600);
         rkl_pod_record *p = NULL;
-        OK(rkl_store_pod_get(
-            f->s, "0000000000000000000000000000000000000000000000000000000000000001", &p, &e_));
+        OK(rkl_db_pod_get(f->s, "0000000000000000000000000000000000000000000000000000000000000001",
+                          &p, &e_));
         assert_string_equal(p->spec.name, "a");
         p = rkl_pod_record_free(p);
         unsigned v = 0;
-        OK(rkl_store_schema_version(f->s, &v, &e_));
-        assert_int_equal(v, rkl_store_schema_version_latest());
+        OK(rkl_db_schema_version(f->s, &v, &e_));
+        assert_int_equal(v, rkl_db_schema_version_latest());
         assert_int_equal(generation(f->s), 1);
-        f->s = rkl_store_close(f->s);
+        f->s = rkl_db_close(f->s);
 
         /* A missing directory is an error, not a crash. */
         char missing[700];
         (void)snprintf(missing, sizeof(missing), "%s/nope/x.db", f->dir);
-        FAILS(-ENOENT, rkl_store_open(missing, NULL, &f->s, &e_));
-        FAILS(-EINVAL, rkl_store_open("", NULL, &f->s, &e_));
-        FAILS(-EISDIR, rkl_store_open(f->dir, NULL, &f->s, &e_));
+        FAILS(-ENOENT, rkl_db_open(missing, NULL, &f->s, &e_));
+        FAILS(-EINVAL, rkl_db_open("", NULL, &f->s, &e_));
+        FAILS(-EISDIR, rkl_db_open(f->dir, NULL, &f->s, &e_));
 }
 
 static void test_newer_schema_refused(void **state)
@@ -443,18 +443,18 @@ static void test_newer_schema_refused(void **state)
         char sql[64];
         size_t n1, n2;
 
-        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
-        f->s = rkl_store_close(f->s);
+        OK(rkl_db_open(f->path, NULL, &f->s, &e_));
+        f->s = rkl_db_close(f->s);
         sqlite3 *db = raw_open(f->path);
         (void)snprintf(sql, sizeof(sql), "PRAGMA user_version = %u",
-                       rkl_store_schema_version_latest() + 1);
+                       rkl_db_schema_version_latest() + 1);
         raw_exec(db, sql);
         sqlite3_close(db);
         assert_true(exists(f->path));
 
         _cleanup_free_ char *before = slurp(f->path, &n1);
         rkl_error e = RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_open(f->path, NULL, &f->s, &e), -EPROTONOSUPPORT);
+        assert_int_equal(rkl_db_open(f->path, NULL, &f->s, &e), -EPROTONOSUPPORT);
         assert_null(f->s);
         assert_non_null(strstr(e.msg, "newer"));
         _cleanup_free_ char *after = slurp(f->path, &n2);
@@ -473,7 +473,7 @@ static void test_garbage_refused_untouched(void **state)
         assert_int_equal(
             rkl_write_file_atomic_at(AT_FDCWD, f->path, garbage, sizeof(garbage), 0644), 0);
         rkl_error e = RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_open(f->path, NULL, &f->s, &e), -EUCLEAN);
+        assert_int_equal(rkl_db_open(f->path, NULL, &f->s, &e), -EUCLEAN);
         assert_null(f->s);
         _cleanup_free_ char *after = slurp(f->path, &n);
         assert_int_equal(n, sizeof(garbage));
@@ -486,16 +486,16 @@ static void test_garbage_refused_untouched(void **state)
 
         /* A file that starts like a database but whose pages are garbage. */
         assert_int_equal(unlink(f->path), 0);
-        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
+        OK(rkl_db_open(f->path, NULL, &f->s, &e_));
         for (unsigned i = 0; i < 50; i++) {
                 char id[RKL_ID_LEN + 1];
                 make_id(id, "", i + 1);
                 rkl_pod_spec p;
                 fill_pod_spec(&p, "pod", i);
-                OK(rkl_store_pod_create(f->s, id, &p, NULL, &e_));
+                OK(rkl_db_pod_create(f->s, id, &p, NULL, &e_));
                 rkl_pod_spec_done(&p);
         }
-        f->s = rkl_store_close(f->s); /* checkpoints the WAL into the file */
+        f->s = rkl_db_close(f->s); /* checkpoints the WAL into the file */
         struct stat st;
         assert_int_equal(stat(f->path, &st), 0);
         assert_true(st.st_size > 8192);
@@ -508,7 +508,7 @@ static void test_garbage_refused_untouched(void **state)
         fd = safe_close(fd);
         _cleanup_free_ char *bad = slurp(f->path, &n);
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_open(f->path, NULL, &f->s, &e), -EUCLEAN);
+        assert_int_equal(rkl_db_open(f->path, NULL, &f->s, &e), -EUCLEAN);
         assert_non_null(strstr(e.msg, "damaged"));
         size_t n2;
         _cleanup_free_ char *after2 = slurp(f->path, &n2);
@@ -517,14 +517,14 @@ static void test_garbage_refused_untouched(void **state)
 
         /* A deferred check opens it, and the check on a second connection refuses it;
          * nothing wrote to it meanwhile. */
-        rkl_store *other = NULL;
-        OK(rkl_store_open(f->path, &(rkl_store_options){.defer_check = true}, &f->s, &e_));
-        OK(rkl_store_open(f->path, &(rkl_store_options){.skip_check = true}, &other, &e_));
+        rkl_db *other = NULL;
+        OK(rkl_db_open(f->path, &(rkl_db_options){.defer_check = true}, &f->s, &e_));
+        OK(rkl_db_open(f->path, &(rkl_db_options){.skip_check = true}, &other, &e_));
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_quick_check(other, &e), -EUCLEAN);
+        assert_int_equal(rkl_db_quick_check(other, &e), -EUCLEAN);
         assert_non_null(strstr(e.msg, "damaged"));
-        other = rkl_store_close(other);
-        f->s = rkl_store_close(f->s);
+        other = rkl_db_close(other);
+        f->s = rkl_db_close(f->s);
         _cleanup_free_ char *after3 = slurp(f->path, &n2);
         assert_int_equal(n, n2);
         assert_memory_equal(bad, after3, n);
@@ -534,9 +534,8 @@ static void test_garbage_refused_untouched(void **state)
         raw_exec(db, "PRAGMA user_version = 1");
         sqlite3_close(db);
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(
-            rkl_store_open(f->path, &(rkl_store_options){.defer_check = true}, &f->s, &e),
-            -EUCLEAN);
+        assert_int_equal(rkl_db_open(f->path, &(rkl_db_options){.defer_check = true}, &f->s, &e),
+                         -EUCLEAN);
         assert_null(f->s);
 }
 
@@ -544,37 +543,37 @@ static void test_garbage_refused_untouched(void **state)
 static void test_migration_atomic(void **state)
 {
         fixture *f = *state;
-        size_t n = rkl_store__n_migrations;
-        rkl_store__migration *ms = rkl_xnew0(rkl_store__migration, n + 1);
-        memcpy(ms, rkl_store__migrations, n * sizeof(*ms));
-        unsigned next = rkl_store_schema_version_latest() + 1;
+        size_t n = rkl_db__n_migrations;
+        rkl_db__migration *ms = rkl_xnew0(rkl_db__migration, n + 1);
+        memcpy(ms, rkl_db__migrations, n * sizeof(*ms));
+        unsigned next = rkl_db_schema_version_latest() + 1;
         uint64_t g = generation(f->s);
 
-        ms[n] = (rkl_store__migration){next, "bad.sql",
-                                       "CREATE TABLE extra (x INTEGER);"
-                                       "UPDATE meta SET generation = 1000;"
-                                       "INSERT INTO no_such_table VALUES (1);"};
-        FAILS(-EIO, rkl_store__migrate(f->s, ms, n + 1, &e_));
+        ms[n] = (rkl_db__migration){next, "bad.sql",
+                                    "CREATE TABLE extra (x INTEGER);"
+                                    "UPDATE meta SET generation = 1000;"
+                                    "INSERT INTO no_such_table VALUES (1);"};
+        FAILS(-EIO, rkl_db__migrate(f->s, ms, n + 1, &e_));
         unsigned v = 0;
-        OK(rkl_store_schema_version(f->s, &v, &e_));
+        OK(rkl_db_schema_version(f->s, &v, &e_));
         assert_int_equal(v, next - 1);
         assert_int_equal(generation(f->s), g);
 
         /* Would fail with "table extra already exists" had the first one left it there. */
         ms[n].sql = "CREATE TABLE extra (x INTEGER);";
-        OK(rkl_store__migrate(f->s, ms, n + 1, &e_));
-        OK(rkl_store_schema_version(f->s, &v, &e_));
+        OK(rkl_db__migrate(f->s, ms, n + 1, &e_));
+        OK(rkl_db_schema_version(f->s, &v, &e_));
         assert_int_equal(v, next);
         /* Foreign keys are back on after a migration. */
         char name[] = "c", image[] = "i";
         FAILS(-ENOENT,
-              rkl_store_container_create(
+              rkl_db_container_create(
                   f->s, "1111111111111111111111111111111111111111111111111111111111111111",
                   "2222222222222222222222222222222222222222222222222222222222222222", "app", NULL,
                   &(rkl_container_spec){.name = name, .image = image}, NULL, &e_));
         /* And this binary now refuses the database it migrated past its knowledge. */
         FAILS(-EPROTONOSUPPORT,
-              rkl_store__migrate(f->s, rkl_store__migrations, rkl_store__n_migrations, &e_));
+              rkl_db__migrate(f->s, rkl_db__migrations, rkl_db__n_migrations, &e_));
         free(ms);
 }
 
@@ -593,9 +592,8 @@ static void test_migration_labels_inline(void **state)
         assert_int_equal(
             sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
             SQLITE_OK);
-        for (size_t i = 0; i < rkl_store__n_migrations && rkl_store__migrations[i].version <= 2;
-             i++)
-                raw_exec(db, rkl_store__migrations[i].sql);
+        for (size_t i = 0; i < rkl_db__n_migrations && rkl_db__migrations[i].version <= 2; i++)
+                raw_exec(db, rkl_db__migrations[i].sql);
         raw_exec(db, "PRAGMA user_version = 2");
         raw_exec(db,
                  "INSERT INTO sandbox (id, name, namespace, uid, attempt, config, desired, "
@@ -628,13 +626,13 @@ static void test_migration_labels_inline(void **state)
                  "'y');");
         sqlite3_close(db);
 
-        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
+        OK(rkl_db_open(f->path, NULL, &f->s, &e_));
         unsigned v = 0;
-        OK(rkl_store_schema_version(f->s, &v, &e_));
-        assert_int_equal(v, rkl_store_schema_version_latest());
+        OK(rkl_db_schema_version(f->s, &v, &e_));
+        assert_int_equal(v, rkl_db_schema_version_latest());
 
         rkl_pod_record *p = NULL;
-        OK(rkl_store_pod_get(f->s, pod, &p, &e_));
+        OK(rkl_db_pod_get(f->s, pod, &p, &e_));
         assert_int_equal(p->spec.labels.n, 2);
         assert_string_equal(p->spec.labels.items[0].key, "z");
         assert_string_equal(p->spec.labels.items[0].value, "1");
@@ -645,17 +643,17 @@ static void test_migration_labels_inline(void **state)
         p = rkl_pod_record_free(p);
 
         rkl_container_record *c = NULL;
-        OK(rkl_store_container_get(f->s, container, &c, &e_));
+        OK(rkl_db_container_get(f->s, container, &c, &e_));
         assert_int_equal(c->spec.labels.n, 3);
         assert_string_equal(c->spec.labels.items[0].key, "io.kubernetes.container.name");
         assert_string_equal(c->spec.labels.items[1].key, "q");
         assert_string_equal(c->spec.labels.items[2].key, "a.b");
         assert_int_equal(c->spec.annotations.n, 0);
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_get(f->s, bare, &c, &e_));
+        OK(rkl_db_container_get(f->s, bare, &c, &e_));
         assert_int_equal(c->spec.labels.n, 0);
         c = rkl_container_record_free(c);
-        OK(rkl_store_integrity_check(f->s, &e_));
+        OK(rkl_db_integrity_check(f->s, &e_));
 
         db = raw_open(f->path);
         assert_int_equal(
@@ -678,9 +676,9 @@ static void test_pod_roundtrip(void **state)
 
         fill_pod_spec(&spec, "web-0", UINT32_MAX);
         int64_t before = rkl_realtime_nsec();
-        OK(rkl_store_pod_create(f->s, id, &spec, NULL, &e_));
+        OK(rkl_db_pod_create(f->s, id, &spec, NULL, &e_));
         int64_t after = rkl_realtime_nsec();
-        OK(rkl_store_pod_get(f->s, id, &p, &e_));
+        OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_string_equal(p->id, id);
         assert_pod_spec_eq(&p->spec, &spec);
         assert_int_equal(p->desired, RKL_POD_DESIRED_READY);
@@ -700,15 +698,15 @@ static void test_pod_roundtrip(void **state)
         /* A minimal spec: what was NULL comes back NULL. */
         const char *id2 = "1123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         minimal_pod_spec(&spec, "min", 0);
-        OK(rkl_store_pod_create(f->s, id2, &spec, NULL, &e_));
-        OK(rkl_store_pod_get(f->s, id2, &p, &e_));
+        OK(rkl_db_pod_create(f->s, id2, &spec, NULL, &e_));
+        OK(rkl_db_pod_get(f->s, id2, &p, &e_));
         assert_pod_spec_eq(&p->spec, &spec);
         assert_null(p->spec.dns_servers);
         assert_null(p->spec.ports);
         p = rkl_pod_record_free(p);
         rkl_pod_spec_done(&spec);
 
-        FAILS(-ENOENT, rkl_store_pod_get(
+        FAILS(-ENOENT, rkl_db_pod_get(
                            f->s, "2123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                            &p, &e_));
         assert_null(p);
@@ -726,11 +724,11 @@ static void test_pod_observed_and_identity(void **state)
         char ip[] = "10.1.2.3", reason[] = "Started", message[] = "supervisor ready";
         rkl_pod_observed o = {RKL_POD_PHASE_RUNNING,        4242, ip,     1,
                               INT64_C(1700000000123456789), 0,    reason, message};
-        OK(rkl_store_pod_set_observed(f->s, id, &o, &e_));
-        OK(rkl_store_pod_set_rkt_uuid(f->s, id, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
-        OK(rkl_store_pod_set_unit_name(f->s, id, "rktlet-00000000aa.service", &e_));
-        OK(rkl_store_pod_set_desired(f->s, id, RKL_POD_DESIRED_STOPPED, &e_));
-        OK(rkl_store_pod_get(f->s, id, &p, &e_));
+        OK(rkl_db_pod_set_observed(f->s, id, &o, &e_));
+        OK(rkl_db_pod_set_rkt_uuid(f->s, id, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
+        OK(rkl_db_pod_set_unit_name(f->s, id, "rktlet-00000000aa.service", &e_));
+        OK(rkl_db_pod_set_desired(f->s, id, RKL_POD_DESIRED_STOPPED, &e_));
+        OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_int_equal(p->desired, RKL_POD_DESIRED_STOPPED);
         assert_int_equal(p->observed.phase, RKL_POD_PHASE_RUNNING);
         assert_int_equal(p->observed.pid, 4242);
@@ -747,29 +745,29 @@ static void test_pod_observed_and_identity(void **state)
 
         /* rkt UUIDs and unit names are unique across sandboxes. */
         FAILS(-EEXIST,
-              rkl_store_pod_set_rkt_uuid(f->s, id2, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
-        FAILS(-EEXIST, rkl_store_pod_set_unit_name(f->s, id2, "rktlet-00000000aa.service", &e_));
+              rkl_db_pod_set_rkt_uuid(f->s, id2, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
+        FAILS(-EEXIST, rkl_db_pod_set_unit_name(f->s, id2, "rktlet-00000000aa.service", &e_));
         /* Forgetting them (the pod was removed from rkt) frees them for reuse. */
-        OK(rkl_store_pod_set_rkt_uuid(f->s, id, NULL, &e_));
-        OK(rkl_store_pod_set_unit_name(f->s, id, NULL, &e_));
-        OK(rkl_store_pod_set_rkt_uuid(f->s, id2, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
-        OK(rkl_store_pod_get(f->s, id, &p, &e_));
+        OK(rkl_db_pod_set_rkt_uuid(f->s, id, NULL, &e_));
+        OK(rkl_db_pod_set_unit_name(f->s, id, NULL, &e_));
+        OK(rkl_db_pod_set_rkt_uuid(f->s, id2, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
+        OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_null(p->rkt_uuid);
         assert_null(p->unit_name);
         p = rkl_pod_record_free(p);
 
         /* Backoff bookkeeping. */
-        assert_int_equal(rkl_store_pod_record_error(f->s, id, "rkt: exit 1", 111, NULL), 1);
-        assert_int_equal(rkl_store_pod_record_error(f->s, id, "rkt: exit 2", 222, NULL), 2);
+        assert_int_equal(rkl_db_pod_record_error(f->s, id, "rkt: exit 1", 111, NULL), 1);
+        assert_int_equal(rkl_db_pod_record_error(f->s, id, "rkt: exit 2", 222, NULL), 2);
         /* Machine text is kept even when it is not UTF-8 or too long: cut and patched. */
         char *longerr = rkl_xmalloc(RKL_MAX_STRING + 100);
         memset(longerr, 'x', RKL_MAX_STRING + 99);
         longerr[0] = '\xff';
         longerr[1] = '\xc3'; /* truncated sequence */
         longerr[RKL_MAX_STRING + 99] = 0;
-        assert_int_equal(rkl_store_pod_record_error(f->s, id, longerr, 333, NULL), 3);
+        assert_int_equal(rkl_db_pod_record_error(f->s, id, longerr, 333, NULL), 3);
         free(longerr);
-        OK(rkl_store_pod_get(f->s, id, &p, &e_));
+        OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_int_equal(p->book.attempts, 3);
         assert_int_equal(p->book.next_retry_ns, 333);
         assert_int_equal(strlen(p->book.last_error), RKL_MAX_STRING);
@@ -777,21 +775,21 @@ static void test_pod_observed_and_identity(void **state)
         assert_int_equal(p->book.last_error[1], '?');
         assert_int_equal(p->book.last_error[2], 'x');
         p = rkl_pod_record_free(p);
-        OK(rkl_store_pod_clear_error(f->s, id, &e_));
-        OK(rkl_store_pod_get(f->s, id, &p, &e_));
+        OK(rkl_db_pod_clear_error(f->s, id, &e_));
+        OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_int_equal(p->book.attempts, 0);
         assert_null(p->book.last_error);
         assert_int_equal(p->book.next_retry_ns, 0);
         p = rkl_pod_record_free(p);
 
         const char *none = "00000000000000000000000000000000000000000000000000000000000000cc";
-        FAILS(-ENOENT, rkl_store_pod_set_desired(f->s, none, RKL_POD_DESIRED_READY, &e_));
-        FAILS(-ENOENT, rkl_store_pod_set_observed(f->s, none, &o, &e_));
-        FAILS(-ENOENT, rkl_store_pod_record_error(f->s, none, "x", 0, &e_));
-        FAILS(-ENOENT, rkl_store_pod_clear_error(f->s, none, &e_));
-        FAILS(-ENOENT, rkl_store_pod_set_rkt_uuid(f->s, none, NULL, &e_));
-        FAILS(-ENOENT, rkl_store_pod_stop(f->s, none, &e_));
-        FAILS(-ENOENT, rkl_store_pod_delete(f->s, none, &e_));
+        FAILS(-ENOENT, rkl_db_pod_set_desired(f->s, none, RKL_POD_DESIRED_READY, &e_));
+        FAILS(-ENOENT, rkl_db_pod_set_observed(f->s, none, &o, &e_));
+        FAILS(-ENOENT, rkl_db_pod_record_error(f->s, none, "x", 0, &e_));
+        FAILS(-ENOENT, rkl_db_pod_clear_error(f->s, none, &e_));
+        FAILS(-ENOENT, rkl_db_pod_set_rkt_uuid(f->s, none, NULL, &e_));
+        FAILS(-ENOENT, rkl_db_pod_stop(f->s, none, &e_));
+        FAILS(-ENOENT, rkl_db_pod_delete(f->s, none, &e_));
 }
 
 static void test_container_roundtrip(void **state)
@@ -804,8 +802,8 @@ static void test_container_roundtrip(void **state)
 
         create_pod(f->s, pod, "p", 0);
         fill_container_spec(&spec, "busybox", 3);
-        OK(rkl_store_container_create(f->s, id, pod, "c000000000000001", NULL, &spec, NULL, &e_));
-        OK(rkl_store_container_get(f->s, id, &c, &e_));
+        OK(rkl_db_container_create(f->s, id, pod, "c000000000000001", NULL, &spec, NULL, &e_));
+        OK(rkl_db_container_get(f->s, id, &c, &e_));
         assert_string_equal(c->id, id);
         assert_string_equal(c->sandbox_id, pod);
         assert_string_equal(c->app_name, "c000000000000001");
@@ -819,9 +817,9 @@ static void test_container_roundtrip(void **state)
         char reason[] = "OOMKilled", message[] = "killed: memory", ref[] = "sha512-abc";
         rkl_container_observed o = {
             RKL_CONTAINER_PHASE_EXITED, 77, true, 137, 10, 20, 30, reason, message, ref};
-        OK(rkl_store_container_start(f->s, id, NULL, &e_));
-        OK(rkl_store_container_set_observed(f->s, id, &o, &e_));
-        OK(rkl_store_container_get(f->s, id, &c, &e_));
+        OK(rkl_db_container_start(f->s, id, NULL, &e_));
+        OK(rkl_db_container_set_observed(f->s, id, &o, &e_));
+        OK(rkl_db_container_get(f->s, id, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
         assert_int_equal(c->observed.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(c->observed.pid, 77);
@@ -837,24 +835,24 @@ static void test_container_roundtrip(void **state)
 
         /* Exit code 0 is a value, not "unknown". */
         o = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED, .has_exit_code = true};
-        OK(rkl_store_container_set_observed(f->s, id, &o, &e_));
-        OK(rkl_store_container_get(f->s, id, &c, &e_));
+        OK(rkl_db_container_set_observed(f->s, id, &o, &e_));
+        OK(rkl_db_container_get(f->s, id, &c, &e_));
         assert_true(c->observed.has_exit_code);
         assert_int_equal(c->observed.exit_code, 0);
         assert_null(c->observed.reason);
         c = rkl_container_record_free(c);
 
-        assert_int_equal(rkl_store_container_record_error(f->s, id, "app add failed", 5, NULL), 1);
-        OK(rkl_store_container_get(f->s, id, &c, &e_));
+        assert_int_equal(rkl_db_container_record_error(f->s, id, "app add failed", 5, NULL), 1);
+        OK(rkl_db_container_get(f->s, id, &c, &e_));
         assert_string_equal(c->book.last_error, "app add failed");
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_clear_error(f->s, id, &e_));
+        OK(rkl_db_container_clear_error(f->s, id, &e_));
 
         /* A minimal spec. */
         const char *id2 = "c000000000000000000000000000000000000000000000000000000000000002";
         minimal_container_spec(&spec, "min", 0);
-        OK(rkl_store_container_create(f->s, id2, pod, "c2", NULL, &spec, NULL, &e_));
-        OK(rkl_store_container_get(f->s, id2, &c, &e_));
+        OK(rkl_db_container_create(f->s, id2, pod, "c2", NULL, &spec, NULL, &e_));
+        OK(rkl_db_container_get(f->s, id2, &c, &e_));
         assert_container_spec_eq(&c->spec, &spec);
         assert_false(c->spec.has_run_as_user);
         assert_null(c->spec.mounts);
@@ -877,27 +875,27 @@ static void test_constraints(void **state)
 
         create_pod(f->s, p1, "web", 0);
         minimal_pod_spec(&ps, "web", 0);
-        FAILS(-EEXIST, rkl_store_pod_create(f->s, p1, &ps, NULL, &e_)); /* same ID */
-        FAILS(-EEXIST, rkl_store_pod_create(f->s, p2, &ps, NULL, &e_)); /* same name and attempt */
+        FAILS(-EEXIST, rkl_db_pod_create(f->s, p1, &ps, NULL, &e_)); /* same ID */
+        FAILS(-EEXIST, rkl_db_pod_create(f->s, p2, &ps, NULL, &e_)); /* same name and attempt */
         ps.attempt = 1;
-        OK(rkl_store_pod_create(f->s, p2, &ps, NULL, &e_)); /* next attempt */
+        OK(rkl_db_pod_create(f->s, p2, &ps, NULL, &e_)); /* next attempt */
         rkl_pod_spec_done(&ps);
 
         create_container(f->s, c1, p1, "app1", "nginx", 0);
         minimal_container_spec(&cs, "nginx", 0);
         FAILS(-EEXIST,
-              rkl_store_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
+              rkl_db_container_create(f->s, c1, p1, "app9", NULL, &cs, NULL, &e_)); /* ID */
         FAILS(-EEXIST,
-              rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_)); /* name */
+              rkl_db_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_)); /* name */
         cs.attempt = 1;
         FAILS(-EEXIST,
-              rkl_store_container_create(f->s, c2, p1, "app1", NULL, &cs, NULL, &e_)); /* app */
-        OK(rkl_store_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_));
+              rkl_db_container_create(f->s, c2, p1, "app1", NULL, &cs, NULL, &e_)); /* app */
+        OK(rkl_db_container_create(f->s, c2, p1, "app2", NULL, &cs, NULL, &e_));
         cs.attempt = 0;
         /* Same name and app name in another sandbox is fine. */
-        OK(rkl_store_container_create(f->s, c3, p2, "app1", NULL, &cs, NULL, &e_));
+        OK(rkl_db_container_create(f->s, c3, p2, "app1", NULL, &cs, NULL, &e_));
         /* A container needs its sandbox. */
-        FAILS(-ENOENT, rkl_store_container_create(
+        FAILS(-ENOENT, rkl_db_container_create(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000c4",
                            "00000000000000000000000000000000000000000000000000000000000000a9", "x",
                            NULL, &cs, NULL, &e_));
@@ -1039,11 +1037,11 @@ static void test_invalid_input(void **state)
             "00000000000000000000000000000000000000000000000000000000000000a1a"};
         for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
                 e = (rkl_error)RKL_ERROR_INIT;
-                assert_int_equal(rkl_store_pod_create(f->s, bad_ids[i], &p, NULL, &e), -EINVAL);
+                assert_int_equal(rkl_db_pod_create(f->s, bad_ids[i], &p, NULL, &e), -EINVAL);
                 assert_non_null(strstr(e.msg, "pod_sandbox_id"));
         }
-        assert_int_equal(rkl_store_pod_create(f->s, NULL, &p, NULL, NULL), -EINVAL);
-        assert_int_equal(rkl_store_pod_create(f->s, pod, NULL, NULL, NULL), -EINVAL);
+        assert_int_equal(rkl_db_pod_create(f->s, NULL, &p, NULL, NULL), -EINVAL);
+        assert_int_equal(rkl_db_pod_create(f->s, pod, NULL, NULL, NULL), -EINVAL);
         rkl_pod_spec_done(&p);
 
         /* Pod fields: each case names its field. */
@@ -1051,7 +1049,7 @@ static void test_invalid_input(void **state)
                 fill_pod_spec(&p, "web", 0);
                 mutate_pod(&p, i);
                 e = (rkl_error)RKL_ERROR_INIT;
-                int r = rkl_store_pod_create(f->s, pod, &p, NULL, &e);
+                int r = rkl_db_pod_create(f->s, pod, &p, NULL, &e);
                 if (r != -EINVAL || !strstr(e.msg, pod_case_field[i]))
                         fail_msg("case %d: want -EINVAL naming '%s', got %d '%s'", i,
                                  pod_case_field[i], r, e.msg);
@@ -1059,7 +1057,7 @@ static void test_invalid_input(void **state)
                         p.n_ports = 0;
                 rkl_pod_spec_done(&p);
         }
-        FAILS(-ENOENT, rkl_store_pod_get(f->s, pod, &(rkl_pod_record *){NULL}, &e_));
+        FAILS(-ENOENT, rkl_db_pod_get(f->s, pod, &(rkl_pod_record *){NULL}, &e_));
 
         /* Containers. */
         create_pod(f->s, pod, "web", 0);
@@ -1068,61 +1066,58 @@ static void test_invalid_input(void **state)
         const char *bad_apps[] = {"", "App", "-a", "a-", "a--b", "a_b", "a/b", NULL};
         for (size_t i = 0; i < ELEMENTSOF(bad_apps); i++) {
                 minimal_container_spec(&c, "c", 0);
-                FAILS(-EINVAL, rkl_store_container_create(f->s, container, pod, bad_apps[i], NULL,
-                                                          &c, NULL, &e_));
+                FAILS(-EINVAL, rkl_db_container_create(f->s, container, pod, bad_apps[i], NULL, &c,
+                                                       NULL, &e_));
                 rkl_container_spec_done(&c);
         }
         minimal_container_spec(&c, "c", 0);
         free(c.image);
         c.image = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(
-            rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_db_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e),
+                         -EINVAL);
         assert_non_null(strstr(e.msg, "image"));
         rkl_container_spec_done(&c);
         fill_container_spec(&c, "c", 0);
         free(c.mounts[1].container_path);
         c.mounts[1].container_path = S("");
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(
-            rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e), -EINVAL);
+        assert_int_equal(rkl_db_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e),
+                         -EINVAL);
         assert_non_null(strstr(e.msg, "mounts[1].container_path"));
         rkl_container_spec_done(&c);
         fill_container_spec(&c, "c", 0);
         c.seccomp = 9;
-        FAILS(-EINVAL,
-              rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
+        FAILS(-EINVAL, rkl_db_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
         c.seccomp = RKL_SECCOMP_UNCONFINED;
         c.mounts[0].propagation = 5;
-        FAILS(-EINVAL,
-              rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
+        FAILS(-EINVAL, rkl_db_container_create(f->s, container, pod, "app", NULL, &c, NULL, &e_));
         rkl_container_spec_done(&c);
-        FAILS(-ENOENT,
-              rkl_store_container_get(f->s, container, &(rkl_container_record *){NULL}, &e_));
+        FAILS(-ENOENT, rkl_db_container_get(f->s, container, &(rkl_container_record *){NULL}, &e_));
 
         /* Updates. */
         create_container(f->s, container, pod, "app", "c", 0);
         uint64_t g2 = generation(f->s);
-        FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, 7, &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_desired(f->s, pod, _RKL_POD_DESIRED_INVALID, &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.phase = 4}, &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.pid = -1}, &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_desired(f->s, pod, 7, &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_desired(f->s, pod, _RKL_POD_DESIRED_INVALID, &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.phase = 4}, &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.pid = -1}, &e_));
         FAILS(-EINVAL,
-              rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){.started_ns = -5}, &e_));
-        FAILS(-EINVAL, rkl_store_container_set_observed(
-                           f->s, container, &(rkl_container_observed){.phase = -22}, &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_rkt_uuid(f->s, pod, "not-a-uuid", &e_));
+              rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.started_ns = -5}, &e_));
+        FAILS(-EINVAL, rkl_db_container_set_observed(f->s, container,
+                                                     &(rkl_container_observed){.phase = -22}, &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_rkt_uuid(f->s, pod, "not-a-uuid", &e_));
         FAILS(-EINVAL,
-              rkl_store_pod_set_rkt_uuid(f->s, pod, "8D6B1A0E-3C2F-4E5D-9A8B-7C6D5E4F3A2B", &e_));
+              rkl_db_pod_set_rkt_uuid(f->s, pod, "8D6B1A0E-3C2F-4E5D-9A8B-7C6D5E4F3A2B", &e_));
         FAILS(-EINVAL,
-              rkl_store_pod_set_rkt_uuid(f->s, pod, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b0", &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_unit_name(f->s, pod, "a b.service", &e_));
-        FAILS(-EINVAL, rkl_store_pod_set_unit_name(f->s, pod, "", &e_));
-        FAILS(-EINVAL, rkl_store_pod_record_error(f->s, pod, "x", -1, &e_));
-        FAILS(-EINVAL, rkl_store_pod_delete(f->s, "xyz", &e_));
-        FAILS(-EINVAL, rkl_store_container_delete(f->s, NULL, &e_));
-        FAILS(-EINVAL, rkl_store_pod_list(f->s, &(rkl_pod_filter){.id = "zz"},
-                                          &(rkl_pod_record **){NULL}, &(size_t){0}, &e_));
+              rkl_db_pod_set_rkt_uuid(f->s, pod, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b0", &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_unit_name(f->s, pod, "a b.service", &e_));
+        FAILS(-EINVAL, rkl_db_pod_set_unit_name(f->s, pod, "", &e_));
+        FAILS(-EINVAL, rkl_db_pod_record_error(f->s, pod, "x", -1, &e_));
+        FAILS(-EINVAL, rkl_db_pod_delete(f->s, "xyz", &e_));
+        FAILS(-EINVAL, rkl_db_container_delete(f->s, NULL, &e_));
+        FAILS(-EINVAL, rkl_db_pod_list(f->s, &(rkl_pod_filter){.id = "zz"},
+                                       &(rkl_pod_record **){NULL}, &(size_t){0}, &e_));
         assert_int_equal(generation(f->s), g2);
 }
 
@@ -1148,7 +1143,7 @@ static void test_all_or_nothing(void **state)
         fill_pod_spec(&p, "web", 0);
         rkl_kvs_add(&p.annotations, "boom", "");
         rkl_error e = RKL_ERROR_INIT;
-        assert_true(rkl_store_pod_create(f->s, pod, &p, NULL, &e) < 0);
+        assert_true(rkl_db_pod_create(f->s, pod, &p, NULL, &e) < 0);
         assert_non_null(strstr(e.msg, "injected"));
         rkl_pod_spec_done(&p);
         assert_int_equal(generation(f->s), g);
@@ -1158,8 +1153,7 @@ static void test_all_or_nothing(void **state)
         g = generation(f->s);
         fill_container_spec(&c, "c", 0);
         rkl_kvs_add(&c.annotations, "boom", "");
-        assert_true(rkl_store_container_create(f->s, container, pod, "app", NULL, &c, NULL, NULL) <
-                    0);
+        assert_true(rkl_db_container_create(f->s, container, pod, "app", NULL, &c, NULL, NULL) < 0);
         rkl_container_spec_done(&c);
         assert_int_equal(generation(f->s), g);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 0);
@@ -1182,29 +1176,29 @@ static void test_resolve(void **state)
                 (void)snprintf(name, sizeof(name), "p%zu", i);
                 create_pod(f->s, ids[i], name, 0);
         }
-        FAILS(-ENOTUNIQ, rkl_store_pod_resolve(f->s, "abc", got, &e_));
-        FAILS(-ENOTUNIQ, rkl_store_pod_resolve(f->s, "a", got, &e_));
-        OK(rkl_store_pod_resolve(f->s, "abc0", got, &e_));
+        FAILS(-ENOTUNIQ, rkl_db_pod_resolve(f->s, "abc", got, &e_));
+        FAILS(-ENOTUNIQ, rkl_db_pod_resolve(f->s, "a", got, &e_));
+        OK(rkl_db_pod_resolve(f->s, "abc0", got, &e_));
         assert_string_equal(got, ids[0]);
-        OK(rkl_store_pod_resolve(f->s, "d", got, &e_));
+        OK(rkl_db_pod_resolve(f->s, "d", got, &e_));
         assert_string_equal(got, ids[2]);
-        OK(rkl_store_pod_resolve(f->s, "f", got, &e_)); /* the top of the range */
+        OK(rkl_db_pod_resolve(f->s, "f", got, &e_)); /* the top of the range */
         assert_string_equal(got, ids[3]);
-        OK(rkl_store_pod_resolve(f->s, ids[1], got, &e_));
+        OK(rkl_db_pod_resolve(f->s, ids[1], got, &e_));
         assert_string_equal(got, ids[1]);
-        FAILS(-ENOENT, rkl_store_pod_resolve(f->s, "0", got, &e_));
-        FAILS(-ENOENT, rkl_store_pod_resolve(f->s, "abc2", got, &e_));
-        FAILS(-EINVAL, rkl_store_pod_resolve(f->s, "", got, &e_));
-        FAILS(-EINVAL, rkl_store_pod_resolve(f->s, "ABC", got, &e_));
-        FAILS(-EINVAL, rkl_store_pod_resolve(f->s, "abc%", got, &e_));
-        FAILS(-EINVAL, rkl_store_pod_resolve(f->s, NULL, got, &e_));
+        FAILS(-ENOENT, rkl_db_pod_resolve(f->s, "0", got, &e_));
+        FAILS(-ENOENT, rkl_db_pod_resolve(f->s, "abc2", got, &e_));
+        FAILS(-EINVAL, rkl_db_pod_resolve(f->s, "", got, &e_));
+        FAILS(-EINVAL, rkl_db_pod_resolve(f->s, "ABC", got, &e_));
+        FAILS(-EINVAL, rkl_db_pod_resolve(f->s, "abc%", got, &e_));
+        FAILS(-EINVAL, rkl_db_pod_resolve(f->s, NULL, got, &e_));
 
         char cid[RKL_ID_LEN + 1];
         make_id(cid, "abc0", 9); /* a container ID may share a sandbox's prefix */
         create_container(f->s, cid, ids[0], "app", "c", 0);
-        OK(rkl_store_container_resolve(f->s, "abc", got, &e_));
+        OK(rkl_db_container_resolve(f->s, "abc", got, &e_));
         assert_string_equal(got, cid);
-        FAILS(-ENOENT, rkl_store_container_resolve(f->s, "d", got, &e_));
+        FAILS(-ENOENT, rkl_db_container_resolve(f->s, "d", got, &e_));
 }
 
 static void test_generation(void **state)
@@ -1213,36 +1207,36 @@ static void test_generation(void **state)
         const char *pod = "00000000000000000000000000000000000000000000000000000000000000a1";
         const char *container = "00000000000000000000000000000000000000000000000000000000000000c1";
         uint64_t g = generation(f->s), dv1 = 0, dv2 = 0;
-        rkl_store *other = NULL;
+        rkl_db *other = NULL;
         rkl_pod_record *p = NULL;
 
-        OK(rkl_store_open(f->path, &(rkl_store_options){.skip_check = true}, &other, &e_));
-        OK(rkl_store_data_version(f->s, &dv1, &e_));
+        OK(rkl_db_open(f->path, &(rkl_db_options){.skip_check = true}, &other, &e_));
+        OK(rkl_db_data_version(f->s, &dv1, &e_));
         create_pod(f->s, pod, "a", 0);
         assert_int_equal(generation(f->s), g + 1);
         assert_int_equal(generation(other), g + 1); /* seen by every connection */
         create_container(f->s, container, pod, "app", "c", 0);
-        OK(rkl_store_pod_set_desired(f->s, pod, RKL_POD_DESIRED_READY, &e_));
-        OK(rkl_store_pod_set_observed(f->s, pod, &(rkl_pod_observed){0}, &e_));
-        OK(rkl_store_container_set_observed(f->s, container, &(rkl_container_observed){0}, &e_));
+        OK(rkl_db_pod_set_desired(f->s, pod, RKL_POD_DESIRED_READY, &e_));
+        OK(rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){0}, &e_));
+        OK(rkl_db_container_set_observed(f->s, container, &(rkl_container_observed){0}, &e_));
         assert_int_equal(generation(f->s), g + 5);
         /* Reads and refused writes do not count. */
-        OK(rkl_store_pod_get(f->s, pod, &p, &e_));
+        OK(rkl_db_pod_get(f->s, pod, &p, &e_));
         assert_int_equal(p->book.version, g + 4);
         p = rkl_pod_record_free(p);
         FAILS(-ENOENT,
-              rkl_store_pod_delete(
+              rkl_db_pod_delete(
                   f->s, "00000000000000000000000000000000000000000000000000000000000000a2", &e_));
         assert_int_equal(generation(f->s), g + 5);
 
         /* data_version moves for another connection's commits, not for our own. */
-        OK(rkl_store_data_version(f->s, &dv2, &e_));
+        OK(rkl_db_data_version(f->s, &dv2, &e_));
         assert_true(dv1 == dv2);
-        OK(rkl_store_pod_stop(other, pod, &e_));
-        OK(rkl_store_data_version(f->s, &dv2, &e_));
+        OK(rkl_db_pod_stop(other, pod, &e_));
+        OK(rkl_db_data_version(f->s, &dv2, &e_));
         assert_true(dv1 != dv2);
         assert_int_equal(generation(f->s), g + 6);
-        other = rkl_store_close(other);
+        other = rkl_db_close(other);
 }
 
 static void test_cascade_and_stop(void **state)
@@ -1260,38 +1254,38 @@ static void test_cascade_and_stop(void **state)
         create_pod(f->s, p1, "a", 0);
         create_pod(f->s, p2, "b", 0);
         fill_container_spec(&cs, "one", 0);
-        OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, NULL, &e_));
+        OK(rkl_db_container_create(f->s, c1, p1, "one", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         fill_container_spec(&cs, "two", 0);
-        OK(rkl_store_container_create(f->s, c2, p1, "two", NULL, &cs, NULL, &e_));
+        OK(rkl_db_container_create(f->s, c2, p1, "two", NULL, &cs, NULL, &e_));
         rkl_container_spec_done(&cs);
         create_container(f->s, c3, p2, "one", "one", 0);
-        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
+        OK(rkl_db_container_start(f->s, c2, NULL, &e_));
 
         /* StopPodSandbox: the sandbox and its containers, not the neighbour's. */
-        OK(rkl_store_pod_stop(f->s, p1, &e_));
-        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        OK(rkl_db_pod_stop(f->s, p1, &e_));
+        OK(rkl_db_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_get(f->s, c2, &c, &e_));
+        OK(rkl_db_container_get(f->s, c2, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_get(f->s, c3, &c, &e_));
+        OK(rkl_db_container_get(f->s, c3, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_CREATED);
         c = rkl_container_record_free(c);
 
         /* Deleting a container takes only it; deleting a sandbox takes its containers. */
-        OK(rkl_store_container_delete(f->s, c2, &e_));
-        FAILS(-ENOENT, rkl_store_container_delete(f->s, c2, &e_));
+        OK(rkl_db_container_delete(f->s, c2, &e_));
+        FAILS(-ENOENT, rkl_db_container_delete(f->s, c2, &e_));
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container WHERE id LIKE '%c2'"), 0);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 2);
-        OK(rkl_store_pod_delete(f->s, p1, &e_));
-        FAILS(-ENOENT, rkl_store_container_get(f->s, c1, &c, &e_));
-        OK(rkl_store_container_get(f->s, c3, &c, &e_));
+        OK(rkl_db_pod_delete(f->s, p1, &e_));
+        FAILS(-ENOENT, rkl_db_container_get(f->s, c1, &c, &e_));
+        OK(rkl_db_container_get(f->s, c3, &c, &e_));
         c = rkl_container_record_free(c);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM container"), 1);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM sandbox"), 1);
-        OK(rkl_store_integrity_check(f->s, &e_));
+        OK(rkl_db_integrity_check(f->s, &e_));
         sqlite3_close(db);
 }
 
@@ -1304,26 +1298,26 @@ static void test_container_stop_deadline(void **state)
 
         create_pod(f->s, p1, "a", 0);
         create_container(f->s, c1, p1, "one", "one", 0);
-        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        OK(rkl_db_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->stop_deadline_ns, 0);
         uint64_t v0 = c->book.version;
         c = rkl_container_record_free(c);
 
         /* A later, longer stop never pushes a deadline back; a shorter one brings it in. */
-        OK(rkl_store_container_stop(f->s, c1, 2000, NULL, &e_));
-        OK(rkl_store_container_stop(f->s, c1, 5000, NULL, &e_));
-        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        OK(rkl_db_container_stop(f->s, c1, 2000, NULL, &e_));
+        OK(rkl_db_container_stop(f->s, c1, 5000, NULL, &e_));
+        OK(rkl_db_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_int_equal(c->stop_deadline_ns, 2000);
         assert_true(c->book.version > v0);
         c = rkl_container_record_free(c);
-        OK(rkl_store_container_stop(f->s, c1, 1000, NULL, &e_));
-        OK(rkl_store_container_get(f->s, c1, &c, &e_));
+        OK(rkl_db_container_stop(f->s, c1, 1000, NULL, &e_));
+        OK(rkl_db_container_get(f->s, c1, &c, &e_));
         assert_int_equal(c->stop_deadline_ns, 1000);
         c = rkl_container_record_free(c);
 
-        FAILS(-EINVAL, rkl_store_container_stop(f->s, c1, 0, NULL, &e_));
-        FAILS(-ENOENT, rkl_store_container_stop(
+        FAILS(-EINVAL, rkl_db_container_stop(f->s, c1, 0, NULL, &e_));
+        FAILS(-ENOENT, rkl_db_container_stop(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000d9",
                            1000, NULL, &e_));
 }
@@ -1339,16 +1333,16 @@ static void test_checkpoint_elsewhere(void **state)
 {
         fixture *f = *state;
         unsigned asked = 0, n = 0;
-        rkl_store *api = NULL;
+        rkl_db *api = NULL;
         char wal[700];
         struct stat st;
 
-        OK(rkl_store_open(f->path, NULL, &f->s, &e_));
-        OK(rkl_store_open(f->path,
-                          &(rkl_store_options){.skip_check = true,
-                                               .checkpoint_wanted = count_call,
-                                               .checkpoint_userdata = &asked},
-                          &api, &e_));
+        OK(rkl_db_open(f->path, NULL, &f->s, &e_));
+        OK(rkl_db_open(f->path,
+                       &(rkl_db_options){.skip_check = true,
+                                         .checkpoint_wanted = count_call,
+                                         .checkpoint_userdata = &asked},
+                       &api, &e_));
         /* Past the threshold, and half as far again. */
         for (unsigned extra = 0; extra < 100 && n < 5000; n++) {
                 char id[RKL_ID_LEN + 1];
@@ -1360,21 +1354,21 @@ static void test_checkpoint_elsewhere(void **state)
         /* Its commits never copied the WAL back (which restarts it from the top). */
         (void)snprintf(wal, sizeof(wal), "%s-wal", f->path);
         assert_int_equal(stat(wal, &st), 0);
-        assert_true(st.st_size > (off_t)(RKL_STORE_CHECKPOINT_FRAMES * 4120 * 6 / 5));
+        assert_true(st.st_size > (off_t)(RKL_DB_CHECKPOINT_FRAMES * 4120 * 6 / 5));
         assert_int_equal(stat(f->path, &st), 0);
         off_t before = st.st_size;
         /* The other connection's checkpoint does. */
-        OK(rkl_store_checkpoint(f->s, &e_));
+        OK(rkl_db_checkpoint(f->s, &e_));
         assert_int_equal(stat(f->path, &st), 0);
         assert_true(st.st_size > before);
-        api = rkl_store_close(api);
+        api = rkl_db_close(api);
 }
 
 /* What a write hands back is what it committed: the record a get reads afterwards. */
-static void assert_same_container(rkl_store *s, const rkl_container_record *got)
+static void assert_same_container(rkl_db *s, const rkl_container_record *got)
 {
         rkl_container_record *c = NULL;
-        OK(rkl_store_container_get(s, got->id, &c, &e_));
+        OK(rkl_db_container_get(s, got->id, &c, &e_));
         assert_container_spec_eq(&got->spec, &c->spec);
         assert_string_equal(got->sandbox_id, c->sandbox_id);
         assert_int_equal(got->observed.has_exit_code, c->observed.has_exit_code);
@@ -1399,11 +1393,11 @@ static void test_writes_hand_back_records(void **state)
         rkl_container_spec cs;
 
         fill_pod_spec(&ps, "web", 0);
-        OK(rkl_store_pod_create(f->s, p1, &ps, &p, &e_));
+        OK(rkl_db_pod_create(f->s, p1, &ps, &p, &e_));
         assert_null(ps.name); /* moved into the record */
         assert_int_equal(p->book.version, generation(f->s));
         rkl_pod_record *got = NULL;
-        OK(rkl_store_pod_get(f->s, p1, &got, &e_));
+        OK(rkl_db_pod_get(f->s, p1, &got, &e_));
         assert_pod_spec_eq(&p->spec, &got->spec);
         assert_int_equal(p->desired, got->desired);
         assert_int_equal(p->observed.phase, got->observed.phase);
@@ -1414,7 +1408,7 @@ static void test_writes_hand_back_records(void **state)
         rkl_pod_spec_done(&ps);
 
         fill_container_spec(&cs, "one", 0);
-        OK(rkl_store_container_create(f->s, c1, p1, "one", NULL, &cs, &c, &e_));
+        OK(rkl_db_container_create(f->s, c1, p1, "one", NULL, &cs, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_CREATED);
         assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
@@ -1422,32 +1416,32 @@ static void test_writes_hand_back_records(void **state)
 
         /* Start: changed once, then asked for already (nothing written). */
         uint64_t g = generation(f->s);
-        assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 1);
+        assert_int_equal(rkl_db_container_start(f->s, c1, &c, NULL), 1);
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
         assert_int_equal(c->book.version, g + 1);
         assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
-        assert_int_equal(rkl_store_container_start(f->s, c1, &c, NULL), 0);
+        assert_int_equal(rkl_db_container_start(f->s, c1, &c, NULL), 0);
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_RUNNING);
         assert_int_equal(generation(f->s), g + 1);
         c = rkl_container_record_free(c);
 
         /* Not after it ran and exited, nor once stopped. */
-        OK(rkl_store_container_set_observed(
+        OK(rkl_db_container_set_observed(
             f->s, c1, &(rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED}, &e_));
         rkl_error e = RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_start(f->s, c1, NULL, &e), -EBADFD);
+        assert_int_equal(rkl_db_container_start(f->s, c1, NULL, &e), -EBADFD);
         assert_non_null(strstr(e.msg, "exited"));
         create_container(f->s, c2, p1, "two", "two", 0);
-        OK(rkl_store_container_stop(f->s, c2, 1000, &c, &e_));
+        OK(rkl_db_container_stop(f->s, c2, 1000, &c, &e_));
         assert_int_equal(c->desired, RKL_CONTAINER_DESIRED_STOPPED);
         assert_int_equal(c->stop_deadline_ns, 1000);
         assert_same_container(f->s, c);
         c = rkl_container_record_free(c);
         e = (rkl_error)RKL_ERROR_INIT;
-        assert_int_equal(rkl_store_container_start(f->s, c2, NULL, &e), -EBADFD);
+        assert_int_equal(rkl_db_container_start(f->s, c2, NULL, &e), -EBADFD);
         assert_non_null(strstr(e.msg, "stopped"));
-        FAILS(-ENOENT, rkl_store_container_start(
+        FAILS(-ENOENT, rkl_db_container_start(
                            f->s, "00000000000000000000000000000000000000000000000000000000000000d9",
                            NULL, &e_));
 }
@@ -1460,15 +1454,15 @@ static void test_writes_hand_back_records(void **state)
 static void test_other_process_sees_us(void **state)
 {
         fixture *f = *state;
-        rkl_store *b = NULL, *c = NULL;
-        rkl_store_options later = {.skip_check = true};
+        rkl_db *b = NULL, *c = NULL;
+        rkl_db_options later = {.skip_check = true};
         const char *p1 = "00000000000000000000000000000000000000000000000000000000000000e1";
 
         create_pod(f->s, p1, "a", 0); /* a write: WAL and -shm in use */
-        OK(rkl_store_open(f->path, &later, &b, &e_));
-        OK(rkl_store_open(f->path, &later, &c, &e_));
+        OK(rkl_db_open(f->path, &later, &b, &e_));
+        OK(rkl_db_open(f->path, &later, &c, &e_));
         uint64_t g;
-        OK(rkl_store_generation(b, &g, &e_));
+        OK(rkl_db_generation(b, &g, &e_));
 
         _cleanup_free_ char *shm = rkl_xasprintf("%s-shm", f->path);
         _cleanup_free_ char *script =
@@ -1480,21 +1474,21 @@ static void test_other_process_sees_us(void **state)
         OK(rkl_spawn_run(RKL_STRV("/usr/bin/python3", "-c", script), NULL, &res, &e_));
         assert_int_equal(res.exit_code, 3); /* locked: we are there */
         rkl_spawn_result_done(&res);
-        rkl_store_close(b);
-        rkl_store_close(c);
+        rkl_db_close(b);
+        rkl_db_close(c);
 }
 
 typedef struct count_ctx {
         size_t n;
         size_t stop_at;
-        rkl_store *s;
+        rkl_db *s;
 } count_ctx;
 
 static int count_pods(const rkl_pod_record *p, void *userdata)
 {
         count_ctx *c = userdata;
         /* Writing from the callback is allowed. */
-        OK(rkl_store_pod_record_error(c->s, p->id, "seen", 0, &e_));
+        OK(rkl_db_pod_record_error(c->s, p->id, "seen", 0, &e_));
         return ++c->n == c->stop_at ? 42 : 0;
 }
 
@@ -1519,14 +1513,14 @@ static void test_list_filters(void **state)
                 minimal_pod_spec(&p, "p", i);
                 rkl_kvs_add(&p.labels, "app", i % 2 ? "odd" : "even");
                 rkl_kvs_add(&p.labels, "tier", i < 3 ? "front" : "back");
-                OK(rkl_store_pod_create(f->s, ids[i], &p, NULL, &e_));
+                OK(rkl_db_pod_create(f->s, ids[i], &p, NULL, &e_));
                 rkl_pod_spec_done(&p);
         }
-        OK(rkl_store_pod_set_desired(f->s, ids[4], RKL_POD_DESIRED_STOPPED, &e_));
-        OK(rkl_store_pod_set_observed(f->s, ids[5],
-                                      &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING}, &e_));
+        OK(rkl_db_pod_set_desired(f->s, ids[4], RKL_POD_DESIRED_STOPPED, &e_));
+        OK(rkl_db_pod_set_observed(f->s, ids[5],
+                                   &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING}, &e_));
 
-        OK(rkl_store_pod_list(f->s, NULL, &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s, NULL, &a, &n, &e_));
         assert_int_equal(n, 6);
         for (size_t i = 0; i < n; i++) /* in acceptance order */
                 assert_string_equal(a[i]->id, ids[i]);
@@ -1535,34 +1529,34 @@ static void test_list_filters(void **state)
         rkl_kvs sel = {0};
         rkl_kvs_add(&sel, "app", "even");
         rkl_kvs_add(&sel, "tier", "back");
-        OK(rkl_store_pod_list(f->s, &(rkl_pod_filter){.label_selector = &sel}, &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s, &(rkl_pod_filter){.label_selector = &sel}, &a, &n, &e_));
         assert_int_equal(n, 1);
         assert_string_equal(a[0]->id, ids[4]);
         a = rkl_pod_record_array_free(a, n);
         rkl_kvs_done(&sel);
         rkl_kvs_add(&sel, "app", "none");
-        OK(rkl_store_pod_list(f->s, &(rkl_pod_filter){.label_selector = &sel}, &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s, &(rkl_pod_filter){.label_selector = &sel}, &a, &n, &e_));
         assert_int_equal(n, 0);
         a = rkl_pod_record_array_free(a, n);
         rkl_kvs_done(&sel);
 
-        OK(rkl_store_pod_list(
+        OK(rkl_db_pod_list(
             f->s, &(rkl_pod_filter){.by_desired = true, .desired = RKL_POD_DESIRED_STOPPED}, &a, &n,
             &e_));
         assert_int_equal(n, 1);
         a = rkl_pod_record_array_free(a, n);
-        OK(rkl_store_pod_list(f->s,
-                              &(rkl_pod_filter){.by_phase = true, .phase = RKL_POD_PHASE_PENDING},
-                              &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s,
+                           &(rkl_pod_filter){.by_phase = true, .phase = RKL_POD_PHASE_PENDING}, &a,
+                           &n, &e_));
         assert_int_equal(n, 5);
         a = rkl_pod_record_array_free(a, n);
-        OK(rkl_store_pod_list(f->s, &(rkl_pod_filter){.id = ids[2]}, &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s, &(rkl_pod_filter){.id = ids[2]}, &a, &n, &e_));
         assert_int_equal(n, 1);
         assert_string_equal(a[0]->id, ids[2]);
         a = rkl_pod_record_array_free(a, n);
 
         count_ctx cc = {.stop_at = 4, .s = f->s};
-        assert_int_equal(rkl_store_pod_foreach(f->s, NULL, count_pods, &cc, NULL), 42);
+        assert_int_equal(rkl_db_pod_foreach(f->s, NULL, count_pods, &cc, NULL), 42);
         assert_int_equal(cc.n, 4);
 
         char c1[RKL_ID_LEN + 1], c2[RKL_ID_LEN + 1], c3[RKL_ID_LEN + 1];
@@ -1572,31 +1566,31 @@ static void test_list_filters(void **state)
         create_container(f->s, c1, ids[0], "a1", "one", 0);
         create_container(f->s, c2, ids[0], "a2", "two", 0);
         create_container(f->s, c3, ids[1], "a1", "one", 0);
-        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
-        OK(rkl_store_container_list(f->s, &(rkl_container_filter){.sandbox_id = ids[0]}, &ca, &n,
-                                    &e_));
+        OK(rkl_db_container_start(f->s, c2, NULL, &e_));
+        OK(rkl_db_container_list(f->s, &(rkl_container_filter){.sandbox_id = ids[0]}, &ca, &n,
+                                 &e_));
         assert_int_equal(n, 2);
         assert_string_equal(ca[0]->id, c1);
         assert_string_equal(ca[1]->id, c2);
         ca = rkl_container_record_array_free(ca, n);
-        OK(rkl_store_container_list(
+        OK(rkl_db_container_list(
             f->s,
             &(rkl_container_filter){.by_desired = true, .desired = RKL_CONTAINER_DESIRED_RUNNING},
             &ca, &n, &e_));
         assert_int_equal(n, 1);
         ca = rkl_container_record_array_free(ca, n);
         rkl_kvs_add(&sel, "io.kubernetes.container.name", "x");
-        OK(rkl_store_container_list(f->s, &(rkl_container_filter){.label_selector = &sel}, &ca, &n,
-                                    &e_));
+        OK(rkl_db_container_list(f->s, &(rkl_container_filter){.label_selector = &sel}, &ca, &n,
+                                 &e_));
         assert_int_equal(n, 0);
         ca = rkl_container_record_array_free(ca, n);
         rkl_kvs_done(&sel);
-        OK(rkl_store_container_list(f->s, &(rkl_container_filter){.id = c3, .sandbox_id = ids[0]},
-                                    &ca, &n, &e_));
+        OK(rkl_db_container_list(f->s, &(rkl_container_filter){.id = c3, .sandbox_id = ids[0]}, &ca,
+                                 &n, &e_));
         assert_int_equal(n, 0);
         ca = rkl_container_record_array_free(ca, n);
         cc = (count_ctx){0};
-        OK(rkl_store_container_foreach(f->s, NULL, count_containers, &cc, &e_));
+        OK(rkl_db_container_foreach(f->s, NULL, count_containers, &cc, &e_));
         assert_int_equal(cc.n, 3);
 }
 
@@ -1614,15 +1608,14 @@ static void test_views(void **state)
         create_pod(f->s, p2, "b", 0);
         create_container(f->s, c1, p1, "one", "one", 0);
         create_container(f->s, c2, p1, "two", "two", 0);
-        OK(rkl_store_pod_set_observed(
-            f->s, p1,
-            &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING,
-                                .started_ns = INT64_C(1700000000500000000)},
-            &e_));
-        OK(rkl_store_container_start(f->s, c2, NULL, &e_));
-        OK(rkl_store_container_set_observed(
+        OK(rkl_db_pod_set_observed(f->s, p1,
+                                   &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING,
+                                                       .started_ns = INT64_C(1700000000500000000)},
+                                   &e_));
+        OK(rkl_db_container_start(f->s, c2, NULL, &e_));
+        OK(rkl_db_container_set_observed(
             f->s, c2, &(rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED}, &e_));
-        OK(rkl_store_pod_record_error(f->s, p2, "boom", 5, &e_));
+        OK(rkl_db_pod_record_error(f->s, p2, "boom", 5, &e_));
 
         assert_int_equal(raw_int(db, "SELECT count(*) FROM sandboxes"), 2);
         assert_int_equal(raw_int(db, "SELECT containers FROM sandboxes WHERE name = 'a'"), 2);
@@ -1653,22 +1646,22 @@ static void *writer_main(void *arg)
 {
         writer *w = arg;
         rkl_error e = RKL_ERROR_INIT;
-        rkl_store *s = NULL;
-        w->r = rkl_store_open(w->path, &(rkl_store_options){.skip_check = true}, &s, &e);
+        rkl_db *s = NULL;
+        w->r = rkl_db_open(w->path, &(rkl_db_options){.skip_check = true}, &s, &e);
         for (unsigned i = 0; w->r >= 0 && i < w->n; i++) {
                 char id[RKL_ID_LEN + 1], name[32];
                 rkl_pod_spec p;
                 make_id(id, "", w->base + i);
                 (void)snprintf(name, sizeof(name), "pod-%u", w->base + i);
                 fill_pod_spec(&p, name, 0);
-                w->r = rkl_store_pod_create(s, id, &p, NULL, &e);
+                w->r = rkl_db_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (w->r >= 0)
-                        w->r = rkl_store_pod_set_observed(
+                        w->r = rkl_db_pod_set_observed(
                             s, id, &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING}, &e);
         }
         memcpy(w->msg, e.msg, sizeof(w->msg));
-        rkl_store_close(s);
+        rkl_db_close(s);
         return NULL;
 }
 
@@ -1688,11 +1681,11 @@ static void test_concurrent_writers(void **state)
         }
         rkl_pod_record **a = NULL;
         size_t n = 0;
-        OK(rkl_store_pod_list(f->s, NULL, &a, &n, &e_));
+        OK(rkl_db_pod_list(f->s, NULL, &a, &n, &e_));
         assert_int_equal(n, 300);
         a = rkl_pod_record_array_free(a, n);
         assert_int_equal(generation(f->s), g + 600);
-        OK(rkl_store_integrity_check(f->s, &e_));
+        OK(rkl_db_integrity_check(f->s, &e_));
 }
 
 int main(void)

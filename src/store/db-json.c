@@ -1,8 +1,8 @@
-/* The JSON codec of the config, labels and annotations columns (store-internal.h). JSON because
+/* The JSON codec of the config, labels and annotations columns (db-internal.h). JSON because
  * operators can json_extract() it from the sqlite3 shell and because a column per field of two
  * specs would churn the schema with every CRI field we add. The key names are part of the on-disk
  * format: renaming one needs a migration. */
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -107,13 +107,13 @@ static char *to_string(json_object *o)
         return rkl_xstrdup(s);
 }
 
-char *rkl_store__kvs_to_json(const rkl_kvs *l)
+char *rkl_db__kvs_to_json(const rkl_kvs *l)
 {
         _cleanup_(json_object_putp) json_object *m = map_new(l);
         return to_string(m);
 }
 
-char *rkl_store__pod_config_to_json(const rkl_pod_spec *spec)
+char *rkl_db__pod_config_to_json(const rkl_pod_spec *spec)
 {
         _cleanup_(json_object_putp) json_object *o = checked(json_object_new_object());
 
@@ -144,7 +144,7 @@ char *rkl_store__pod_config_to_json(const rkl_pod_spec *spec)
         return to_string(o);
 }
 
-char *rkl_store__container_config_to_json(const rkl_container_spec *spec)
+char *rkl_db__container_config_to_json(const rkl_container_spec *spec)
 {
         _cleanup_(json_object_putp) json_object *o = checked(json_object_new_object());
 
@@ -356,7 +356,7 @@ static int parse(const char *json, const char *column, json_object **ret, rkl_er
         return 0;
 }
 
-int rkl_store__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr)
+int rkl_db__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr)
 {
         _cleanup_(json_object_putp) json_object *o = NULL;
         int r = parse(json, column, &o, reterr);
@@ -365,7 +365,7 @@ int rkl_store__kvs_from_json(const char *json, const char *column, rkl_kvs *ret,
         return map_read(o, column, "", ret, reterr);
 }
 
-int rkl_store__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error *reterr)
+int rkl_db__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error *reterr)
 {
         _cleanup_(json_object_putp) json_object *o = NULL;
         int r = parse(json, "config", &o, reterr);
@@ -414,8 +414,8 @@ int rkl_store__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_er
         return 0;
 }
 
-int rkl_store__container_config_from_json(const char *json, rkl_container_spec *spec,
-                                          rkl_error *reterr)
+int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spec,
+                                       rkl_error *reterr)
 {
         _cleanup_(json_object_putp) json_object *o = NULL;
         int seccomp = 0;

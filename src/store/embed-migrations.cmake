@@ -24,13 +24,13 @@ endforeach()
 if(expect EQUAL 1)
   message(FATAL_ERROR "no migrations in ${DIR}")
 endif()
-set(content "/* Generated from migrations/NNNN_name.sql by src/state/embed-migrations.cmake: do not edit. */
-#include \"state/store-internal.h\"
+set(content "/* Generated from migrations/NNNN_name.sql by src/store/embed-migrations.cmake: do not edit. */
+#include \"store/db-internal.h\"
 
 ${body}
-const rkl_store__migration rkl_store__migrations[] = {
+const rkl_db__migration rkl_db__migrations[] = {
 ${table}};
-const size_t rkl_store__n_migrations = sizeof(rkl_store__migrations) / sizeof(rkl_store__migrations[0]);
+const size_t rkl_db__n_migrations = sizeof(rkl_db__migrations) / sizeof(rkl_db__migrations[0]);
 ")
 # Rewrite only on change, so an unchanged migration does not force a rebuild.
 if(EXISTS ${OUT})

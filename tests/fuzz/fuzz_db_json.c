@@ -2,14 +2,14 @@
  * under the daemon: the first byte picks the decoder (byte % 3: '0' a sandbox's config, '1' a
  * container's config, '2' labels/annotations), the rest is the column's text. What decodes
  * must encode again and decode to the same encoding (the codec round-trips exactly). Corpus:
- * tests/fuzz/store-json/, replayed by ctest. */
+ * tests/fuzz/db-json/, replayed by ctest. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/model.h"
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 #include "base/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -24,11 +24,11 @@ static void pod(const char *in)
 {
         rkl_pod_spec s = {0}, t = {0};
         rkl_error e = RKL_ERROR_INIT;
-        if (rkl_store__pod_config_from_json(in, &s, &e) == 0) {
-                _cleanup_free_ char *j = rkl_store__pod_config_to_json(&s);
-                if (rkl_store__pod_config_from_json(j, &t, &e) < 0)
+        if (rkl_db__pod_config_from_json(in, &s, &e) == 0) {
+                _cleanup_free_ char *j = rkl_db__pod_config_to_json(&s);
+                if (rkl_db__pod_config_from_json(j, &t, &e) < 0)
                         abort();
-                _cleanup_free_ char *k = rkl_store__pod_config_to_json(&t);
+                _cleanup_free_ char *k = rkl_db__pod_config_to_json(&t);
                 same(j, k);
         }
         rkl_pod_spec_done(&s);
@@ -39,11 +39,11 @@ static void container(const char *in)
 {
         rkl_container_spec s = {0}, t = {0};
         rkl_error e = RKL_ERROR_INIT;
-        if (rkl_store__container_config_from_json(in, &s, &e) == 0) {
-                _cleanup_free_ char *j = rkl_store__container_config_to_json(&s);
-                if (rkl_store__container_config_from_json(j, &t, &e) < 0)
+        if (rkl_db__container_config_from_json(in, &s, &e) == 0) {
+                _cleanup_free_ char *j = rkl_db__container_config_to_json(&s);
+                if (rkl_db__container_config_from_json(j, &t, &e) < 0)
                         abort();
-                _cleanup_free_ char *k = rkl_store__container_config_to_json(&t);
+                _cleanup_free_ char *k = rkl_db__container_config_to_json(&t);
                 same(j, k);
         }
         rkl_container_spec_done(&s);
@@ -54,11 +54,11 @@ static void kvs(const char *in)
 {
         rkl_kvs s = {0}, t = {0};
         rkl_error e = RKL_ERROR_INIT;
-        if (rkl_store__kvs_from_json(in, "labels", &s, &e) == 0) {
-                _cleanup_free_ char *j = rkl_store__kvs_to_json(&s);
-                if (rkl_store__kvs_from_json(j, "labels", &t, &e) < 0)
+        if (rkl_db__kvs_from_json(in, "labels", &s, &e) == 0) {
+                _cleanup_free_ char *j = rkl_db__kvs_to_json(&s);
+                if (rkl_db__kvs_from_json(j, "labels", &t, &e) < 0)
                         abort();
-                _cleanup_free_ char *k = rkl_store__kvs_to_json(&t);
+                _cleanup_free_ char *k = rkl_db__kvs_to_json(&t);
                 same(j, k);
         }
         rkl_kvs_done(&s);

@@ -1,50 +1,50 @@
-#include "state.h"
+#include "store.h"
 
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/banned.h"
 
-struct rkl_state {
-        rkl_store *store;
+struct rkl_store {
+        rkl_db *db;
         rkl_cache *cache;
 };
 
-rkl_state *rkl_state_new(rkl_store *store, rkl_cache *cache)
+rkl_store *rkl_store_new(rkl_db *db, rkl_cache *cache)
 {
-        rkl_state *st = rkl_xnew0(rkl_state, 1);
-        st->store = store;
+        rkl_store *st = rkl_xnew0(rkl_store, 1);
+        st->db = db;
         st->cache = cache;
         return st;
 }
 
-rkl_state *rkl_state_free(rkl_state *st)
+rkl_store *rkl_store_free(rkl_store *st)
 {
         if (!st)
                 return NULL;
-        rkl_store_close(st->store);
+        rkl_db_close(st->db);
         free(st);
         return NULL;
 }
 
-rkl_store *rkl_state_store(rkl_state *st)
+rkl_db *rkl_store_db(rkl_store *st)
 {
-        return st->store;
+        return st->db;
 }
 
-rkl_cache *rkl_state_cache(rkl_state *st)
+rkl_cache *rkl_store_cache(rkl_store *st)
 {
         return st->cache;
 }
 
 /* ---- Publishing what was committed ---- */
 
-static void put_pod(rkl_state *st, rkl_pod_record *rec)
+static void put_pod(rkl_store *st, rkl_pod_record *rec)
 {
         rkl_cache_pod_put(st->cache, rkl_pod_view_new(rec));
 }
 
 /* A container's view carries its full log path, which needs its sandbox's log directory. */
-static void put_container(rkl_state *st, rkl_container_record *rec)
+static void put_container(rkl_store *st, rkl_container_record *rec)
 {
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
             rkl_cache_pod_get(st->cache, rec->sandbox_id);
@@ -54,13 +54,13 @@ static void put_container(rkl_state *st, rkl_container_record *rec)
 
 /* Newer than the delete: the generation read after it committed. IDs are never reused, so
  * when it cannot be read, a tombstone newer than everything loses nothing. */
-static uint64_t tombstone_version(rkl_state *st)
+static uint64_t tombstone_version(rkl_store *st)
 {
         uint64_t gen;
-        return rkl_store_generation(st->store, &gen, NULL) < 0 ? UINT64_MAX : gen;
+        return rkl_db_generation(st->db, &gen, NULL) < 0 ? UINT64_MAX : gen;
 }
 
-static void forget_pod(rkl_state *st, const char *id)
+static void forget_pod(rkl_store *st, const char *id)
 {
         uint64_t version = tombstone_version(st);
         rkl_view_filter f = {.sandbox_id = id};
@@ -76,17 +76,17 @@ static void forget_pod(rkl_state *st, const char *id)
         rkl_container_views_unref(containers, n);
 }
 
-static void forget_container(rkl_state *st, const char *id)
+static void forget_container(rkl_store *st, const char *id)
 {
         rkl_cache_container_remove(st->cache, id, tombstone_version(st));
 }
 
 /* Reads the object back and publishes it. A failure leaves it marked stale: the commit
- * stands, and the cache catches up at the next rkl_state_republish(). */
-static int publish_pod(rkl_state *st, const char *id, rkl_error *reterr)
+ * stands, and the cache catches up at the next rkl_store_republish(). */
+static int publish_pod(rkl_store *st, const char *id, rkl_error *reterr)
 {
         rkl_pod_record *rec = NULL;
-        int r = rkl_store_pod_get(st->store, id, &rec, reterr);
+        int r = rkl_db_pod_get(st->db, id, &rec, reterr);
         if (r == -ENOENT) {
                 forget_pod(st, id); /* removed by another call meanwhile */
                 return 0;
@@ -99,10 +99,10 @@ static int publish_pod(rkl_state *st, const char *id, rkl_error *reterr)
         return 0;
 }
 
-static int publish_container(rkl_state *st, const char *id, rkl_error *reterr)
+static int publish_container(rkl_store *st, const char *id, rkl_error *reterr)
 {
         rkl_container_record *rec = NULL;
-        int r = rkl_store_container_get(st->store, id, &rec, reterr);
+        int r = rkl_db_container_get(st->db, id, &rec, reterr);
         if (r == -ENOENT) {
                 forget_container(st, id);
                 return 0;
@@ -118,7 +118,7 @@ static int publish_container(rkl_state *st, const char *id, rkl_error *reterr)
 /* After a container's put: if its sandbox is being removed, RemovePodSandbox may have
  * listed the sandbox's containers before the put, and could not tombstone this one. Then
  * ask the store again. */
-static void recheck_sandbox(rkl_state *st, const char *id, const char *sandbox_id)
+static void recheck_sandbox(rkl_store *st, const char *id, const char *sandbox_id)
 {
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod = rkl_cache_pod_get(st->cache, sandbox_id);
         if (!pod)
@@ -126,7 +126,7 @@ static void recheck_sandbox(rkl_state *st, const char *id, const char *sandbox_i
 }
 
 /* The record a write handed back (taken over), then the sandbox recheck. */
-static void publish_container_record(rkl_state *st, rkl_container_record *rec)
+static void publish_container_record(rkl_store *st, rkl_container_record *rec)
 {
         char id[RKL_ID_LEN + 1], sandbox_id[RKL_ID_LEN + 1];
         memcpy(id, rec->id, sizeof(id));
@@ -137,7 +137,7 @@ static void publish_container_record(rkl_state *st, rkl_container_record *rec)
 
 /* The outcome of a write on one object: gone means gone from the cache too; committed
  * means published (or marked stale: the commit stands either way). */
-static int after_pod_write(rkl_state *st, const char *id, int r)
+static int after_pod_write(rkl_store *st, const char *id, int r)
 {
         if (r == -ENOENT)
                 forget_pod(st, id);
@@ -146,7 +146,7 @@ static int after_pod_write(rkl_state *st, const char *id, int r)
         return r;
 }
 
-static int after_container_write(rkl_state *st, const char *id, int r)
+static int after_container_write(rkl_store *st, const char *id, int r)
 {
         if (r == -ENOENT)
                 forget_container(st, id);
@@ -159,17 +159,17 @@ static int after_container_write(rkl_state *st, const char *id, int r)
         return r;
 }
 
-int rkl_state_load(rkl_state *st, size_t *ret_pods, size_t *ret_containers, rkl_error *reterr)
+int rkl_store_load(rkl_store *st, size_t *ret_pods, size_t *ret_containers, rkl_error *reterr)
 {
         rkl_pod_record **pods = NULL;
         rkl_container_record **containers = NULL;
         size_t n_pods = 0, n_containers = 0;
         int r;
 
-        r = rkl_store_pod_list(st->store, NULL, &pods, &n_pods, reterr);
+        r = rkl_db_pod_list(st->db, NULL, &pods, &n_pods, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot load sandboxes");
-        r = rkl_store_container_list(st->store, NULL, &containers, &n_containers, reterr);
+        r = rkl_db_container_list(st->db, NULL, &containers, &n_containers, reterr);
         if (r < 0) {
                 rkl_pod_record_array_free(pods, n_pods);
                 return rkl_error_prefix(reterr, "cannot load containers");
@@ -188,7 +188,7 @@ int rkl_state_load(rkl_state *st, size_t *ret_pods, size_t *ret_containers, rkl_
         return 0;
 }
 
-int rkl_state_republish(rkl_state *st, rkl_error *reterr)
+int rkl_store_republish(rkl_store *st, rkl_error *reterr)
 {
         _cleanup_strv_free_ char **pods = NULL, **containers = NULL;
         int first = 0;
@@ -209,19 +209,19 @@ int rkl_state_republish(rkl_state *st, rkl_error *reterr)
 
 /* ---- CRI's writes ---- */
 
-int rkl_state_pod_create(rkl_state *st, const char *pod_id, rkl_pod_spec *spec, rkl_error *reterr)
+int rkl_store_pod_create(rkl_store *st, const char *pod_id, rkl_pod_spec *spec, rkl_error *reterr)
 {
         rkl_pod_record *rec = NULL;
-        int r = rkl_store_pod_create(st->store, pod_id, spec, &rec, reterr);
+        int r = rkl_db_pod_create(st->db, pod_id, spec, &rec, reterr);
         if (r < 0)
                 return r;
         put_pod(st, rec);
         return 0;
 }
 
-int rkl_state_pod_stop(rkl_state *st, const char *pod_id, rkl_error *reterr)
+int rkl_store_pod_stop(rkl_store *st, const char *pod_id, rkl_error *reterr)
 {
-        int r = after_pod_write(st, pod_id, rkl_store_pod_stop(st->store, pod_id, reterr));
+        int r = after_pod_write(st, pod_id, rkl_db_pod_stop(st->db, pod_id, reterr));
         if (r < 0)
                 return r;
 
@@ -229,7 +229,7 @@ int rkl_state_pod_stop(rkl_state *st, const char *pod_id, rkl_error *reterr)
         const rkl_container_filter f = {.sandbox_id = pod_id};
         rkl_container_record **recs = NULL;
         size_t n = 0;
-        if (rkl_store_container_list(st->store, &f, &recs, &n, NULL) < 0) {
+        if (rkl_db_container_list(st->db, &f, &recs, &n, NULL) < 0) {
                 /* Committed all the same: the ones the cache holds catch up later. */
                 rkl_view_filter vf = {.sandbox_id = pod_id};
                 rkl_container_view **views;
@@ -245,31 +245,31 @@ int rkl_state_pod_stop(rkl_state *st, const char *pod_id, rkl_error *reterr)
         return 0;
 }
 
-int rkl_state_pod_delete(rkl_state *st, const char *pod_id, rkl_error *reterr)
+int rkl_store_pod_delete(rkl_store *st, const char *pod_id, rkl_error *reterr)
 {
-        int r = rkl_store_pod_delete(st->store, pod_id, reterr);
+        int r = rkl_db_pod_delete(st->db, pod_id, reterr);
         if (r >= 0 || r == -ENOENT)
                 forget_pod(st, pod_id);
         return r;
 }
 
-int rkl_state_container_create(rkl_state *st, const char *container_id, const char *pod_id,
+int rkl_store_container_create(rkl_store *st, const char *container_id, const char *pod_id,
                                const char *app_name, const char *image_id, rkl_container_spec *spec,
                                rkl_error *reterr)
 {
         rkl_container_record *rec = NULL;
-        int r = rkl_store_container_create(st->store, container_id, pod_id, app_name, image_id,
-                                           spec, &rec, reterr);
+        int r = rkl_db_container_create(st->db, container_id, pod_id, app_name, image_id, spec,
+                                        &rec, reterr);
         if (r < 0)
                 return r;
         publish_container_record(st, rec);
         return 0;
 }
 
-int rkl_state_container_start(rkl_state *st, const char *container_id, rkl_error *reterr)
+int rkl_store_container_start(rkl_store *st, const char *container_id, rkl_error *reterr)
 {
         rkl_container_record *rec = NULL;
-        int r = rkl_store_container_start(st->store, container_id, &rec, reterr);
+        int r = rkl_db_container_start(st->db, container_id, &rec, reterr);
         if (r == -ENOENT)
                 forget_container(st, container_id);
         if (r <= 0) {
@@ -280,11 +280,11 @@ int rkl_state_container_start(rkl_state *st, const char *container_id, rkl_error
         return r;
 }
 
-int rkl_state_container_stop(rkl_state *st, const char *container_id, int64_t deadline_ns,
+int rkl_store_container_stop(rkl_store *st, const char *container_id, int64_t deadline_ns,
                              rkl_error *reterr)
 {
         rkl_container_record *rec = NULL;
-        int r = rkl_store_container_stop(st->store, container_id, deadline_ns, &rec, reterr);
+        int r = rkl_db_container_stop(st->db, container_id, deadline_ns, &rec, reterr);
         if (r == -ENOENT)
                 forget_container(st, container_id);
         if (r < 0)
@@ -293,9 +293,9 @@ int rkl_state_container_stop(rkl_state *st, const char *container_id, int64_t de
         return r;
 }
 
-int rkl_state_container_delete(rkl_state *st, const char *container_id, rkl_error *reterr)
+int rkl_store_container_delete(rkl_store *st, const char *container_id, rkl_error *reterr)
 {
-        int r = rkl_store_container_delete(st->store, container_id, reterr);
+        int r = rkl_db_container_delete(st->db, container_id, reterr);
         if (r >= 0 || r == -ENOENT)
                 forget_container(st, container_id);
         return r;
@@ -303,65 +303,60 @@ int rkl_state_container_delete(rkl_state *st, const char *container_id, rkl_erro
 
 /* ---- The reconciler's writes ---- */
 
-int rkl_state_pod_set_observed(rkl_state *st, const char *pod_id, const rkl_pod_observed *o,
+int rkl_store_pod_set_observed(rkl_store *st, const char *pod_id, const rkl_pod_observed *o,
                                rkl_error *reterr)
 {
-        return after_pod_write(st, pod_id,
-                               rkl_store_pod_set_observed(st->store, pod_id, o, reterr));
+        return after_pod_write(st, pod_id, rkl_db_pod_set_observed(st->db, pod_id, o, reterr));
 }
 
-int rkl_state_pod_set_rkt_uuid(rkl_state *st, const char *pod_id, const char *uuid,
+int rkl_store_pod_set_rkt_uuid(rkl_store *st, const char *pod_id, const char *uuid,
                                rkl_error *reterr)
 {
-        return after_pod_write(st, pod_id,
-                               rkl_store_pod_set_rkt_uuid(st->store, pod_id, uuid, reterr));
+        return after_pod_write(st, pod_id, rkl_db_pod_set_rkt_uuid(st->db, pod_id, uuid, reterr));
 }
 
-int rkl_state_pod_set_unit_name(rkl_state *st, const char *pod_id, const char *unit,
+int rkl_store_pod_set_unit_name(rkl_store *st, const char *pod_id, const char *unit,
                                 rkl_error *reterr)
 {
-        return after_pod_write(st, pod_id,
-                               rkl_store_pod_set_unit_name(st->store, pod_id, unit, reterr));
+        return after_pod_write(st, pod_id, rkl_db_pod_set_unit_name(st->db, pod_id, unit, reterr));
 }
 
-int rkl_state_pod_record_error(rkl_state *st, const char *pod_id, const char *error,
+int rkl_store_pod_record_error(rkl_store *st, const char *pod_id, const char *error,
                                int64_t next_retry_ns, rkl_error *reterr)
 {
         return after_pod_write(
-            st, pod_id,
-            rkl_store_pod_record_error(st->store, pod_id, error, next_retry_ns, reterr));
+            st, pod_id, rkl_db_pod_record_error(st->db, pod_id, error, next_retry_ns, reterr));
 }
 
-int rkl_state_pod_clear_error(rkl_state *st, const char *pod_id, rkl_error *reterr)
+int rkl_store_pod_clear_error(rkl_store *st, const char *pod_id, rkl_error *reterr)
 {
-        return after_pod_write(st, pod_id, rkl_store_pod_clear_error(st->store, pod_id, reterr));
+        return after_pod_write(st, pod_id, rkl_db_pod_clear_error(st->db, pod_id, reterr));
 }
 
-int rkl_state_container_set_observed(rkl_state *st, const char *container_id,
+int rkl_store_container_set_observed(rkl_store *st, const char *container_id,
                                      const rkl_container_observed *o, rkl_error *reterr)
 {
         return after_container_write(
-            st, container_id, rkl_store_container_set_observed(st->store, container_id, o, reterr));
+            st, container_id, rkl_db_container_set_observed(st->db, container_id, o, reterr));
 }
 
-int rkl_state_container_record_error(rkl_state *st, const char *container_id, const char *error,
+int rkl_store_container_record_error(rkl_store *st, const char *container_id, const char *error,
                                      int64_t next_retry_ns, rkl_error *reterr)
-{
-        return after_container_write(st, container_id,
-                                     rkl_store_container_record_error(
-                                         st->store, container_id, error, next_retry_ns, reterr));
-}
-
-int rkl_state_container_set_resources(rkl_state *st, const char *container_id,
-                                      const rkl_resources *res, rkl_error *reterr)
 {
         return after_container_write(
             st, container_id,
-            rkl_store_container_set_resources(st->store, container_id, res, reterr));
+            rkl_db_container_record_error(st->db, container_id, error, next_retry_ns, reterr));
 }
 
-int rkl_state_container_clear_error(rkl_state *st, const char *container_id, rkl_error *reterr)
+int rkl_store_container_set_resources(rkl_store *st, const char *container_id,
+                                      const rkl_resources *res, rkl_error *reterr)
 {
         return after_container_write(
-            st, container_id, rkl_store_container_clear_error(st->store, container_id, reterr));
+            st, container_id, rkl_db_container_set_resources(st->db, container_id, res, reterr));
+}
+
+int rkl_store_container_clear_error(rkl_store *st, const char *container_id, rkl_error *reterr)
+{
+        return after_container_write(st, container_id,
+                                     rkl_db_container_clear_error(st->db, container_id, reterr));
 }

@@ -1,18 +1,18 @@
 /* Running SQL for the store's files: the text of every cached statement, the statement
  * cache, binding and stepping, SQLite result codes turned into -errno, and transactions. One
- * rkl_store is one sqlite3 connection used by one thread (store.c). */
-#include "state/store.h"
+ * rkl_db is one sqlite3 connection used by one thread (store.c). */
+#include "store/db.h"
 
 #include <sqlite3.h>
 
 #include "base/alloc.h"
 #include "base/time-util.h"
 #include "metrics/metrics.h"
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 #include "base/banned.h"
 
-/* Column order of POD_COLUMNS and CONTAINER_COLUMNS, as read by read_pod_row() (store-pod.c) and
- * read_container_row() (store-container.c). */
+/* Column order of POD_COLUMNS and CONTAINER_COLUMNS, as read by read_pod_row() (db-pod.c) and
+ * read_container_row() (db-container.c). */
 #define POD_COLUMNS                                                                                \
         "id, name, namespace, uid, attempt, config, desired, phase, pid, ip, created_ns, "         \
         "started_ns, finished_ns, reason, message, rkt_uuid, unit_name, version, attempts, "       \
@@ -23,7 +23,7 @@
         "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns, labels, annotations"
 #define ORDER " ORDER BY accepted_ns, id"
 
-const char *const rkl_store__stmt_sql[_STMT_MAX] = {
+const char *const rkl_db__stmt_sql[_STMT_MAX] = {
     /* Writers take the write lock up front: a deferred transaction that reads and then
      * writes can fail with SQLITE_BUSY without the busy handler ever being called. */
     [STMT_BEGIN_WRITE] = "BEGIN IMMEDIATE",
@@ -96,7 +96,7 @@ const char *const rkl_store__stmt_sql[_STMT_MAX] = {
 };
 
 /* SQLite → -errno, here and nowhere else (STYLE rule 8). */
-int rkl_store__errno_from_sqlite(int rc)
+int rkl_db__errno_from_sqlite(int rc)
 {
         switch (rc) {
         case SQLITE_CONSTRAINT_CHECK:
@@ -137,13 +137,13 @@ int rkl_store__errno_from_sqlite(int rc)
         }
 }
 
-int rkl_store__sql_error(rkl_store *s, int rc, const char *what, rkl_error *reterr)
+int rkl_db__sql_error(rkl_db *s, int rc, const char *what, rkl_error *reterr)
 {
-        return rkl_error_set(reterr, rkl_store__errno_from_sqlite(rc), "%s: %s", what,
+        return rkl_error_set(reterr, rkl_db__errno_from_sqlite(rc), "%s: %s", what,
                              s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-void rkl_store__stmt_resetp(sqlite3_stmt **st)
+void rkl_db__stmt_resetp(sqlite3_stmt **st)
 {
         if (*st) {
                 /* reset returns the last step's error, which that step reported already;
@@ -153,14 +153,14 @@ void rkl_store__stmt_resetp(sqlite3_stmt **st)
         }
 }
 
-int rkl_store__use(rkl_store *s, rkl_store__stmt_id id, sqlite3_stmt **ret, rkl_error *reterr)
+int rkl_db__use(rkl_db *s, rkl_db__stmt_id id, sqlite3_stmt **ret, rkl_error *reterr)
 {
         assert(id < _STMT_MAX);
         if (!s->stmts[id]) {
-                int rc = sqlite3_prepare_v3(s->db, rkl_store__stmt_sql[id], -1,
+                int rc = sqlite3_prepare_v3(s->db, rkl_db__stmt_sql[id], -1,
                                             SQLITE_PREPARE_PERSISTENT, &s->stmts[id], NULL);
                 if (rc != SQLITE_OK)
-                        return rkl_store__sql_error(s, rc, "prepare", reterr);
+                        return rkl_db__sql_error(s, rc, "prepare", reterr);
         }
         *ret = s->stmts[id];
         return 0;
@@ -168,7 +168,7 @@ int rkl_store__use(rkl_store *s, rkl_store__stmt_id id, sqlite3_stmt **ret, rkl_
 
 /* Binding: strings are bound SQLITE_STATIC (the caller's memory outlives the step), NULL
  * as SQL NULL. Bind errors are programming errors or OOM. */
-void rkl_store__bind_text(sqlite3_stmt *st, int i, const char *v)
+void rkl_db__bind_text(sqlite3_stmt *st, int i, const char *v)
 {
         int rc = v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
         if (rc == SQLITE_NOMEM)
@@ -176,7 +176,7 @@ void rkl_store__bind_text(sqlite3_stmt *st, int i, const char *v)
         assert(rc == SQLITE_OK);
 }
 
-void rkl_store__bind_int(sqlite3_stmt *st, int i, int64_t v)
+void rkl_db__bind_int(sqlite3_stmt *st, int i, int64_t v)
 {
         int rc = sqlite3_bind_int64(st, i, v);
         assert(rc == SQLITE_OK);
@@ -184,7 +184,7 @@ void rkl_store__bind_int(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* 0 means "unknown" in the C structs and NULL in the tables. */
-void rkl_store__bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
+void rkl_db__bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
 {
         int rc = v ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
         assert(rc == SQLITE_OK);
@@ -192,13 +192,13 @@ void rkl_store__bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* Steps a statement that returns no rows (or whose rows are not wanted) to its end. */
-int rkl_store__step_done(rkl_store *s, sqlite3_stmt *st, const char *what, rkl_error *reterr)
+int rkl_db__step_done(rkl_db *s, sqlite3_stmt *st, const char *what, rkl_error *reterr)
 {
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
                 ;
         if (rc != SQLITE_DONE) {
-                int r = rkl_store__sql_error(s, rc, what, reterr);
+                int r = rkl_db__sql_error(s, rc, what, reterr);
                 (void)sqlite3_reset(st); /* returns rc again: reported just above */
                 return r;
         }
@@ -206,26 +206,26 @@ int rkl_store__step_done(rkl_store *s, sqlite3_stmt *st, const char *what, rkl_e
         return 0;
 }
 
-int rkl_store__step_row(rkl_store *s, sqlite3_stmt *st, const char *what, rkl_error *reterr)
+int rkl_db__step_row(rkl_db *s, sqlite3_stmt *st, const char *what, rkl_error *reterr)
 {
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 return 1;
         if (rc == SQLITE_DONE)
                 return 0;
-        return rkl_store__sql_error(s, rc, what, reterr);
+        return rkl_db__sql_error(s, rc, what, reterr);
 }
 
-int rkl_store__run(rkl_store *s, rkl_store__stmt_id id, rkl_error *reterr)
+int rkl_db__run(rkl_db *s, rkl_db__stmt_id id, rkl_error *reterr)
 {
         sqlite3_stmt *st;
-        int r = rkl_store__use(s, id, &st, reterr);
+        int r = rkl_db__use(s, id, &st, reterr);
         if (r < 0)
                 return r;
-        return rkl_store__step_done(s, st, rkl_store__stmt_sql[id], reterr);
+        return rkl_db__step_done(s, st, rkl_db__stmt_sql[id], reterr);
 }
 
-char *rkl_store__column_strdup(sqlite3_stmt *st, int i)
+char *rkl_db__column_strdup(sqlite3_stmt *st, int i)
 {
         /* Borrowed from the statement (STYLE rule 9): copy before the next step. */
         const unsigned char *t = sqlite3_column_text(st, i);
@@ -234,41 +234,41 @@ char *rkl_store__column_strdup(sqlite3_stmt *st, int i)
         return rkl_xstrdup((const char *)t);
 }
 
-int64_t rkl_store__column_i64(sqlite3_stmt *st, int i)
+int64_t rkl_db__column_i64(sqlite3_stmt *st, int i)
 {
         return sqlite3_column_int64(st, i); /* NULL reads as 0, which is "unknown" */
 }
 
-/* Transactions (store-internal.h: _cleanup_tx_ rolls back what was not committed). */
+/* Transactions (db-internal.h: _cleanup_tx_ rolls back what was not committed). */
 
-void rkl_store__tx_abortp(rkl_store **tx)
+void rkl_db__tx_abortp(rkl_db **tx)
 {
         if (!*tx)
                 return;
         (*tx)->tx_generation = 0;
         /* A failed ROLLBACK (e.g. SQLite already rolled back after an I/O error) leaves no
          * transaction open either. */
-        (void)rkl_store__run(*tx, STMT_ROLLBACK, NULL);
+        (void)rkl_db__run(*tx, STMT_ROLLBACK, NULL);
 }
 
 /* BEGIN IMMEDIATE, and bump the generation: every write transaction counts as a change. */
-int rkl_store__tx_begin_write(rkl_store *s, rkl_store **tx, rkl_error *reterr)
+int rkl_db__tx_begin_write(rkl_db *s, rkl_db **tx, rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         int r;
 
         assert(!*tx);
-        r = rkl_store_wait_writable(s, reterr); /* the gate (store.c) */
+        r = rkl_db_wait_writable(s, reterr); /* the gate (store.c) */
         if (r < 0)
                 return r;
-        r = rkl_store__run(s, STMT_BEGIN_WRITE, reterr);
+        r = rkl_db__run(s, STMT_BEGIN_WRITE, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "begin");
         *tx = s;
-        r = rkl_store__use(s, STMT_GENERATION_BUMP, &st, reterr);
+        r = rkl_db__use(s, STMT_GENERATION_BUMP, &st, reterr);
         if (r < 0)
                 return r;
-        r = rkl_store__step_row(s, st, "bump generation", reterr);
+        r = rkl_db__step_row(s, st, "bump generation", reterr);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -278,25 +278,25 @@ int rkl_store__tx_begin_write(rkl_store *s, rkl_store **tx, rkl_error *reterr)
 }
 
 /* A deferred read transaction: one snapshot across the statements of a get or list. */
-int rkl_store__tx_begin_read(rkl_store *s, rkl_store **tx, rkl_error *reterr)
+int rkl_db__tx_begin_read(rkl_db *s, rkl_db **tx, rkl_error *reterr)
 {
         assert(!*tx);
-        int r = rkl_store__run(s, STMT_BEGIN_READ, reterr);
+        int r = rkl_db__run(s, STMT_BEGIN_READ, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "begin");
         *tx = s;
         return 0;
 }
 
-int rkl_store__tx_commit(rkl_store **tx, rkl_error *reterr)
+int rkl_db__tx_commit(rkl_db **tx, rkl_error *reterr)
 {
-        rkl_store *s = *tx;
+        rkl_db *s = *tx;
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
-        int r = rkl_store__run(s, STMT_COMMIT, reterr);
+        int r = rkl_db__run(s, STMT_COMMIT, reterr);
         rkl_metrics_record(RKL_METRICS_STORE_COMMIT, NULL, rkl_now_usec(CLOCK_MONOTONIC) - t0,
                            r < 0);
         if (r < 0)
-                return rkl_error_prefix(reterr, "commit"); /* rkl_store__tx_abortp rolls back */
+                return rkl_error_prefix(reterr, "commit"); /* rkl_db__tx_abortp rolls back */
         s->tx_generation = 0;
         *tx = NULL;
         return 0;

@@ -24,7 +24,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "state/store.h"
+#include "store/db.h"
 
 extern char **environ;
 
@@ -81,8 +81,8 @@ static void send_ack(uint32_t op, uint32_t i)
 static int child_main(const char *path, uint32_t start, bool sync_full)
 {
         rkl_error e = RKL_ERROR_INIT;
-        rkl_store *s = NULL;
-        int r = rkl_store_open(path, &(rkl_store_options){.sync_full = sync_full}, &s, &e);
+        rkl_db *s = NULL;
+        int r = rkl_db_open(path, &(rkl_db_options){.sync_full = sync_full}, &s, &e);
         if (r < 0) {
                 fprintf(stderr, "child: open: %s\n", e.msg);
                 return 2;
@@ -92,7 +92,7 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                 rkl_pod_spec p;
                 pod_id(id, i);
                 full_pod_spec(&p, i);
-                r = rkl_store_pod_create(s, id, &p, NULL, &e);
+                r = rkl_db_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (r < 0)
                         break;
@@ -102,25 +102,24 @@ static int child_main(const char *path, uint32_t start, bool sync_full)
                         (void)snprintf(app, sizeof(app), "app-%u", i);
                         rkl_container_spec c = {.name = name, .image = image};
                         container_id(cid, i);
-                        if ((r = rkl_store_container_create(s, cid, id, app, NULL, &c, NULL, &e)) <
-                            0)
+                        if ((r = rkl_db_container_create(s, cid, id, app, NULL, &c, NULL, &e)) < 0)
                                 break;
                         send_ack(OP_CONTAINER, i);
                 }
                 if (i % 4 == 0) {
-                        if ((r = rkl_store_pod_record_error(s, id, "backoff", 1, &e)) < 0)
+                        if ((r = rkl_db_pod_record_error(s, id, "backoff", 1, &e)) < 0)
                                 break;
                         send_ack(OP_ERROR, i);
                 }
                 if (i % 5 == 0 && i >= start + 2) {
                         pod_id(id, i - 2);
-                        if ((r = rkl_store_pod_delete(s, id, &e)) < 0)
+                        if ((r = rkl_db_pod_delete(s, id, &e)) < 0)
                                 break;
                         send_ack(OP_DELETE, i - 2);
                 }
         }
         fprintf(stderr, "child: stopped: %d %s\n", r, e.msg);
-        rkl_store_close(s);
+        rkl_db_close(s);
         return 1;
 }
 
@@ -211,7 +210,7 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
         /* dup2 onto fd 3 clears O_CLOEXEC there; every other descriptor closes. */
         assert_int_equal(posix_spawn_file_actions_adddup2(&fa, fds[1], ACK_FD), 0);
         char *const argv[] = {
-            (char *)"test_store_crash", (char *)"--child", (char *)path, start_s, sync_s, NULL};
+            (char *)"test_db_crash", (char *)"--child", (char *)path, start_s, sync_s, NULL};
         assert_int_equal(posix_spawn(&pid, self, &fa, NULL, argv, environ), 0);
         posix_spawn_file_actions_destroy(&fa);
         close(fds[1]);
@@ -241,10 +240,10 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
 
         /* Recover: open runs quick_check and refuses a damaged file. */
         rkl_error e = RKL_ERROR_INIT;
-        rkl_store *s = NULL;
-        if (rkl_store_open(path, NULL, &s, &e) < 0)
+        rkl_db *s = NULL;
+        if (rkl_db_open(path, NULL, &s, &e) < 0)
                 fail_msg("round %u: reopen: %s", round, e.msg);
-        if (rkl_store_integrity_check(s, &e) < 0)
+        if (rkl_db_integrity_check(s, &e) < 0)
                 fail_msg("round %u: integrity: %s", round, e.msg);
         /* A delete in flight may have committed without its acknowledgement. */
         ack busy = in_flight(&ra, start);
@@ -255,7 +254,7 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
                 if (!ops)
                         continue;
                 pod_id(id, start + k);
-                int r = rkl_store_pod_get(s, id, &p, &e);
+                int r = rkl_db_pod_get(s, id, &p, &e);
                 if (ops & (1u << OP_DELETE)) {
                         if (r != -ENOENT)
                                 fail_msg("round %u: deleted pod %u is back (%d)", round, start + k,
@@ -272,7 +271,7 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
                 if (ops & (1u << OP_CONTAINER)) {
                         rkl_container_record *c = NULL;
                         container_id(id, start + k);
-                        if (rkl_store_container_get(s, id, &c, &e) < 0)
+                        if (rkl_db_container_get(s, id, &c, &e) < 0)
                                 fail_msg("round %u: acknowledged container %u lost: %s", round,
                                          start + k, e.msg);
                         rkl_container_record_free(c);
@@ -282,7 +281,7 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
          * acknowledged or not. */
         rkl_pod_record **all = NULL;
         size_t n = 0;
-        if (rkl_store_pod_list(s, NULL, &all, &n, &e) < 0)
+        if (rkl_db_pod_list(s, NULL, &all, &n, &e) < 0)
                 fail_msg("round %u: list: %s", round, e.msg);
         for (size_t k = 0; k < n; k++) {
                 assert_int_equal(all[k]->spec.labels.n, 3);
@@ -290,7 +289,7 @@ static void run_round(const char *path, unsigned round, unsigned delay_ms, bool 
                 assert_non_null(all[k]->spec.dns_servers);
         }
         rkl_pod_record_array_free(all, n);
-        rkl_store_close(s);
+        rkl_db_close(s);
         free(ra.ops);
         *ret_acks = ra.n_acks;
 }
@@ -311,7 +310,7 @@ static void test_kill9(void **state)
                       rounds);
         (void)snprintf(dir, sizeof(dir), "%s/test-store-crash-XXXXXX", base ? base : "/tmp");
         assert_non_null(mkdtemp(dir));
-        (void)snprintf(path, sizeof(path), "%s/%s", dir, RKL_STORE_FILE_NAME);
+        (void)snprintf(path, sizeof(path), "%s/%s", dir, RKL_DB_FILE_NAME);
 
         for (unsigned round = 0; round < rounds; round++) {
                 unsigned delay = (unsigned)rand_r(&seed) % (MAX_DELAY_MS + 1);

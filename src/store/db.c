@@ -1,13 +1,13 @@
 /* The state store over SQLite (store.h): opening (file checks, pragmas, migrations) and
  * closing a connection, the write gate, the generation and data_version counters,
  * checkpoints and the quick and integrity checks. Statements and transactions are in
- * store-sql.c, validation in store-check.c, sandboxes in store-pod.c and containers in
- * store-container.c.
+ * db-sql.c, validation in db-check.c, sandboxes in db-pod.c and containers in
+ * db-container.c.
  *
- * One rkl_store is one sqlite3 connection, used by one thread. The connection is opened in
+ * One rkl_db is one sqlite3 connection, used by one thread. The connection is opened in
  * multi-thread mode (SQLITE_OPEN_NOMUTEX): SQLite takes no mutex per call because the
  * connection is never shared. */
-#include "state/store.h"
+#include "store/db.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,7 +17,7 @@
 #include "base/alloc.h"
 #include "base/latch.h"
 #include "base/time-util.h"
-#include "state/store-internal.h"
+#include "store/db-internal.h"
 #include "base/banned.h"
 
 #define DEFAULT_BUSY_TIMEOUT_MS 5000
@@ -26,34 +26,34 @@
 
 static int wal_grown(void *userdata, sqlite3 *db, const char *name, int frames)
 {
-        rkl_store *s = userdata;
+        rkl_db *s = userdata;
         /* Ten times past the asking point the owner is not keeping up (blocked, or always
          * behind a reader): copy here rather than let the WAL grow without bound. Its
          * error is dropped: returning it would fail the commit that has just succeeded,
          * BUSY means another checkpoint is at work, and anything else comes back at the
-         * next commit or in the owner's rkl_store_checkpoint(). */
-        if (frames >= 10 * RKL_STORE_CHECKPOINT_FRAMES)
+         * next commit or in the owner's rkl_db_checkpoint(). */
+        if (frames >= 10 * RKL_DB_CHECKPOINT_FRAMES)
                 (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-        else if (frames >= RKL_STORE_CHECKPOINT_FRAMES)
+        else if (frames >= RKL_DB_CHECKPOINT_FRAMES)
                 s->checkpoint_wanted(s->checkpoint_userdata);
         return SQLITE_OK;
 }
 
-struct rkl_store_gate {
+struct rkl_db_gate {
         rkl_latch open;
         int r;           /* set before the latch opens */
         rkl_error error; /* when r < 0 */
 };
 
-rkl_store_gate *rkl_store_gate_new(void)
+rkl_db_gate *rkl_db_gate_new(void)
 {
-        rkl_store_gate *g = rkl_xnew0(rkl_store_gate, 1);
+        rkl_db_gate *g = rkl_xnew0(rkl_db_gate, 1);
         rkl_latch_init(&g->open);
         g->error = (rkl_error)RKL_ERROR_INIT;
         return g;
 }
 
-void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err)
+void rkl_db_gate_open(rkl_db_gate *g, int r, const rkl_error *err)
 {
         g->r = r;
         if (r < 0)
@@ -61,7 +61,7 @@ void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err)
         rkl_latch_open(&g->open);
 }
 
-rkl_store_gate *rkl_store_gate_free(rkl_store_gate *g)
+rkl_db_gate *rkl_db_gate_free(rkl_db_gate *g)
 {
         if (!g)
                 return NULL;
@@ -71,7 +71,7 @@ rkl_store_gate *rkl_store_gate_free(rkl_store_gate *g)
 }
 
 /* Waits for the gate, then passes it for good or fails like it did. */
-static int gate_pass(rkl_store *s, rkl_error *reterr)
+static int gate_pass(rkl_db *s, rkl_error *reterr)
 {
         if (!s->gate)
                 return 0;
@@ -83,20 +83,20 @@ static int gate_pass(rkl_store *s, rkl_error *reterr)
         return 0;
 }
 
-int rkl_store_wait_writable(rkl_store *s, rkl_error *reterr)
+int rkl_db_wait_writable(rkl_db *s, rkl_error *reterr)
 {
         return gate_pass(s, reterr);
 }
 
 /* Open and migrate. */
 
-static int exec_sql(rkl_store *s, const char *sql, rkl_error *reterr)
+static int exec_sql(rkl_db *s, const char *sql, rkl_error *reterr)
 {
         int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
                 /* A migration is a whole file: name its first line only. */
                 int n = (int)strcspn(sql, "\n");
-                return rkl_error_set(reterr, rkl_store__errno_from_sqlite(rc), "%.*s%s: %s",
+                return rkl_error_set(reterr, rkl_db__errno_from_sqlite(rc), "%.*s%s: %s",
                                      n > 60 ? 60 : n, sql, n > 60 || sql[n] ? "..." : "",
                                      sqlite3_errmsg(s->db));
         }
@@ -104,16 +104,16 @@ static int exec_sql(rkl_store *s, const char *sql, rkl_error *reterr)
 }
 
 /* Runs a statement returning one value (a PRAGMA) and returns its integer or text. */
-static int query_int(rkl_store *s, const char *sql, int64_t *ret, rkl_error *reterr)
+static int query_int(rkl_db *s, const char *sql, int64_t *ret, rkl_error *reterr)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return rkl_store__sql_error(s, rc, sql, reterr);
+                return rkl_db__sql_error(s, rc, sql, reterr);
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
                 int r = rc == SQLITE_DONE ? rkl_error_set(reterr, -EIO, "%s: no result", sql)
-                                          : rkl_store__sql_error(s, rc, sql, reterr);
+                                          : rkl_db__sql_error(s, rc, sql, reterr);
                 sqlite3_finalize(st);
                 return r;
         }
@@ -122,7 +122,7 @@ static int query_int(rkl_store *s, const char *sql, int64_t *ret, rkl_error *ret
         return 0;
 }
 
-static int user_version(rkl_store *s, unsigned *ret, rkl_error *reterr)
+static int user_version(rkl_db *s, unsigned *ret, rkl_error *reterr)
 {
         int64_t v;
         int r = query_int(s, "PRAGMA user_version", &v, reterr);
@@ -144,12 +144,12 @@ static int refuse_newer(unsigned have, unsigned latest, rkl_error *reterr)
 }
 
 /* Runs checks that return rows describing problems, and "ok" (or nothing) when fine. */
-static int check_rows(rkl_store *s, const char *sql, bool ok_row, rkl_error *reterr)
+static int check_rows(rkl_db *s, const char *sql, bool ok_row, rkl_error *reterr)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return rkl_store__sql_error(s, rc, sql, reterr);
+                return rkl_db__sql_error(s, rc, sql, reterr);
         int r = 0;
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
@@ -157,23 +157,22 @@ static int check_rows(rkl_store *s, const char *sql, bool ok_row, rkl_error *ret
                 if (!ok_row || !v || !streq(v, "ok"))
                         r = rkl_error_set(reterr, -EUCLEAN, "%s: %s", sql, v ? v : "problem found");
         } else if (rc != SQLITE_DONE)
-                r = rkl_store__sql_error(s, rc, sql, reterr);
+                r = rkl_db__sql_error(s, rc, sql, reterr);
         sqlite3_finalize(st);
         return r;
 }
 
 /* One migration in one IMMEDIATE transaction; the caller turned foreign keys off. */
-static int migrate_one(rkl_store *s, const rkl_store__migration *m, unsigned latest,
-                       rkl_error *reterr)
+static int migrate_one(rkl_db *s, const rkl_db__migration *m, unsigned latest, rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_store *tx = NULL;
+        _cleanup_tx_ rkl_db *tx = NULL;
         unsigned have = 0;
         char set[64];
         int r;
 
         /* Take the write lock before looking at the version: another connection may be
          * migrating this very file right now, and then it did the work. */
-        if ((r = rkl_store__run(s, STMT_BEGIN_WRITE, reterr)) < 0)
+        if ((r = rkl_db__run(s, STMT_BEGIN_WRITE, reterr)) < 0)
                 return r;
         tx = s;
         if ((r = user_version(s, &have, reterr)) < 0)
@@ -188,11 +187,10 @@ static int migrate_one(rkl_store *s, const rkl_store__migration *m, unsigned lat
         (void)snprintf(set, sizeof(set), "PRAGMA user_version = %u", m->version); /* fits 64 */
         if ((r = exec_sql(s, set, reterr)) < 0)
                 return r;
-        return rkl_store__tx_commit(&tx, reterr);
+        return rkl_db__tx_commit(&tx, reterr);
 }
 
-int rkl_store__migrate(rkl_store *s, const rkl_store__migration *migrations, size_t n,
-                       rkl_error *reterr)
+int rkl_db__migrate(rkl_db *s, const rkl_db__migration *migrations, size_t n, rkl_error *reterr)
 {
         unsigned latest = n ? migrations[n - 1].version : 0, have = 0;
         int r = user_version(s, &have, reterr);
@@ -202,7 +200,7 @@ int rkl_store__migrate(rkl_store *s, const rkl_store__migration *migrations, siz
                 return refuse_newer(have, latest, reterr);
 
         for (size_t i = 0; i < n; i++) {
-                const rkl_store__migration *m = &migrations[i];
+                const rkl_db__migration *m = &migrations[i];
                 assert(m->version == i + 1);
                 if (m->version <= have)
                         continue;
@@ -269,11 +267,10 @@ static int prepare_file(const char *path, rkl_error *reterr)
         return 0;
 }
 
-int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **ret,
-                   rkl_error *reterr)
+int rkl_db_open(const char *path, const rkl_db_options *opts, rkl_db **ret, rkl_error *reterr)
 {
-        rkl_store_options o = opts ? *opts : (rkl_store_options){0};
-        unsigned latest = rkl_store_schema_version_latest(), have = 0;
+        rkl_db_options o = opts ? *opts : (rkl_db_options){0};
+        unsigned latest = rkl_db_schema_version_latest(), have = 0;
         int r, rc;
 
         if (isempty(path))
@@ -285,7 +282,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                         return r;
         }
 
-        _cleanup_(rkl_store_closep) rkl_store *s = rkl_xnew0(rkl_store, 1);
+        _cleanup_(rkl_db_closep) rkl_db *s = rkl_xnew0(rkl_db, 1);
         rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
                                  SQLITE_OPEN_EXRESCODE,
@@ -293,7 +290,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
         if (rc != SQLITE_OK) {
                 if (!s->db)
                         rkl_oom();
-                r = rkl_store__sql_error(s, rc, "open", reterr);
+                r = rkl_db__sql_error(s, rc, "open", reterr);
                 return rkl_error_prefix(reterr, "'%s'", path);
         }
         /* Neither this nor the wal_hook, autocheckpoint and busy_timeout calls below can
@@ -307,7 +304,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                 s->checkpoint_userdata = o.checkpoint_userdata;
                 (void)sqlite3_wal_hook(s->db, wal_grown, s);
         } else
-                (void)sqlite3_wal_autocheckpoint(s->db, RKL_STORE_CHECKPOINT_FRAMES);
+                (void)sqlite3_wal_autocheckpoint(s->db, RKL_DB_CHECKPOINT_FRAMES);
         (void)sqlite3_busy_timeout(s->db, o.busy_timeout_ms ? (int)o.busy_timeout_ms
                                                             : DEFAULT_BUSY_TIMEOUT_MS);
         /* Hardening: no writable_schema tricks, no double-quoted string literals. The
@@ -329,7 +326,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                 return rkl_error_prefix(reterr, "'%s'", path);
         }
         if (!o.skip_check && (!o.defer_check || have < latest)) {
-                r = rkl_store_quick_check(s, reterr);
+                r = rkl_db_quick_check(s, reterr);
                 if (r < 0)
                         return r;
         }
@@ -347,7 +344,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                     rc == SQLITE_ROW && streq_ptr((const char *)sqlite3_column_text(st, 0), "wal");
                 r = rc == SQLITE_ROW
                         ? 0
-                        : rkl_store__sql_error(s, rc, "PRAGMA journal_mode = WAL", reterr);
+                        : rkl_db__sql_error(s, rc, "PRAGMA journal_mode = WAL", reterr);
                 sqlite3_finalize(st);
                 if (r < 0)
                         return rkl_error_prefix(reterr, "open '%s'", path);
@@ -363,7 +360,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
                           reterr)) < 0)
                 return rkl_error_prefix(reterr, "open '%s'", path);
 
-        r = rkl_store__migrate(s, rkl_store__migrations, rkl_store__n_migrations, reterr);
+        r = rkl_db__migrate(s, rkl_db__migrations, rkl_db__n_migrations, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "open '%s'", path);
 
@@ -371,7 +368,7 @@ int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **
         return 0;
 }
 
-rkl_store *rkl_store_close(rkl_store *s)
+rkl_db *rkl_db_close(rkl_db *s)
 {
         if (!s)
                 return NULL;
@@ -384,52 +381,51 @@ rkl_store *rkl_store_close(rkl_store *s)
         return NULL;
 }
 
-unsigned rkl_store_schema_version_latest(void)
+unsigned rkl_db_schema_version_latest(void)
 {
-        return rkl_store__n_migrations ? rkl_store__migrations[rkl_store__n_migrations - 1].version
-                                       : 0;
+        return rkl_db__n_migrations ? rkl_db__migrations[rkl_db__n_migrations - 1].version : 0;
 }
 
-int rkl_store_schema_version(rkl_store *s, unsigned *ret, rkl_error *reterr)
+int rkl_db_schema_version(rkl_db *s, unsigned *ret, rkl_error *reterr)
 {
         return user_version(s, ret, reterr);
 }
 
-static int read_u64(rkl_store *s, rkl_store__stmt_id id, uint64_t *ret, rkl_error *reterr)
+static int read_u64(rkl_db *s, rkl_db__stmt_id id, uint64_t *ret, rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = rkl_store__use(s, id, &st, reterr);
+        int r = rkl_db__use(s, id, &st, reterr);
         if (r < 0)
                 return r;
-        r = rkl_store__step_row(s, st, rkl_store__stmt_sql[id], reterr);
+        r = rkl_db__step_row(s, st, rkl_db__stmt_sql[id], reterr);
         if (r < 0)
                 return r;
         if (r == 0)
-                return rkl_error_set(reterr, -EUCLEAN, "%s: no row", rkl_store__stmt_sql[id]);
+                return rkl_error_set(reterr, -EUCLEAN, "%s: no row", rkl_db__stmt_sql[id]);
         *ret = (uint64_t)sqlite3_column_int64(st, 0);
         return 0;
 }
 
-int rkl_store_generation(rkl_store *s, uint64_t *ret, rkl_error *reterr)
+int rkl_db_generation(rkl_db *s, uint64_t *ret, rkl_error *reterr)
 {
         return read_u64(s, STMT_GENERATION_GET, ret, reterr);
 }
 
-int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr)
+int rkl_db_data_version(rkl_db *s, uint64_t *ret, rkl_error *reterr)
 {
         return read_u64(s, STMT_DATA_VERSION, ret, reterr);
 }
 
-int rkl_store_checkpoint(rkl_store *s, rkl_error *reterr)
+int rkl_db_checkpoint(rkl_db *s, rkl_error *reterr)
 {
         int rc = sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         /* BUSY: another checkpoint is running; it does the work. */
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-                return rkl_store__sql_error(s, rc, "checkpoint", reterr);
+                return rkl_db__sql_error(s, rc, "checkpoint", reterr);
         return 0;
 }
 
-int rkl_store_quick_check(rkl_store *s, rkl_error *reterr)
+int rkl_db_quick_check(rkl_db *s, rkl_error *reterr)
 {
         int r = check_rows(s, "PRAGMA quick_check", true, reterr);
         if (r < 0)
@@ -438,7 +434,7 @@ int rkl_store_quick_check(rkl_store *s, rkl_error *reterr)
         return 0;
 }
 
-int rkl_store_integrity_check(rkl_store *s, rkl_error *reterr)
+int rkl_db_integrity_check(rkl_db *s, rkl_error *reterr)
 {
         int r = check_rows(s, "PRAGMA integrity_check", true, reterr);
         if (r < 0)

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
-#include "state/cache.h"
+#include "store/cache.h"
 
 static char *hex_id(unsigned n)
 {

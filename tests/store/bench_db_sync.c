@@ -1,10 +1,10 @@
-/* Measures what durability costs: commits per second of rkl_store_pod_create() (one
+/* Measures what durability costs: commits per second of rkl_db_pod_create() (one
  * IMMEDIATE transaction: sandbox row, 3 labels, 2 annotations, generation bump) and of
- * rkl_store_pod_set_observed() (one UPDATE), with synchronous=NORMAL (the default) and
+ * rkl_db_pod_set_observed() (one UPDATE), with synchronous=NORMAL (the default) and
  * synchronous=FULL, on a file database in the given directory. Not a test: speed is
  * measured, never asserted (DESIGN.md). Results go in docs/store.md.
  *
- *   bench_store_sync <dir> [commits per run, default 2000] */
+ *   bench_db_sync <dir> [commits per run, default 2000] */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,7 +13,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
-#include "state/store.h"
+#include "store/db.h"
 
 static void spec(rkl_pod_spec *p, unsigned i)
 {
@@ -34,12 +34,12 @@ static void spec(rkl_pod_spec *p, unsigned i)
 static int run(const char *dir, bool full, unsigned n)
 {
         rkl_error e = RKL_ERROR_INIT;
-        rkl_store *s = NULL;
+        rkl_db *s = NULL;
         char *path = rkl_xasprintf("%s/bench-%s.db", dir, full ? "full" : "normal");
         int r;
 
         (void)rkl_rm_rf_at(AT_FDCWD, path);
-        r = rkl_store_open(path, &(rkl_store_options){.sync_full = full}, &s, &e);
+        r = rkl_db_open(path, &(rkl_db_options){.sync_full = full}, &s, &e);
         if (r < 0)
                 goto fail;
 
@@ -49,7 +49,7 @@ static int run(const char *dir, bool full, unsigned n)
                 rkl_pod_spec p;
                 (void)snprintf(id, sizeof(id), "%064x", i + 1);
                 spec(&p, i);
-                r = rkl_store_pod_create(s, id, &p, NULL, &e);
+                r = rkl_db_pod_create(s, id, &p, NULL, &e);
                 rkl_pod_spec_done(&p);
                 if (r < 0)
                         goto fail;
@@ -58,7 +58,7 @@ static int run(const char *dir, bool full, unsigned n)
         for (unsigned i = 0; i < n; i++) {
                 char id[RKL_ID_LEN + 1];
                 (void)snprintf(id, sizeof(id), "%064x", i + 1);
-                r = rkl_store_pod_set_observed(
+                r = rkl_db_pod_set_observed(
                     s, id, &(rkl_pod_observed){.phase = RKL_POD_PHASE_RUNNING, .pid = 100}, &e);
                 if (r < 0)
                         goto fail;
@@ -68,12 +68,12 @@ static int run(const char *dir, bool full, unsigned n)
         printf("%-7s create: %8.1f us/commit %8.0f commits/s   update: %8.1f us/commit %8.0f "
                "commits/s\n",
                full ? "FULL" : "NORMAL", c, 1e6 / c, u, 1e6 / u);
-        s = rkl_store_close(s);
+        s = rkl_db_close(s);
         free(path);
         return 0;
 fail:
         fprintf(stderr, "%s: %s\n", path, e.msg);
-        rkl_store_close(s);
+        rkl_db_close(s);
         free(path);
         return 1;
 }

@@ -1,7 +1,7 @@
-/* The state store: desired and observed state of sandboxes and containers in SQLite.
+/* The database: desired and observed state of sandboxes and containers in SQLite.
  *
  * Every accepted CRI call lands here before it is answered, and a restart recovers from it.
- * Only src/state speaks SQL. One rkl_store is one connection: open one per thread on the
+ * Only src/store speaks SQL. One rkl_db is one connection: open one per thread on the
  * same file (WAL lets readers and one writer run at once; busy_timeout queues writers).
  * Every write is one IMMEDIATE transaction: it commits entirely or not at all, and bumps
  * the store's change generation.
@@ -22,13 +22,13 @@
 #include "base/macro.h"
 #include "base/model.h"
 
-typedef struct rkl_store rkl_store;
-typedef struct rkl_store_gate rkl_store_gate;
+typedef struct rkl_db rkl_db;
+typedef struct rkl_db_gate rkl_db_gate;
 
 /* The daemon's database, below --state-dir. */
-#define RKL_STORE_FILE_NAME "rktlet.db"
+#define RKL_DB_FILE_NAME "rktlet.db"
 
-typedef struct rkl_store_options {
+typedef struct rkl_db_options {
         /* false: synchronous=NORMAL. A committed write survives a crash or kill -9 of the
          * daemon; a power loss or kernel crash may lose the last transactions (never
          * corrupts). true: synchronous=FULL, every commit is fsync'ed: survives power loss,
@@ -45,67 +45,66 @@ typedef struct rkl_store_options {
         bool skip_check;
         /* Leave PRAGMA quick_check to the caller, unless a migration is due (a migration
          * never runs on an unchecked file): open every connection with a write_gate, check
-         * with rkl_store_quick_check() and pass the outcome to rkl_store_gate_open(). The
+         * with rkl_db_quick_check() and pass the outcome to rkl_db_gate_open(). The
          * daemon serves reads from its cache meanwhile. */
         bool defer_check;
         /* Every write transaction of the connection waits until the gate is open, and then
          * fails with the gate's error if it has one. NULL: no gate. */
-        rkl_store_gate *write_gate;
+        rkl_db_gate *write_gate;
         /* Checkpoints (copying the WAL into the database, with an fsync) are left to
-         * another connection: once the WAL holds RKL_STORE_CHECKPOINT_FRAMES frames, a
+         * another connection: once the WAL holds RKL_DB_CHECKPOINT_FRAMES frames, a
          * commit here calls checkpoint_wanted(checkpoint_userdata), whose owner then calls
-         * rkl_store_checkpoint() on its own connection. For threads that answer calls.
+         * rkl_db_checkpoint() on its own connection. For threads that answer calls.
          * NULL: this connection checkpoints at that size itself, in its commits. */
         void (*checkpoint_wanted)(void *userdata);
         void *checkpoint_userdata;
-} rkl_store_options;
+} rkl_db_options;
 
-#define RKL_STORE_CHECKPOINT_FRAMES 1000 /* SQLite's default autocheckpoint */
+#define RKL_DB_CHECKPOINT_FRAMES 1000 /* SQLite's default autocheckpoint */
 
 /* What holds writes back until a deferred check is done (see defer_check). */
 /* Waits at the connection's write gate (if any): 0 once writes may go on, else the check's
  * error. For a thread that acts on what it read before writing anything. */
-int rkl_store_wait_writable(rkl_store *s, rkl_error *reterr);
-rkl_store_gate *rkl_store_gate_new(void);
+int rkl_db_wait_writable(rkl_db *s, rkl_error *reterr);
+rkl_db_gate *rkl_db_gate_new(void);
 /* Lets the writes through (r == 0) or makes them fail with r and reterr's message. */
-void rkl_store_gate_open(rkl_store_gate *g, int r, const rkl_error *err);
-rkl_store_gate *rkl_store_gate_free(rkl_store_gate *g);
-RKL_DEFINE_CLEANUP(rkl_store_gate *, rkl_store_gate_free)
+void rkl_db_gate_open(rkl_db_gate *g, int r, const rkl_error *err);
+rkl_db_gate *rkl_db_gate_free(rkl_db_gate *g);
+RKL_DEFINE_CLEANUP(rkl_db_gate *, rkl_db_gate_free)
 
 /* Opens (creating it with mode 0600 if missing) and migrates the database at path;
  * ":memory:" gives a private in-memory database (one per connection, for tests). Refuses a
  * file that is not a database or fails quick_check (-EUCLEAN) and a schema newer than this
  * binary (-EPROTONOSUPPORT), and never writes to such a file. opts may be NULL. */
-int rkl_store_open(const char *path, const rkl_store_options *opts, rkl_store **ret,
-                   rkl_error *reterr);
-rkl_store *rkl_store_close(rkl_store *s);
-RKL_DEFINE_CLEANUP(rkl_store *, rkl_store_close)
+int rkl_db_open(const char *path, const rkl_db_options *opts, rkl_db **ret, rkl_error *reterr);
+rkl_db *rkl_db_close(rkl_db *s);
+RKL_DEFINE_CLEANUP(rkl_db *, rkl_db_close)
 
 /* The change generation: bumped by every committed write through any connection. */
-int rkl_store_generation(rkl_store *s, uint64_t *ret, rkl_error *reterr);
+int rkl_db_generation(rkl_db *s, uint64_t *ret, rkl_error *reterr);
 /* SQLite's PRAGMA data_version: changes when another connection has committed since this
- * one last looked. Cheaper than rkl_store_generation() (no table read) but blind to this
+ * one last looked. Cheaper than rkl_db_generation() (no table read) but blind to this
  * connection's own writes. */
-int rkl_store_data_version(rkl_store *s, uint64_t *ret, rkl_error *reterr);
+int rkl_db_data_version(rkl_db *s, uint64_t *ret, rkl_error *reterr);
 /* The schema version of the open database, and the newest this binary knows. */
-int rkl_store_schema_version(rkl_store *s, unsigned *ret, rkl_error *reterr);
-unsigned rkl_store_schema_version_latest(void);
+int rkl_db_schema_version(rkl_db *s, unsigned *ret, rkl_error *reterr);
+unsigned rkl_db_schema_version_latest(void);
 /* A PASSIVE checkpoint: copies what the WAL holds into the database as far as no reader
  * needs it, without waiting for anyone. */
-int rkl_store_checkpoint(rkl_store *s, rkl_error *reterr);
-/* PRAGMA quick_check, as rkl_store_open() runs it: 0, or -EUCLEAN with the first problem. */
-int rkl_store_quick_check(rkl_store *s, rkl_error *reterr);
+int rkl_db_checkpoint(rkl_db *s, rkl_error *reterr);
+/* PRAGMA quick_check, as rkl_db_open() runs it: 0, or -EUCLEAN with the first problem. */
+int rkl_db_quick_check(rkl_db *s, rkl_error *reterr);
 /* PRAGMA integrity_check (full; slow on big files): 0, or -EUCLEAN with the first problem. */
-int rkl_store_integrity_check(rkl_store *s, rkl_error *reterr);
+int rkl_db_integrity_check(rkl_db *s, rkl_error *reterr);
 
 /* Reconcile bookkeeping carried by every object. */
-typedef struct rkl_store_bookkeeping {
+typedef struct rkl_db_bookkeeping {
         uint64_t version;      /* the store generation at this object's last change */
         uint32_t attempts;     /* failed attempts since the last success */
         char *last_error;      /* NULL when the last attempt succeeded */
         int64_t next_retry_ns; /* realtime ns; 0: no retry scheduled */
         int64_t accepted_ns;   /* when the CRI call was accepted (realtime ns) */
-} rkl_store_bookkeeping;
+} rkl_db_bookkeeping;
 
 /* Sandboxes. */
 
@@ -127,12 +126,12 @@ typedef struct rkl_pod_record {
         rkl_pod_observed observed;
         char *rkt_uuid;  /* NULL until the rkt pod exists */
         char *unit_name; /* NULL until a unit is started */
-        rkl_store_bookkeeping book;
+        rkl_db_bookkeeping book;
 } rkl_pod_record;
 
 rkl_pod_record *rkl_pod_record_free(rkl_pod_record *r);
 RKL_DEFINE_CLEANUP(rkl_pod_record *, rkl_pod_record_free)
-/* Frees an array from rkl_store_pod_list() and its records; returns NULL. */
+/* Frees an array from rkl_db_pod_list() and its records; returns NULL. */
 rkl_pod_record **rkl_pod_record_array_free(rkl_pod_record **a, size_t n);
 
 /* Which sandboxes a list or foreach returns; a zeroed filter (or NULL) selects all. */
@@ -150,43 +149,41 @@ typedef struct rkl_pod_filter {
  * creates then move *spec into the record (leaving it zeroed) instead of copying it. */
 
 /* Records a new sandbox with the caller's fresh ID: desired ready, phase pending. */
-int rkl_store_pod_create(rkl_store *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod_record **ret,
-                         rkl_error *reterr);
-int rkl_store_pod_get(rkl_store *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr);
+int rkl_db_pod_create(rkl_db *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod_record **ret,
+                      rkl_error *reterr);
+int rkl_db_pod_get(rkl_db *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
-int rkl_store_pod_list(rkl_store *s, const rkl_pod_filter *filter, rkl_pod_record ***ret,
-                       size_t *ret_n, rkl_error *reterr);
+int rkl_db_pod_list(rkl_db *s, const rkl_pod_filter *filter, rkl_pod_record ***ret, size_t *ret_n,
+                    rkl_error *reterr);
 /* cb sees each record (borrowed: valid during the call only) and may call into the store:
  * the records are read in one snapshot first. cb returns 0 to go on, > 0 to stop (foreach
  * returns that value), < 0 to fail (foreach returns it). */
-typedef int (*rkl_store_pod_cb)(const rkl_pod_record *pod, void *userdata);
-int rkl_store_pod_foreach(rkl_store *s, const rkl_pod_filter *filter, rkl_store_pod_cb cb,
-                          void *userdata, rkl_error *reterr);
-int rkl_store_pod_set_desired(rkl_store *s, const char *pod_id, rkl_pod_desired desired,
-                              rkl_error *reterr);
+typedef int (*rkl_db_pod_cb)(const rkl_pod_record *pod, void *userdata);
+int rkl_db_pod_foreach(rkl_db *s, const rkl_pod_filter *filter, rkl_db_pod_cb cb, void *userdata,
+                       rkl_error *reterr);
+int rkl_db_pod_set_desired(rkl_db *s, const char *pod_id, rkl_pod_desired desired,
+                           rkl_error *reterr);
 /* StopPodSandbox in one transaction: the sandbox and all its containers to stopped. */
-int rkl_store_pod_stop(rkl_store *s, const char *pod_id, rkl_error *reterr);
+int rkl_db_pod_stop(rkl_db *s, const char *pod_id, rkl_error *reterr);
 /* Replaces the whole observed state. */
-int rkl_store_pod_set_observed(rkl_store *s, const char *pod_id, const rkl_pod_observed *o,
-                               rkl_error *reterr);
+int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observed *o,
+                            rkl_error *reterr);
 /* uuid: 36-char lowercase rkt pod UUID, or NULL to forget it (the pod was removed). */
-int rkl_store_pod_set_rkt_uuid(rkl_store *s, const char *pod_id, const char *uuid,
-                               rkl_error *reterr);
+int rkl_db_pod_set_rkt_uuid(rkl_db *s, const char *pod_id, const char *uuid, rkl_error *reterr);
 /* unit: systemd unit name, or NULL to forget it. */
-int rkl_store_pod_set_unit_name(rkl_store *s, const char *pod_id, const char *unit,
-                                rkl_error *reterr);
+int rkl_db_pod_set_unit_name(rkl_db *s, const char *pod_id, const char *unit, rkl_error *reterr);
 /* A failed attempt: attempts++, last_error, next retry (realtime ns). Returns the new
  * attempt count. The backoff policy is the caller's. */
-int rkl_store_pod_record_error(rkl_store *s, const char *pod_id, const char *error,
-                               int64_t next_retry_ns, rkl_error *reterr);
+int rkl_db_pod_record_error(rkl_db *s, const char *pod_id, const char *error, int64_t next_retry_ns,
+                            rkl_error *reterr);
 /* A successful attempt: attempts 0, no error, no retry. */
-int rkl_store_pod_clear_error(rkl_store *s, const char *pod_id, rkl_error *reterr);
+int rkl_db_pod_clear_error(rkl_db *s, const char *pod_id, rkl_error *reterr);
 /* Deletes the sandbox with its containers. -ENOENT if absent. */
-int rkl_store_pod_delete(rkl_store *s, const char *pod_id, rkl_error *reterr);
+int rkl_db_pod_delete(rkl_db *s, const char *pod_id, rkl_error *reterr);
 /* Resolves a unique ID prefix (1 to 64 hex digits, as crictl users type them) to the full
  * ID. -ENOENT: none matches; -ENOTUNIQ: more than one does. */
-int rkl_store_pod_resolve(rkl_store *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
-                          rkl_error *reterr);
+int rkl_db_pod_resolve(rkl_db *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
+                       rkl_error *reterr);
 
 /* Containers. */
 
@@ -223,7 +220,7 @@ typedef struct rkl_container_record {
         rkl_container_observed observed;
         char *app_name;
         int64_t stop_deadline_ns; /* SIGKILL after this (realtime ns); 0: default grace */
-        rkl_store_bookkeeping book;
+        rkl_db_bookkeeping book;
 } rkl_container_record;
 
 rkl_container_record *rkl_container_record_free(rkl_container_record *r);
@@ -244,33 +241,33 @@ typedef struct rkl_container_filter {
  * created, phase created. app_name is the rkt app name (an ACName: [a-z0-9]+(-[a-z0-9]+)*).
  * image_id is the rkt image ID the image resolved to at create (the container runs that image
  * even if its tag moves), or NULL when it is not known yet (the reconciler resolves it). */
-int rkl_store_container_create(rkl_store *s, const char *container_id, const char *pod_id,
-                               const char *app_name, const char *image_id, rkl_container_spec *spec,
-                               rkl_container_record **ret, rkl_error *reterr);
-int rkl_store_container_get(rkl_store *s, const char *container_id, rkl_container_record **ret,
-                            rkl_error *reterr);
+int rkl_db_container_create(rkl_db *s, const char *container_id, const char *pod_id,
+                            const char *app_name, const char *image_id, rkl_container_spec *spec,
+                            rkl_container_record **ret, rkl_error *reterr);
+int rkl_db_container_get(rkl_db *s, const char *container_id, rkl_container_record **ret,
+                         rkl_error *reterr);
 /* Sorted by accepted time, then ID. */
-int rkl_store_container_list(rkl_store *s, const rkl_container_filter *filter,
-                             rkl_container_record ***ret, size_t *ret_n, rkl_error *reterr);
-typedef int (*rkl_store_container_cb)(const rkl_container_record *container, void *userdata);
-int rkl_store_container_foreach(rkl_store *s, const rkl_container_filter *filter,
-                                rkl_store_container_cb cb, void *userdata, rkl_error *reterr);
+int rkl_db_container_list(rkl_db *s, const rkl_container_filter *filter,
+                          rkl_container_record ***ret, size_t *ret_n, rkl_error *reterr);
+typedef int (*rkl_db_container_cb)(const rkl_container_record *container, void *userdata);
+int rkl_db_container_foreach(rkl_db *s, const rkl_container_filter *filter, rkl_db_container_cb cb,
+                             void *userdata, rkl_error *reterr);
 /* StopContainer: desired stopped, and SIGKILL at deadline_ns (realtime) for an app still
  * running then. A repeated stop keeps the earliest deadline. */
-int rkl_store_container_stop(rkl_store *s, const char *container_id, int64_t deadline_ns,
-                             rkl_container_record **ret, rkl_error *reterr);
+int rkl_db_container_stop(rkl_db *s, const char *container_id, int64_t deadline_ns,
+                          rkl_container_record **ret, rkl_error *reterr);
 /* StartContainer: desired running, unless the container is stopped or has run and exited
  * (-EBADFD). Returns 1 when it changed, 0 when it was wanted running already. */
-int rkl_store_container_start(rkl_store *s, const char *container_id, rkl_container_record **ret,
-                              rkl_error *reterr);
-int rkl_store_container_set_observed(rkl_store *s, const char *container_id,
-                                     const rkl_container_observed *o, rkl_error *reterr);
-int rkl_store_container_record_error(rkl_store *s, const char *container_id, const char *error,
-                                     int64_t next_retry_ns, rkl_error *reterr);
-int rkl_store_container_clear_error(rkl_store *s, const char *container_id, rkl_error *reterr);
+int rkl_db_container_start(rkl_db *s, const char *container_id, rkl_container_record **ret,
+                           rkl_error *reterr);
+int rkl_db_container_set_observed(rkl_db *s, const char *container_id,
+                                  const rkl_container_observed *o, rkl_error *reterr);
+int rkl_db_container_record_error(rkl_db *s, const char *container_id, const char *error,
+                                  int64_t next_retry_ns, rkl_error *reterr);
+int rkl_db_container_clear_error(rkl_db *s, const char *container_id, rkl_error *reterr);
 /* UpdateContainerResources: the container's resources, in its config. */
-int rkl_store_container_set_resources(rkl_store *s, const char *container_id,
-                                      const rkl_resources *res, rkl_error *reterr);
-int rkl_store_container_delete(rkl_store *s, const char *container_id, rkl_error *reterr);
-int rkl_store_container_resolve(rkl_store *s, const char *prefix,
-                                char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);
+int rkl_db_container_set_resources(rkl_db *s, const char *container_id, const rkl_resources *res,
+                                   rkl_error *reterr);
+int rkl_db_container_delete(rkl_db *s, const char *container_id, rkl_error *reterr);
+int rkl_db_container_resolve(rkl_db *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
+                             rkl_error *reterr);
