@@ -4,7 +4,7 @@
 #include "images-internal.h"
 
 #include <fcntl.h>
-#include <json-c/json.h>
+#include "base/json.h"
 #include <sys/stat.h>
 
 #include "base/alloc.h"
@@ -17,8 +17,6 @@
 #include "base/banned.h"
 
 #define CRED_MAX 4096
-
-RKL_DEFINE_CLEANUP(json_object *, json_object_put)
 
 struct rkl_images__mirror {
         char *registry; /* normalised: docker.io, registry.k8s.io */

@@ -4,7 +4,7 @@
 #include "images-internal.h"
 
 #include <fcntl.h>
-#include <json-c/json.h>
+#include "base/json.h"
 
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -13,8 +13,6 @@
 #include "base/banned.h"
 
 #define TAGS_FILE_MAX (4u << 20)
-
-RKL_DEFINE_CLEANUP(json_object *, json_object_put)
 
 static void alias_drop_at(rkl_images *im, size_t i)
 {

@@ -1,7 +1,7 @@
 #include "image.h"
 
 #include "rkt-internal.h"
-#include "json-util.h"
+#include "base/json.h"
 #include "base/alloc.h"
 #include "base/imageref.h"
 #include "base/strv.h"
@@ -38,7 +38,7 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
         _cleanup_(json_object_putp) json_object *root = NULL;
         int r;
 
-        r = rkl_rkt__json_parse(buf, len, RKL_RKT_IMAGE_LIST_MAX, &root, reterr);
+        r = rkl_json_parse(buf, len, RKL_RKT_IMAGE_LIST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "image list");
         if (!root) { /* rkt prints null for an empty store */
@@ -61,15 +61,15 @@ int rkl_rkt_image_list_parse(const char *buf, size_t len, rkl_rkt_image **ret, s
                         r = rkl_error_set(reterr, -EBADMSG, "not an object");
                         goto fail;
                 }
-                r = rkl_rkt__json_get_string(e, "id", 7 + RKL_IMAGE_ID_HEX_MAX, &id, reterr);
+                r = rkl_json_get_string(e, "id", 7 + RKL_IMAGE_ID_HEX_MAX, &id, reterr);
                 if (r >= 0)
-                        r = rkl_rkt__json_get_string(e, "name", NAME_MAX_LEN, &name, reterr);
+                        r = rkl_json_get_string(e, "name", NAME_MAX_LEN, &name, reterr);
                 if (r >= 0)
-                        r = rkl_rkt__json_get_int(e, "import_time", &l[i].import_time_ns, reterr);
+                        r = rkl_json_get_int(e, "import_time", &l[i].import_time_ns, reterr);
                 if (r >= 0)
-                        r = rkl_rkt__json_get_int(e, "last_used_time", &l[i].last_used_ns, reterr);
+                        r = rkl_json_get_int(e, "last_used_time", &l[i].last_used_ns, reterr);
                 if (r >= 0)
-                        r = rkl_rkt__json_get_int(e, "size", &size, reterr);
+                        r = rkl_json_get_int(e, "size", &size, reterr);
                 if (r < 0)
                         goto fail;
                 if (!rkl_image_id_is_valid(id)) {
@@ -125,9 +125,9 @@ static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_err
                 if (!e || !json_object_is_type(e, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] is not an object", key,
                                              i);
-                r = rkl_rkt__json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
+                r = rkl_json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
                 if (r >= 0)
-                        r = rkl_rkt__json_get_string(e, "value", RKL_MAX_VALUE, &value, reterr);
+                        r = rkl_json_get_string(e, "value", RKL_MAX_VALUE, &value, reterr);
                 if (r < 0)
                         return PREFIX(r, "'%s'[%zu]", key, i);
                 if (isempty(name) || !value)
@@ -146,11 +146,11 @@ static int parse_app(json_object *app, rkl_rkt_image_manifest *m, rkl_error *ret
         json_object *exec = NULL;
         int r;
 
-        r = rkl_rkt__json_get_string(app, "user", RKL_MAX_NAME, &user, reterr);
+        r = rkl_json_get_string(app, "user", RKL_MAX_NAME, &user, reterr);
         if (r >= 0)
-                r = rkl_rkt__json_get_string(app, "group", RKL_MAX_NAME, &group, reterr);
+                r = rkl_json_get_string(app, "group", RKL_MAX_NAME, &group, reterr);
         if (r >= 0)
-                r = rkl_rkt__json_get_string(app, "workingDirectory", RKL_MAX_PATH, &wd, reterr);
+                r = rkl_json_get_string(app, "workingDirectory", RKL_MAX_PATH, &wd, reterr);
         if (r >= 0)
                 r = parse_kvs(app, "environment", &m->environment, reterr);
         if (r < 0)
@@ -190,16 +190,16 @@ int rkl_rkt_image_manifest_parse(const char *buf, size_t len, rkl_rkt_image_mani
         json_object *app = NULL;
         int r;
 
-        r = rkl_rkt__json_parse(buf, len, RKL_RKT_IMAGE_MANIFEST_MAX, &root, reterr);
+        r = rkl_json_parse(buf, len, RKL_RKT_IMAGE_MANIFEST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "image manifest");
         if (!root || !json_object_is_type(root, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "image manifest: not an object");
-        r = rkl_rkt__json_get_string(root, "acKind", 64, &kind, reterr);
+        r = rkl_json_get_string(root, "acKind", 64, &kind, reterr);
         if (r < 0 || !streq_ptr(kind, "ImageManifest"))
                 return rkl_error_set(reterr, -EBADMSG,
                                      "image manifest: acKind is not ImageManifest");
-        r = rkl_rkt__json_get_string(root, "name", NAME_MAX_LEN, &name, reterr);
+        r = rkl_json_get_string(root, "name", NAME_MAX_LEN, &name, reterr);
         if (r >= 0 && isempty(name))
                 r = rkl_error_set(reterr, -EBADMSG, "no name");
         if (r >= 0)

@@ -5,7 +5,7 @@
 #include <arpa/inet.h>
 
 #include "poddir-internal.h"
-#include "json-util.h"
+#include "base/json.h"
 #include "base/alloc.h"
 #include "base/parse.h"
 #include "base/banned.h"
@@ -121,7 +121,7 @@ static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_err
                 if (!e || !json_object_is_type(e, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'%s'[%zu] is not an object", key,
                                              i);
-                r = rkl_rkt__json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
+                r = rkl_json_get_string(e, "name", RKL_MAX_KEY, &name, reterr);
                 if (r < 0)
                         return PREFIX(r, "'%s'[%zu]", key, i);
                 if (!name || !json_object_object_get_ex(e, "value", &v) || !v)
@@ -142,7 +142,7 @@ static int parse_app(json_object *e, rkl_poddir_app *a, rkl_error *reterr)
 
         if (!json_object_is_type(e, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "not an object");
-        r = rkl_rkt__json_get_string(e, "name", RKL_PODDIR__APP_NAME_MAX, &name, reterr);
+        r = rkl_json_get_string(e, "name", RKL_PODDIR__APP_NAME_MAX, &name, reterr);
         if (r < 0)
                 return r;
         if (!rkl_pod_app_name_is_valid(name))
@@ -154,7 +154,7 @@ static int parse_app(json_object *e, rkl_poddir_app *a, rkl_error *reterr)
         if (json_object_object_get_ex(e, "image", &image) && image) {
                 if (!json_object_is_type(image, json_type_object))
                         return rkl_error_set(reterr, -EBADMSG, "'image' is not an object");
-                r = rkl_rkt__json_get_string(image, "id", RKL_MAX_NAME, &id, reterr);
+                r = rkl_json_get_string(image, "id", RKL_MAX_NAME, &id, reterr);
                 if (r < 0)
                         return PREFIX(r, "image");
                 a->image_id = rkl_xstrdup(id);
@@ -184,12 +184,12 @@ int rkl_poddir_parse_manifest(const char *buf, size_t len, rkl_poddir_manifest *
         const char *kind;
         int r;
 
-        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_MANIFEST_MAX, &root, reterr);
+        r = rkl_json_parse(buf, len, RKL_PODDIR_MANIFEST_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "pod manifest");
         if (!json_object_is_type(root, json_type_object))
                 return rkl_error_set(reterr, -EBADMSG, "pod manifest: not an object");
-        r = rkl_rkt__json_get_string(root, "acKind", 64, &kind, reterr);
+        r = rkl_json_get_string(root, "acKind", 64, &kind, reterr);
         if (r < 0 || !streq_ptr(kind, "PodManifest"))
                 return rkl_error_set(reterr, -EBADMSG, "pod manifest: acKind is not PodManifest");
 
@@ -242,7 +242,7 @@ int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **
         size_t best_rank = SIZE_MAX;
         int r;
 
-        r = rkl_rkt__json_parse(buf, len, RKL_PODDIR_FILE_MAX, &root, reterr);
+        r = rkl_json_parse(buf, len, RKL_PODDIR_FILE_MAX, &root, reterr);
         if (r < 0)
                 return PREFIX(r, "net-info.json");
         if (json_object_is_type(root, json_type_array)) {
@@ -255,9 +255,9 @@ int rkl_poddir_parse_netinfo(const char *buf, size_t len, char **ret_ip, char **
                         if (!e || !json_object_is_type(e, json_type_object))
                                 return rkl_error_set(reterr, -EBADMSG,
                                                      "net-info.json: [%zu] not an object", i);
-                        r = rkl_rkt__json_get_string(e, "netName", RKL_MAX_NAME, &name, reterr);
+                        r = rkl_json_get_string(e, "netName", RKL_MAX_NAME, &name, reterr);
                         if (r >= 0)
-                                r = rkl_rkt__json_get_string(e, "ip", 64, &ip, reterr);
+                                r = rkl_json_get_string(e, "ip", 64, &ip, reterr);
                         if (r < 0)
                                 return PREFIX(r, "net-info.json: [%zu]", i);
                         if (!is_ipv4(ip))

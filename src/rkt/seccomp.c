@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 
-#include "json-util.h"
+#include "base/json.h"
 #include "base/alloc.h"
 #include "base/parse.h"
 #include "base/strv.h"
@@ -57,7 +57,7 @@ static int errno_of(json_object *o, const char *key, int64_t *ret, rkl_error *re
                 *ret = EPERM;
                 return 0;
         }
-        int r = rkl_rkt__json_get_int(o, key, ret, reterr);
+        int r = rkl_json_get_int(o, key, ret, reterr);
         if (r < 0)
                 return r;
         if (*ret <= 0 || *ret > 4095)
@@ -74,12 +74,12 @@ int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rk
         bool have_errno = false;
         int r;
 
-        r = rkl_rkt__json_parse(json, len, MAX_PROFILE, &o, reterr);
+        r = rkl_json_parse(json, len, MAX_PROFILE, &o, reterr);
         if (r < 0)
                 return r;
         if (!json_object_is_type(o, json_type_object))
                 return rkl_error_set(reterr, -EINVAL, "not a JSON object");
-        r = rkl_rkt__json_get_string(o, "defaultAction", 64, &def, reterr);
+        r = rkl_json_get_string(o, "defaultAction", 64, &def, reterr);
         if (r < 0)
                 return r;
         action dflt = action_from(def);
@@ -107,7 +107,7 @@ int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rk
                         if (!json_object_is_type(c, json_type_object))
                                 return rkl_error_set(reterr, -EINVAL,
                                                      "syscalls[%zu]: not an object", i);
-                        r = rkl_rkt__json_get_string(c, "action", 64, &act, reterr);
+                        r = rkl_json_get_string(c, "action", 64, &act, reterr);
                         if (r < 0)
                                 return r;
                         action a = action_from(act);
@@ -136,7 +136,7 @@ int rkl_rkt_seccomp_profile_to_unit(const char *json, size_t len, char **ret, rk
                         }
                         json_object *n = NULL;
                         const char *one = NULL;
-                        r = rkl_rkt__json_get_string(c, "name", 64, &one, reterr);
+                        r = rkl_json_get_string(c, "name", 64, &one, reterr);
                         if (r < 0)
                                 return r;
                         if (one)

@@ -4,14 +4,12 @@
  * format: renaming one needs a migration. */
 #include "store/db-internal.h"
 
-#include <json-c/json.h>
+#include "base/json.h"
 #include <limits.h>
 
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/banned.h"
-
-RKL_DEFINE_CLEANUP(json_object *, json_object_put)
 
 /* Writers: json-c returns NULL or -1 only on OOM, which we treat as rkl_xmalloc does. */
 

@@ -1,4 +1,4 @@
-#include "json-util.h"
+#include "json.h"
 
 #include "base/alloc.h"
 #include "base/banned.h"
@@ -10,8 +10,7 @@ static bool is_ws(char c)
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-int rkl_rkt__json_parse(const char *buf, size_t len, size_t max, json_object **ret,
-                        rkl_error *reterr)
+int rkl_json_parse(const char *buf, size_t len, size_t max, json_object **ret, rkl_error *reterr)
 {
         if (len > max)
                 return rkl_error_set(reterr, -EFBIG, "%zu bytes, more than %zu", len, max);
@@ -43,8 +42,8 @@ int rkl_rkt__json_parse(const char *buf, size_t len, size_t max, json_object **r
         return 0;
 }
 
-int rkl_rkt__json_get_string(json_object *o, const char *key, size_t max, const char **ret,
-                             rkl_error *reterr)
+int rkl_json_get_string(json_object *o, const char *key, size_t max, const char **ret,
+                        rkl_error *reterr)
 {
         json_object *v = NULL;
         *ret = NULL;
@@ -60,7 +59,7 @@ int rkl_rkt__json_get_string(json_object *o, const char *key, size_t max, const 
         return 0;
 }
 
-int rkl_rkt__json_get_int(json_object *o, const char *key, int64_t *ret, rkl_error *reterr)
+int rkl_json_get_int(json_object *o, const char *key, int64_t *ret, rkl_error *reterr)
 {
         json_object *v = NULL;
         *ret = 0;
