@@ -129,7 +129,7 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
         }
 
         posix_spawn_file_actions_init(&fa);
-        int in = o->stdio ? o->stdio[0] : -1;
+        int in = o->stdio ? o->stdio[0] : o->stdin_fd ? *o->stdin_fd : -1;
         int out = o->stdio ? o->stdio[1] : out_w;
         int err = o->stdio ? o->stdio[2] : err_w;
         /* The slots 0 to 2 go first: a given fd at 0 to 2 must be read before it is

@@ -15,6 +15,8 @@ typedef struct rkl_spawn_opts {
         /* The child's fds 0, 1 and 2 (-1: /dev/null); nothing is captured then. NULL: stdin
          * is /dev/null and stdout and stderr are captured. */
         const int *stdio;
+        /* With output captured (stdio NULL): the child's stdin instead of /dev/null. */
+        const int *stdin_fd;
         const char *cwd; /* NULL: "/" so no caller cwd leaks in */
         /* Fds the child gets as 3, 4, ...; every other one is closed. */
         const int *pass_fds;

@@ -30,6 +30,27 @@ static void test_exit_and_capture(void **state)
         rkl_spawn_result_done(&res);
 }
 
+/* stdin from a file while stdout and stderr are captured: how a CNI plugin gets its
+ * configuration. */
+static void test_stdin_fd(void **state)
+{
+        char path[] = "/tmp/rktlet-test-stdin-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        unlink(path);
+        assert_int_equal(write(fd, "hello", 5), 5);
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+        rkl_spawn_opts o = {.max_output = 1024, .stdin_fd = &fd};
+        int r;
+        rkl_spawn_result res = run_sh("cat; echo err >&2", &o, &r);
+        assert_int_equal(r, 0);
+        assert_int_equal(res.exit_code, 0);
+        assert_string_equal(res.out, "hello");
+        assert_string_equal(res.err, "err\n");
+        rkl_spawn_result_done(&res);
+        close(fd);
+}
+
 static void test_signal(void **state)
 {
         int r;
@@ -245,7 +266,7 @@ int main(void)
             cmocka_unit_test(test_deadline_kill),      cmocka_unit_test(test_not_found),
             cmocka_unit_test(test_no_fd_leak),         cmocka_unit_test(test_pass_fds),
             cmocka_unit_test(test_kill_tree_deadline), cmocka_unit_test(test_kill_tree_leftover),
-            cmocka_unit_test(test_cancelled),
+            cmocka_unit_test(test_cancelled),          cmocka_unit_test(test_stdin_fd),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
