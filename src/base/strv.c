@@ -49,3 +49,24 @@ bool rkl_strv_contains(char *const *l, const char *s)
                         return true;
         return false;
 }
+
+char *rkl_strv_join(char *const *l, const char *sep)
+{
+        size_t n = 0, k = strlen(sep);
+        RKL_STRV_FOREACH (i, l)
+                n += strlen(*i) + k;
+        char *s = rkl_xmalloc(n + 1), *p = s;
+        bool first = true;
+        RKL_STRV_FOREACH (i, l) {
+                if (!first) {
+                        memcpy(p, sep, k);
+                        p += k;
+                }
+                size_t m = strlen(*i);
+                memcpy(p, *i, m);
+                p += m;
+                first = false;
+        }
+        *p = 0;
+        return s;
+}

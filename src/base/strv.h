@@ -15,6 +15,8 @@ void rkl_strv_consume(char ***l, char *s);
 char **rkl_strv_copy(char *const *l);
 /* Whether s is in l (which may be NULL). */
 bool rkl_strv_contains(char *const *l, const char *s);
+/* The strings of l with sep between them; "" for an empty or NULL l. */
+char *rkl_strv_join(char *const *l, const char *sep);
 static inline void rkl_strv_freep(char ***l)
 {
         *l = rkl_strv_free(*l);

@@ -75,6 +75,14 @@ static void test_strv(void **state)
         _cleanup_strv_free_ char **c = rkl_strv_copy(l);
         assert_string_equal(c[1], "b");
         assert_null(c[2]);
+        _cleanup_free_ char *j = rkl_strv_join(l, ":"), *e = rkl_strv_join(NULL, ":");
+        assert_string_equal(j, "a:b");
+        assert_string_equal(e, "");
+        _cleanup_strv_free_ char **m = NULL;
+        rkl_strv_push(&m, "");
+        rkl_strv_push(&m, "x");
+        _cleanup_free_ char *k = rkl_strv_join(m, ", ");
+        assert_string_equal(k, ", x");
 }
 
 static void test_fileio(void **state)
