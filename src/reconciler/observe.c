@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "base/alloc.h"
+#include "base/strv.h"
 #include "base/banned.h"
 
 /* The exit code of an app whose exit rkt did not record (the pod stopped first), as
@@ -13,6 +14,7 @@ void rkl_pod_observed_copy(rkl_pod_observed *dst, const rkl_pod_observed *src)
 {
         *dst = *src;
         dst->ip = rkl_xstrdup(src->ip);
+        dst->additional_ips = src->additional_ips ? rkl_strv_copy(src->additional_ips) : NULL;
         dst->reason = rkl_xstrdup(src->reason);
         dst->message = rkl_xstrdup(src->message);
 }
@@ -164,12 +166,23 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
         *ret = o;
 }
 
+static bool strv_equal(char *const *a, char *const *b)
+{
+        size_t n = rkl_strv_length(a);
+        if (n != rkl_strv_length(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return true;
+}
+
 bool rkl_pod_observed_equal(const rkl_pod_observed *a, const rkl_pod_observed *b)
 {
         return a->phase == b->phase && a->pid == b->pid && streq_ptr(a->ip, b->ip) &&
-               a->created_ns == b->created_ns && a->started_ns == b->started_ns &&
-               a->finished_ns == b->finished_ns && streq_ptr(a->reason, b->reason) &&
-               streq_ptr(a->message, b->message);
+               strv_equal(a->additional_ips, b->additional_ips) && a->created_ns == b->created_ns &&
+               a->started_ns == b->started_ns && a->finished_ns == b->finished_ns &&
+               streq_ptr(a->reason, b->reason) && streq_ptr(a->message, b->message);
 }
 
 bool rkl_container_observed_equal(const rkl_container_observed *a, const rkl_container_observed *b)

@@ -90,6 +90,10 @@ typedef enum rkl_db__stmt_id {
         STMT_CONTAINER_SET_RESOURCES,
         STMT_CONTAINER_DELETE,
         STMT_CONTAINER_RESOLVE,
+
+        STMT_NETWORK_PUT,
+        STMT_NETWORK_SELECT_ALL,
+        STMT_NETWORK_DELETE,
         _STMT_MAX,
 } rkl_db__stmt_id;
 

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include "base/alloc.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "store/db-internal.h"
 #include "base/banned.h"
@@ -15,6 +16,7 @@ void rkl_pod_observed_done(rkl_pod_observed *o)
         if (!o)
                 return;
         free(o->ip);
+        rkl_strv_free(o->additional_ips);
         free(o->reason);
         free(o->message);
         *o = (rkl_pod_observed){0};
@@ -39,6 +41,19 @@ rkl_pod_record **rkl_pod_record_array_free(rkl_pod_record **a, size_t n)
                 rkl_pod_record_free(a[i]);
         free(a);
         return NULL;
+}
+
+/* additional_ips: comma-separated, as operators read it. */
+static char **ips_split(const char *s)
+{
+        char **l = NULL;
+        while (!isempty(s)) {
+                size_t n = strcspn(s, ",");
+                if (n > 0)
+                        rkl_strv_consume(&l, rkl_xstrndup(s, n));
+                s += n + (s[n] == ',');
+        }
+        return l;
 }
 
 static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reterr)
@@ -76,6 +91,7 @@ static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reter
         r = rkl_db__read_kvs(st, 22, &p->spec.labels, &p->spec.annotations, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", p->id);
+        p->observed.additional_ips = ips_split((const char *)sqlite3_column_text(st, 24));
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -261,6 +277,7 @@ int rkl_db_pod_stop(rkl_db *s, const char *pod_id, rkl_error *reterr)
 typedef struct pod_observed_args {
         const rkl_pod_observed *o;
         char *reason, *message; /* sanitized */
+        char *additional_ips;   /* joined */
 } pod_observed_args;
 
 static int bind_pod_observed(sqlite3_stmt *st, const void *arg)
@@ -274,7 +291,8 @@ static int bind_pod_observed(sqlite3_stmt *st, const void *arg)
         rkl_db__bind_int_or_null(st, 7, a->o->finished_ns);
         rkl_db__bind_text(st, 8, a->reason);
         rkl_db__bind_text(st, 9, a->message);
-        return 10;
+        rkl_db__bind_text(st, 10, a->additional_ips);
+        return 11;
 }
 
 int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observed *o,
@@ -292,9 +310,18 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
             (r = rkl_db__check_time("started_at", o->started_ns, reterr)) < 0 ||
             (r = rkl_db__check_time("finished_at", o->finished_ns, reterr)) < 0)
                 return r;
+        if (rkl_strv_length(o->additional_ips) > 8)
+                return rkl_error_set(reterr, -EINVAL, "additional_ips: more than 8");
+        RKL_STRV_FOREACH (ip, o->additional_ips)
+                if (isempty(*ip) || strlen(*ip) > 64 ||
+                    strspn(*ip, "0123456789abcdefABCDEF.:") != strlen(*ip))
+                        return rkl_error_set(reterr, -EINVAL, "additional_ips: '%s' is no address",
+                                             *ip);
         _cleanup_free_ char *reason = rkl_db__sanitize_text(o->reason);
         _cleanup_free_ char *message = rkl_db__sanitize_text(o->message);
-        pod_observed_args a = {o, reason, message};
+        _cleanup_free_ char *ips =
+            rkl_strv_length(o->additional_ips) ? rkl_strv_join(o->additional_ips, ",") : NULL;
+        pod_observed_args a = {o, reason, message, ips};
         return rkl_db__update_one(s, STMT_POD_SET_OBSERVED, "sandbox", pod_id, bind_pod_observed,
                                   &a, NULL, NULL, reterr);
 }

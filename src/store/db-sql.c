@@ -16,7 +16,7 @@
 #define POD_COLUMNS                                                                                \
         "id, name, namespace, uid, attempt, config, desired, phase, pid, ip, created_ns, "         \
         "started_ns, finished_ns, reason, message, rkt_uuid, unit_name, version, attempts, "       \
-        "last_error, next_retry_ns, accepted_ns, labels, annotations"
+        "last_error, next_retry_ns, accepted_ns, labels, annotations, additional_ips"
 #define CONTAINER_COLUMNS                                                                          \
         "id, sandbox_id, name, attempt, image, config, app_name, desired, phase, pid, "            \
         "exit_code, created_ns, started_ns, finished_ns, reason, message, image_ref, version, "    \
@@ -47,7 +47,8 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
                                  "WHERE sandbox_id = ?1 AND desired <> 'stopped'",
     [STMT_POD_SET_OBSERVED] = "UPDATE sandbox SET phase = ?2, pid = ?3, ip = ?4, "
                               "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
-                              "reason = ?8, message = ?9, version = ?10 WHERE id = ?1",
+                              "reason = ?8, message = ?9, additional_ips = ?10, version = ?11 "
+                              "WHERE id = ?1",
     [STMT_POD_SET_RKT_UUID] = "UPDATE sandbox SET rkt_uuid = ?2, version = ?3 WHERE id = ?1",
     [STMT_POD_SET_UNIT_NAME] = "UPDATE sandbox SET unit_name = ?2, version = ?3 "
                                "WHERE id = ?1",
@@ -93,6 +94,15 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
     [STMT_CONTAINER_DELETE] = "DELETE FROM container WHERE id = ?1",
     [STMT_CONTAINER_RESOLVE] = "SELECT id FROM container WHERE id >= ?1 AND id < ?1 || 'g' "
                                "ORDER BY id LIMIT 2",
+
+    [STMT_NETWORK_PUT] = "INSERT OR REPLACE INTO sandbox_network (sandbox_id, rkt_uuid, state, "
+                         "network, config, netns, ifname, args, capabilities, result, "
+                         "check_error, created_ns, updated_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                         "?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [STMT_NETWORK_SELECT_ALL] = "SELECT sandbox_id, rkt_uuid, state, network, config, netns, "
+                                "ifname, args, capabilities, result, check_error, created_ns, "
+                                "updated_ns FROM sandbox_network ORDER BY created_ns, sandbox_id",
+    [STMT_NETWORK_DELETE] = "DELETE FROM sandbox_network WHERE sandbox_id = ?1",
 };
 
 /* SQLite → -errno, here and nowhere else (STYLE rule 8). */

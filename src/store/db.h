@@ -113,6 +113,7 @@ typedef struct rkl_pod_observed {
         rkl_pod_phase phase;
         int64_t pid;
         char *ip;
+        char **additional_ips; /* a dual-stack pod's other family; NULL: none */
         int64_t created_ns, started_ns, finished_ns;
         char *reason, *message;
 } rkl_pod_observed;
@@ -184,6 +185,39 @@ int rkl_db_pod_delete(rkl_db *s, const char *pod_id, rkl_error *reterr);
  * ID. -ENOENT: none matches; -ENOTUNIQ: more than one does. */
 int rkl_db_pod_resolve(rkl_db *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
                        rkl_error *reterr);
+
+/* Sandboxes' networks: what a DEL of a sandbox's CNI network needs, kept from before its ADD
+ * runs until its DEL has succeeded, beyond the sandbox's own removal. Only the reconciler
+ * reads and writes them; they are not in the cache. */
+
+typedef enum rkl_pod_network_state {
+        RKL_POD_NETWORK_ADDING, /* ADD ran, or may have: a DEL is owed */
+        RKL_POD_NETWORK_READY,  /* ADD succeeded: result holds its answer */
+        _RKL_POD_NETWORK_STATE_MAX,
+        _RKL_POD_NETWORK_STATE_INVALID = -EINVAL,
+} rkl_pod_network_state;
+
+typedef struct rkl_pod_network {
+        char sandbox_id[RKL_ID_LEN + 1];
+        char *rkt_uuid; /* the rkt pod whose namespace it is */
+        rkl_pod_network_state state;
+        char *network, *config; /* the configuration's name, and the list as ADD ran it */
+        char *netns, *ifname, *args, *capabilities; /* the rest of what the plugins got */
+        char *result;                               /* ADD's answer; NULL while adding */
+        char *check_error;                          /* the last CHECK's failure, or NULL */
+        int64_t created_ns, updated_ns;
+} rkl_pod_network;
+
+rkl_pod_network *rkl_pod_network_free(rkl_pod_network *n);
+RKL_DEFINE_CLEANUP(rkl_pod_network *, rkl_pod_network_free)
+rkl_pod_network **rkl_pod_network_array_free(rkl_pod_network **a, size_t n);
+
+/* Inserts or replaces the sandbox's network. */
+int rkl_db_pod_network_put(rkl_db *s, const rkl_pod_network *n, rkl_error *reterr);
+/* Oldest first. */
+int rkl_db_pod_network_list(rkl_db *s, rkl_pod_network ***ret, size_t *ret_n, rkl_error *reterr);
+/* Gone already is success. */
+int rkl_db_pod_network_delete(rkl_db *s, const char *sandbox_id, rkl_error *reterr);
 
 /* Containers. */
 

@@ -712,6 +712,63 @@ static void test_pod_roundtrip(void **state)
         assert_null(p);
 }
 
+/* A sandbox's network row: written before ADD, replaced as it goes, outliving the sandbox's
+ * own row until its DEL, and deleted idempotently. */
+static void test_pod_network(void **state)
+{
+        fixture *f = *state;
+        const char *id = "00000000000000000000000000000000000000000000000000000000000000cc";
+        create_pod(f->s, id, "net", 0);
+        rkl_pod_network n = {
+            .rkt_uuid = (char *)"8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b",
+            .state = RKL_POD_NETWORK_ADDING,
+            .network = (char *)"podnet",
+            .config = (char *)"{\"cniVersion\":\"1.0.0\",\"name\":\"podnet\",\"plugins\":[]}",
+            .netns = (char *)"/var/run/netns/cni-1",
+            .ifname = (char *)"eth0",
+            .args = (char *)"IgnoreUnknown=1",
+            .capabilities = (char *)"{}",
+            .created_ns = 5,
+            .updated_ns = 5,
+        };
+        memcpy(n.sandbox_id, id, sizeof(n.sandbox_id));
+        uint64_t g = generation(f->s);
+        OK(rkl_db_pod_network_put(f->s, &n, &e_));
+        assert_true(generation(f->s) > g);
+        n.state = RKL_POD_NETWORK_READY;
+        n.result = (char *)"{\"ips\":[{\"address\":\"10.244.1.2/24\"}]}";
+        n.updated_ns = 6;
+        OK(rkl_db_pod_network_put(f->s, &n, &e_));
+
+        /* The sandbox goes; its network stays until its DEL. */
+        OK(rkl_db_pod_delete(f->s, id, &e_));
+        rkl_pod_network **a = NULL;
+        size_t k = 0;
+        OK(rkl_db_pod_network_list(f->s, &a, &k, &e_));
+        assert_int_equal(k, 1);
+        assert_string_equal(a[0]->sandbox_id, id);
+        assert_int_equal(a[0]->state, RKL_POD_NETWORK_READY);
+        assert_string_equal(a[0]->result, n.result);
+        assert_string_equal(a[0]->rkt_uuid, n.rkt_uuid);
+        assert_string_equal(a[0]->netns, n.netns);
+        assert_int_equal(a[0]->updated_ns, 6);
+        assert_null(a[0]->check_error);
+        a = rkl_pod_network_array_free(a, k);
+
+        /* What is not JSON is refused by the table itself. */
+        n.result = (char *)"{";
+        FAILS(-EINVAL, rkl_db_pod_network_put(f->s, &n, &e_));
+        n.result = NULL;
+        n.network = NULL;
+        FAILS(-EINVAL, rkl_db_pod_network_put(f->s, &n, &e_));
+
+        OK(rkl_db_pod_network_delete(f->s, id, &e_));
+        OK(rkl_db_pod_network_delete(f->s, id, &e_));
+        OK(rkl_db_pod_network_list(f->s, &a, &k, &e_));
+        assert_int_equal(k, 0);
+        free(a);
+}
+
 static void test_pod_observed_and_identity(void **state)
 {
         fixture *f = *state;
@@ -722,8 +779,14 @@ static void test_pod_observed_and_identity(void **state)
         create_pod(f->s, id2, "b", 0);
 
         char ip[] = "10.1.2.3", reason[] = "Started", message[] = "supervisor ready";
-        rkl_pod_observed o = {RKL_POD_PHASE_RUNNING,        4242, ip,     1,
-                              INT64_C(1700000000123456789), 0,    reason, message};
+        rkl_pod_observed o = {.phase = RKL_POD_PHASE_RUNNING,
+                              .pid = 4242,
+                              .ip = ip,
+                              .additional_ips = (char **)RKL_STRV("fd00::3"),
+                              .created_ns = 1,
+                              .started_ns = INT64_C(1700000000123456789),
+                              .reason = reason,
+                              .message = message};
         OK(rkl_db_pod_set_observed(f->s, id, &o, &e_));
         OK(rkl_db_pod_set_rkt_uuid(f->s, id, "8d6b1a0e-3c2f-4e5d-9a8b-7c6d5e4f3a2b", &e_));
         OK(rkl_db_pod_set_unit_name(f->s, id, "rktlet-00000000aa.service", &e_));
@@ -733,6 +796,8 @@ static void test_pod_observed_and_identity(void **state)
         assert_int_equal(p->observed.phase, RKL_POD_PHASE_RUNNING);
         assert_int_equal(p->observed.pid, 4242);
         assert_string_equal(p->observed.ip, "10.1.2.3");
+        assert_int_equal(rkl_strv_length(p->observed.additional_ips), 1);
+        assert_string_equal(p->observed.additional_ips[0], "fd00::3");
         assert_int_equal(p->observed.created_ns, 1);
         assert_int_equal(p->observed.started_ns, INT64_C(1700000000123456789));
         assert_int_equal(p->observed.finished_ns, 0);
@@ -1701,6 +1766,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_migration_atomic, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_pod_roundtrip, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_pod_roundtrip, setup_file, teardown_dir),
+            cmocka_unit_test_setup_teardown(test_pod_network, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_pod_observed_and_identity, setup_memory,
                                             teardown_memory),
             cmocka_unit_test_setup_teardown(test_container_roundtrip, setup_memory,
