@@ -308,6 +308,13 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
                      reterr);
         if (r < 0)
                 return r;
+        uint64_t ingress, egress;
+        const char *key = NULL;
+        if (rkl_pod_bandwidth(&s.annotations, &ingress, &egress, &key) < 0)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.annotations: '%s' = '%.64s' is not a bandwidth from "
+                                     "1k to 1P bits per second (e.g. 10M)",
+                                     key, rkl_kvs_get(&s.annotations, key));
 
         if (c->linux) {
                 const Runtime__V1__LinuxPodSandboxConfig *l = c->linux;

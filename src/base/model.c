@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "parse.h"
 #include "strv.h"
 #include "banned.h"
 
@@ -160,4 +161,26 @@ char *rkl_app_name_from_id(const char *container_id)
 {
         /* 64 random bits: unique within a pod, short enough for unit and cgroup names. */
         return rkl_xasprintf("c%.16s", container_id);
+}
+
+int rkl_pod_bandwidth(const rkl_kvs *annotations, uint64_t *ret_ingress, uint64_t *ret_egress,
+                      const char **ret_key)
+{
+        static const char *const keys[] = {RKL_ANNOTATION_INGRESS_BANDWIDTH,
+                                           RKL_ANNOTATION_EGRESS_BANDWIDTH};
+        uint64_t v[2] = {0, 0};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                const char *s = rkl_kvs_get(annotations, keys[i]);
+                if (!s)
+                        continue;
+                if (rkl_parse_quantity(s, &v[i]) < 0 || v[i] < RKL_BANDWIDTH_MIN ||
+                    v[i] > RKL_BANDWIDTH_MAX) {
+                        if (ret_key)
+                                *ret_key = keys[i];
+                        return -EINVAL;
+                }
+        }
+        *ret_ingress = v[0];
+        *ret_egress = v[1];
+        return 0;
 }

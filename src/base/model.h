@@ -85,6 +85,16 @@ typedef struct rkl_pod_spec {
 
 void rkl_pod_spec_done(rkl_pod_spec *s);
 
+/* A pod's bandwidth limits, from the annotations kubelet reads them from. */
+#define RKL_ANNOTATION_INGRESS_BANDWIDTH "kubernetes.io/ingress-bandwidth"
+#define RKL_ANNOTATION_EGRESS_BANDWIDTH  "kubernetes.io/egress-bandwidth"
+#define RKL_BANDWIDTH_MIN                1000ULL             /* 1k, as kubelet bounds them */
+#define RKL_BANDWIDTH_MAX                1000000000000000ULL /* 1P */
+/* In bits per second, 0 where the annotation is absent. -EINVAL for a value that is no
+ * quantity or out of bounds, with *ret_key naming its annotation. */
+int rkl_pod_bandwidth(const rkl_kvs *annotations, uint64_t *ret_ingress, uint64_t *ret_egress,
+                      const char **ret_key);
+
 typedef enum rkl_seccomp {
         RKL_SECCOMP_RUNTIME_DEFAULT = 0,
         RKL_SECCOMP_UNCONFINED = 1,

@@ -90,3 +90,68 @@ bool rkl_syscall_name_is_valid(const char *s)
                         return false;
         return true;
 }
+
+int rkl_parse_quantity(const char *s, uint64_t *ret)
+{
+        static const struct {
+                const char *suffix;
+                uint64_t mult;
+        } suffixes[] = {
+            {"", 1},
+            {"k", 1000ULL},
+            {"M", 1000000ULL},
+            {"G", 1000000000ULL},
+            {"T", 1000000000000ULL},
+            {"P", 1000000000000000ULL},
+            {"E", 1000000000000000000ULL},
+            {"Ki", 1ULL << 10},
+            {"Mi", 1ULL << 20},
+            {"Gi", 1ULL << 30},
+            {"Ti", 1ULL << 40},
+            {"Pi", 1ULL << 50},
+            {"Ei", 1ULL << 60},
+        };
+        if (isempty(s) || !isdigit((unsigned char)s[0]))
+                return -EINVAL;
+        /* The value as whole and fraction digits, exactly: no floating point. */
+        const char *p = s;
+        uint64_t whole = 0;
+        for (; isdigit((unsigned char)*p); p++) {
+                if (whole > (UINT64_MAX - 9) / 10)
+                        return -ERANGE;
+                whole = whole * 10 + (uint64_t)(*p - '0');
+        }
+        const char *frac = NULL;
+        size_t n_frac = 0;
+        if (*p == '.') {
+                frac = ++p;
+                for (; isdigit((unsigned char)*p); p++)
+                        n_frac++;
+                if (n_frac == 0 || n_frac > 18)
+                        return -EINVAL;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                if (!streq(p, suffixes[i].suffix))
+                        continue;
+                uint64_t m = suffixes[i].mult;
+                if (whole > (uint64_t)INT64_MAX / m)
+                        return -ERANGE;
+                uint64_t v = whole * m;
+                if (n_frac > 0) {
+                        /* fraction * m / 10^n_frac, rounded up, without overflow: m is at
+                         * most 2^60 and the fraction below 10^18. */
+                        unsigned __int128 f = 0, scale = 1;
+                        for (size_t k = 0; k < n_frac; k++) {
+                                f = f * 10 + (unsigned)(frac[k] - '0');
+                                scale *= 10;
+                        }
+                        unsigned __int128 part = (f * m + scale - 1) / scale;
+                        if (v + part > (uint64_t)INT64_MAX)
+                                return -ERANGE;
+                        v += (uint64_t)part;
+                }
+                *ret = v;
+                return 0;
+        }
+        return -EINVAL;
+}

@@ -85,6 +85,27 @@ static void test_strv(void **state)
         assert_string_equal(k, ", x");
 }
 
+static void test_quantity(void **state)
+{
+        uint64_t v;
+        assert_int_equal(rkl_parse_quantity("10M", &v), 0);
+        assert_int_equal(v, 10000000);
+        assert_int_equal(rkl_parse_quantity("1Gi", &v), 0);
+        assert_int_equal(v, 1073741824);
+        assert_int_equal(rkl_parse_quantity("1.5k", &v), 0);
+        assert_int_equal(v, 1500);
+        assert_int_equal(rkl_parse_quantity("250000", &v), 0);
+        assert_int_equal(v, 250000);
+        assert_int_equal(rkl_parse_quantity("0.0001k", &v), 0);
+        assert_int_equal(v, 1); /* rounded up */
+        assert_int_equal(rkl_parse_quantity("10E", &v), -ERANGE);
+        assert_int_equal(rkl_parse_quantity("99999999999999999999", &v), -ERANGE);
+        const char *bad[] = {"", "-1", "+1", "1m", "1e3", "1.", ".5", "1 M", "1MB", "M", "1.5.5"};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (rkl_parse_quantity(bad[i], &v) != -EINVAL)
+                        fail_msg("'%s' was taken", bad[i]);
+}
+
 static void test_fileio(void **state)
 {
         char dir[] = "/tmp/rkl-test-XXXXXX";
@@ -138,7 +159,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_parse),
             cmocka_unit_test(test_utf8),         cmocka_unit_test(test_strv),
-            cmocka_unit_test(test_fileio),       cmocka_unit_test(test_model_tables),
+            cmocka_unit_test(test_quantity),     cmocka_unit_test(test_fileio),
+            cmocka_unit_test(test_model_tables),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
