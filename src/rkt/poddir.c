@@ -174,6 +174,7 @@ void rkl_poddir_pod_done(rkl_poddir_pod *p)
                 return;
         free(p->ip);
         free(p->net_name);
+        free(p->netns);
         free(p->subcgroup);
         free(p->stage1_tree);
         free(p->warning);
@@ -343,6 +344,23 @@ static void read_netinfo(int fd, rkl_poddir_pod *p)
                 add_warning(p, "%s", e.msg); /* "net-info.json: ..." */
 }
 
+/* The path of the pod's network namespace, which rkt writes before the pod's network is set
+ * up (with --net=none, the only thing it sets up). */
+static void read_netns(int fd, rkl_poddir_pod *p)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        if (rkl_poddir__read_regular_at(fd, "netns", RKL_PODDIR_FILE_MAX, &buf, &n, NULL) < 0)
+                return; /* host network, or not there yet */
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = 0;
+        if (n == 0 || n >= PATH_MAX || buf[0] != '/' || strlen(buf) != n || strchr(buf, '\n')) {
+                add_warning(p, "netns: not a path");
+                return;
+        }
+        p->netns = TAKE_PTR(buf);
+}
+
 static void read_pid(int fd, rkl_poddir_pod *p)
 {
         static const char *const names[] = {"ppid", "pid"};
@@ -456,6 +474,7 @@ int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_e
                 p.subcgroup = NULL;
         }
         read_netinfo(fd, &p);
+        read_netns(fd, &p);
         p.supervisor_ready = read_supervisor_ready(fd, p.stage1_tree);
 
         read_manifest(fd, &p, &m);

@@ -129,6 +129,7 @@ static void test_running_pod(void **state)
         assert_true(p.gc_marked_ns == 0);
         /* rkt.kubernetes.io wins over default, wherever it is in the array. */
         assert_string_equal(p.ip, "10.1.2.3");
+        assert_string_equal(p.netns, "/var/run/netns/cni-1a2b3c4d-0000-1111-2222-333344445555");
         assert_string_equal(p.net_name, "rkt.kubernetes.io");
         assert_string_equal(p.subcgroup, "system.slice/rkt-pod1.service");
         assert_string_equal(p.stage1_tree, TREE);
@@ -263,6 +264,7 @@ static void test_stopped_pod(void **state)
         assert_false(p.rootfs_lock);
         assert_false(p.supervisor_ready);
         assert_null(p.ip); /* host network: no net-info.json */
+        assert_null(p.netns);
         assert_null(p.stage1_tree);
         assert_int_equal(p.ppid, 777);
         assert_int_equal(p.n_apps, 2);
