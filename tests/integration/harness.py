@@ -458,7 +458,7 @@ class RktEnv:
         self.rkt_dir = os.path.join(self.dir, "rkt")
         self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
             "--registry-mirror", "docker.io=http://127.0.0.1:5000",
-            # Real rkt leaves about 1 sandbox in 36 never ready (reference/rkt.md, B.1);
+            # Real rkt leaves about 1 sandbox in 36 never ready (docs/rkt.md, 'Quirks');
             # ready takes 1-2 s here, so a retry after 20 s fits in the tests' waits.
             "--sandbox-ready-timeout", "20"] + list(extra))
         test.addCleanup(self.cleanup)

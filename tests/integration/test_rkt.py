@@ -111,7 +111,7 @@ class RealRktBase(unittest.TestCase):
         self.assertFalse(any(left()), left())
         # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
         # normal removal warned of "leftover pod"s and rkt's exit status 254).
-        # rkt's own intermittent never-ready sandbox (reference B.1) is real trouble, of
+        # rkt's own intermittent never-ready sandbox (docs/rkt.md, 'Quirks') is real trouble, of
         # rkt's: its retry is warned of, rightly.
         noisy = [line for line in self.env.daemon.log().splitlines()
                  if line[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>") and
@@ -179,7 +179,7 @@ class LifecycleTest(RealRktBase):
 
     def test_app_rm_keeps_its_image_siblings(self):
         """rkt 1.30's app rm deleted its image's whole overlay directory in the pod, with the
-        writable layer of every other app of that image (reference/rkt.md B.1): a running
+        writable layer of every other app of that image (docs/rkt.md, 'Quirks'): a running
         one lost its files, and one added but not started yet could never start (exit
         226). The reconciler holds back the rm of an app whose image a live app shares
         (orphans.c); the rkt that scripts/build-rkt makes no longer needs it

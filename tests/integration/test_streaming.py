@@ -1,6 +1,6 @@
 """Exec and PortForward through the streaming server, end to end on the real rkt 1.30.0
 (stage1 host) in a private systemd host: crictl (cri-tools 1.26.1, built by
-../shared/critest/build-critest) as the client, run inside the host's network namespace where
+scripts/build-critest) as the client, run inside the host's network namespace where
 the daemon's stream address is; and a small SPDY client of our own (spdyclient.py) for what
 crictl cannot do: bad, reused and expired tokens, garbage, a client that vanishes. Skips,
 saying why, when rkt or crictl is not there."""
@@ -36,7 +36,7 @@ class StreamingTest(unittest.TestCase):
 
     def setUp(self):
         if not os.access(CRICTL, os.X_OK):
-            self.skipTest("no crictl at %s (../shared/critest/build-critest)" % CRICTL)
+            self.skipTest("no crictl at %s (scripts/build-critest)" % CRICTL)
         extra = ["--stream-token-ttl", str(self.ttl)] if self.ttl else []
         self.env = harness.RktEnv(self, extra=extra).start()
         ch = self.env.daemon.channel()

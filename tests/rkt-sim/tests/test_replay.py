@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Replays the command sequences of reference/rkt.md Part B against rkt-sim, under a private
-systemd service manager (tests/lib/systemd-env), and checks outputs, exit codes, files, times,
+"""Replays the command sequences of a real rkt 1.30.0 (docs/rkt.md) against rkt-sim, under a
+private systemd service manager (tests/lib/systemd-env), and checks outputs, exit codes, files, times,
 lock semantics and the documented quirks. Standard library only."""
 
 import ctypes
