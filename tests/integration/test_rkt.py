@@ -105,7 +105,8 @@ class RealRktBase(unittest.TestCase):
             if os.path.isdir(os.path.join(self.env.daemon.state_dir, "pods")) else []
 
     def assert_nothing_left(self):
-        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+        def left():
+            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertFalse(any(left()), left())
@@ -137,7 +138,8 @@ class LifecycleTest(RealRktBase):
         self.assertNotIn(pods[0][2], os.popen("ip -o addr").read())
 
         (s1, c1, ip1), (s2, c2, _) = pods
-        web = self.create(s1, c1, "web", ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"])
+        web = self.create(s1, c1, "web",
+                          ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"])
         fail = self.create(s1, c1, "fail", ["sh", "-c", "sleep 1; exit 1"])
         stubborn = self.create(s2, c2, "stubborn", ["sh", "-c", "trap '' TERM; sleep 3600"])
         ok = self.create(s2, c2, "ok", ["sh", "-c", "sleep 1; exit 0"])
@@ -236,7 +238,9 @@ class LifecycleTest(RealRktBase):
         self.assertEqual(r.returncode, 254)
         self.assertIn("cannot get pod: EOF", r.stderr)
         self.stop_remove(sid)
-        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+
+        def left():
+            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertIn("net-info.json being empty", self.env.daemon.log())
