@@ -1,5 +1,5 @@
-/* A CRI client on grpc's core C API (reference/grpc-core.md): one batch per unary call with
- * all six client ops; the batch's tag is its slot. */
+/* A CRI client on grpc's core C API (docs/design.md, 'The gRPC server'): one batch per unary
+ * call with all six client ops; the batch's tag is its slot. */
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
@@ -139,7 +139,8 @@ static int slot_start(rkb_client *c, slot *s, const rkb_request *req, uint64_t t
         s->start_nsec = rkb_now_nsec();
         e = grpc_call_start_batch(s->call, ops, ELEMENTSOF(ops), s, NULL);
         if (e != GRPC_CALL_OK) {
-                /* A bug in this file, never a peer's doing (STYLE rule 8). */
+                /* A bug in this file, never a peer's doing (CONTRIBUTING.md, 'Foreign errors
+                 * at the edge'). */
                 assert(!"grpc_call_start_batch failed");
                 grpc_call_unref(s->call);
                 grpc_byte_buffer_destroy(s->send);

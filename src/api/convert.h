@@ -1,5 +1,5 @@
 /* protobuf-c CRI configs -> the project's model, with every client field validated and
- * bounded (STYLE rule 14). Errors are -EINVAL with the offending field named. */
+ * bounded (CONTRIBUTING.md, 'Validation'). Errors are -EINVAL with the offending field named. */
 #pragma once
 
 #include "api.pb-c.h"

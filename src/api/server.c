@@ -1,4 +1,4 @@
-/* Call flow (grpc core, see reference/grpc-core.md):
+/* Call flow (grpc core, see docs/design.md, 'The gRPC server'):
  *   request (registered method or catch-all) completes on a worker's queue
  *     -> re-arm the same request kind, unpack, run the handler, pack
  *     -> one batch: initial metadata, message, status, recv close

@@ -1,4 +1,5 @@
-/* The one table from -errno to a gRPC status code (STYLE rule 8). */
+/* The one table from -errno to a gRPC status code (CONTRIBUTING.md, 'Foreign errors at the
+ * edge'). */
 #pragma once
 
 #include <grpc/status.h>

@@ -1,5 +1,5 @@
 /* --wait: a mutating call answers once the reconciler has carried it out, not once it is
- * recorded (DESIGN.md, "The async contract"). kubelet reads a sandbox's IP right after
+ * recorded (docs/design.md, 'The async contract'). kubelet reads a sandbox's IP right after
  * RunPodSandbox, and gives it to the pod's containers: with the answer at once, the IP is
  * not known yet. The reply waits on the API's wait pool, watching the cache, which the
  * reconciler fills with what it observes; other calls are answered meanwhile. */

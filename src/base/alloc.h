@@ -1,4 +1,5 @@
-/* Allocation that aborts on OOM: error paths stay about real failures (STYLE rule 15). */
+/* Allocation that aborts on OOM: error paths stay about real failures (CONTRIBUTING.md,
+ * 'Allocation'). */
 #pragma once
 
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Limits enforced at the API boundary (STYLE rule 14) and again by the store. */
+/* Limits enforced at the API boundary (CONTRIBUTING.md, 'Validation') and again by the store. */
 #define RKL_ID_LEN     64  /* CRI IDs are 64 lowercase hex */
 #define RKL_MAX_NAME   253 /* names, namespaces, uids (DNS subdomain) */
 #define RKL_MAX_KEY    317 /* label/annotation keys: prefix 253 + '/' + name 63 */

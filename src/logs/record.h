@@ -4,7 +4,7 @@
  * longer than RKL_LOG_MAX_CONTENT is split into P (partial) records ending with an F (full)
  * one. rkt's iottymux (k8s-plain mode) writes "<RFC 3339 nano time> <stdout|stderr>
  * <line>\n" instead, one write per line, and the app's last line without its newline if it
- * had none (reference/rkt.md, A.1.6). */
+ * had none (docs/rkt.md, 'Output and logs'). */
 #pragma once
 
 #include <stdbool.h>

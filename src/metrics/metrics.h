@@ -2,7 +2,7 @@
  * take a lock once a series exists; the text exposition is built at scrape time, off the
  * request path. The HTTP endpoint (libmicrohttpd) is off unless an address is given.
  *
- * The registry is process-wide, like the log level (STYLE.md rule 11 names only those two):
+ * The registry is process-wide, like the log level (CONTRIBUTING.md, 'Global state'):
  * a counter is write-only for every layer, and threading a handle through store, rkt,
  * reconciler and api for a few increments would cost more than it protects. */
 #pragma once

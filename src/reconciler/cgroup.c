@@ -430,7 +430,7 @@ int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret
         _cleanup_free_ char *own = NULL;
         if (rkl_cgroup_path_of(supervisor, "memory", &own) == 0 && is_dir(CGROUP_ROOT "/memory")) {
                 /* v1: the pod's unit has memory and pids cgroups; its CPU is its apps' (the
-                 * unit gets no cpuacct cgroup of its own here: reference/rkt.md A.2.7). */
+                 * unit gets no cpuacct cgroup of its own here: docs/rkt.md, 'Cgroups'). */
                 _cleanup_free_ char *unit = unit_part(own);
                 _cleanup_free_ char *pids = NULL, *pids_unit = NULL, *cpu = NULL, *cpu_unit = NULL;
                 if (!unit)

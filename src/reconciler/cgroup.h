@@ -1,7 +1,7 @@
 /* The cgroups of a pod's apps, found by looking under the pod's unit: rkt's host stage1 on
  * systemd-nspawn 252 puts an app in <unit>/payload/system.slice/<app>.service, older nspawn
  * (and the simulator) in <unit>/system.slice/<app>.service, and the supervisor in <unit> or
- * <unit>/supervisor (reference/rkt.md, B.1). Nothing here assumes either layout. Used to tell
+ * <unit>/supervisor (docs/rkt.md, 'Cgroups'). Nothing here assumes either layout. Used to tell
  * when an app's process runs, to kill an app whose stop deadline passed (rkt's own stop waits
  * up to systemd's 90 s), and to tell an OOM kill from another SIGKILL. */
 #pragma once

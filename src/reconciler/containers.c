@@ -80,7 +80,7 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
  * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
  * two containers created together). One at a time per pod; app stop may overlap them. (And
  * rkt's app rm deletes the overlay of the app's image, which an app being added or started
- * in the same pod may be using: reference/rkt.md, B.1.) */
+ * in the same pod may be using: docs/rkt.md, 'Quirks'.) */
 bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid)
 {
         return rkl_reconciler__pod_in_flight(
@@ -151,7 +151,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         return;
                 if (rkl_hashmap_get(r->undo, c->id)) {
                         /* After a failed add or start rkt may hold a half-made app that no
-                         * start can run (reference/rkt.md, B.1): undo it; a fresh add follows.
+                         * start can run (docs/rkt.md, 'Quirks'): undo it; a fresh add follows.
                          * Once per failure: the add that follows starts clean. */
                         a = rkl_reconciler__action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid,
                                                        c->app_name);

@@ -45,7 +45,7 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 } else if (!image_shared_with_live_app(p, app) &&
                            !rkl_reconciler__pod_app_busy(r, p->uuid)) {
                         /* Unpatched rkt's app rm deletes the image's overlay, which another
-                         * app of the same image still uses (reference/rkt.md, B.1;
+                         * app of the same image still uses (docs/rkt.md, 'Quirks';
                          * packaging/rkt/app-rm-shared-image.patch fixes it in the rkt
                          * scripts/build-rkt makes): such apps stay, stopped, until their pod
                          * goes. */

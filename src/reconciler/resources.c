@@ -6,7 +6,7 @@
  * process is seen (observing.c: the same moment its own memory, cpu and cpuacct cgroups are
  * made and its processes moved in), within one observation of the process appearing: not
  * before its first instruction. Pre-creating the cgroups before `rkt app start` does not help
- * on v1, where the app is not placed into them at all (reference/rkt.md A.2.7, and
+ * on v1, where the app is not placed into them at all (docs/rkt.md, 'Cgroups', and
  * docs/stats.md for what was measured). What is applied is remembered in memory only, so
  * after a restart of the daemon every running container's limits are written again at its
  * first observation, and an UpdateContainerResources (a new version of the record, kicked)

@@ -28,7 +28,7 @@ typedef struct rkl_rkt rkl_rkt;
  *   -EAGAIN     the pod's supervisor is not yet ready (a pod just started): retry
  *   -EIO        the pod is not running, the image is not in rkt's store, an app of that name
  *               exists, or stage1 failed; a failed add can leave a half-made app that no
- *               start can run: remove it before adding again (reference/rkt.md, B.1)
+ *               start can run: remove it before adding again (docs/rkt.md, 'Quirks')
  *   -ETIMEDOUT  the same as -EIO, only more likely half-made. */
 int rkl_rkt_app_add(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec,
                     const rkl_rkt_app_opts *o, uint64_t timeout_usec, rkl_error *reterr);
@@ -55,7 +55,7 @@ int rkl_rkt_app_stop(rkl_rkt *d, const char *uuid, const char *app, uint64_t tim
 
 /* `rkt app rm UUID --app=APP`: stops the app if it runs, then removes it from the pod (its
  * status file, rootfs and the overlay of its image, which other apps of the same image in
- * the pod share: reference/rkt.md, B.1). Works on an exited pod.
+ * the pod share: docs/rkt.md, 'Quirks'). Works on an exited pod.
  *   -ENOENT     no such pod, or no app APP in it: an app already removed gives this (rkt's
  *               app rm is not idempotent), which is what a removal wants
  *   -EAGAIN     the pod's supervisor is not yet ready

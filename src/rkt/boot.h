@@ -1,6 +1,6 @@
 /* rkt 1.30's pods on systemd 252 sometimes never get ready: the pod's own systemd idles with
- * no job left and default.target inactive, its boot transaction dropped (reference/rkt.md,
- * B.1; about one sandbox in seven on a loaded 2-core machine). This boots such a pod again. */
+ * no job left and default.target inactive, its boot transaction dropped (docs/rkt.md,
+ * 'Quirks'; about one sandbox in seven on a loaded 2-core machine). This boots such a pod again. */
 #pragma once
 
 #include <stdint.h>

@@ -42,7 +42,7 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         pushf(&a, "--uuid-file-save=%s", o->uuid_file);
         /* rkt writes each app's output to a flat file in this private dir; rktlet turns it
          * into kubelet's log format (iottymux's own format and paths break a modern
-         * kubelet: reference/rkt.md, A.1.6). */
+         * kubelet: docs/rkt.md, 'Output and logs'). */
         rkl_strv_push(&a, "--annotation=coreos.com/rkt/experiment/logmode=k8s-plain");
         pushf(&a, "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=%s", o->log_dir);
         if (o->stage1_name)

@@ -13,7 +13,8 @@
 #include "base/banned.h"
 
 /* Prefers the overlay upper dir, which holds what the pod wrote even when the overlay is
- * not mounted in our namespace (reference B.3); then the merged stage1 rootfs. */
+ * not mounted in our namespace (docs/rkt.md, 'The pod directory'); then the merged stage1
+ * rootfs. */
 static int open_rkt_subdir(int fd, const char *tree, const char *sub)
 {
         if (tree) {

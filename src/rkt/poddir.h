@@ -1,7 +1,7 @@
 /* rkt's pod directories read directly: the observed state of one pod without running rkt.
  * Everything here is a pure function over a directory fd; nothing blocks, nothing logs (what
  * could not be used is said in the result). Files that are missing, half-written or malformed
- * are reported as unknown, never guessed (reference/rkt.md A.2.2, A.2.3, B.3). */
+ * are reported as unknown, never guessed (docs/rkt.md, 'The pod directory'). */
 #pragma once
 
 #include <errno.h>

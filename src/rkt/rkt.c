@@ -27,7 +27,7 @@ static char **env_with_experiments(void)
                 if (strncmp(*e, "RKT_EXPERIMENT_APP=", 19) != 0 &&
                     strncmp(*e, "RKT_EXPERIMENT_ATTACH=", 22) != 0)
                         rkl_strv_push(&env, *e);
-        /* rkt hides `app` and the stream flags without these (reference/rkt.md, B). */
+        /* rkt hides `app` and the stream flags without these (docs/rkt.md, 'Running rkt'). */
         rkl_strv_push(&env, "RKT_EXPERIMENT_APP=true");
         rkl_strv_push(&env, "RKT_EXPERIMENT_ATTACH=true");
         return env;

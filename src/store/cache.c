@@ -63,7 +63,7 @@ void rkl_health_copy(rkl_health *dst, const rkl_health *src)
 rkl_pod_readiness rkl_pod_readiness_of(const rkl_pod_record *rec)
 {
         /* Ready from acceptance until stopped, or until creation failed for good or the
-         * pod died (DESIGN.md, "The async contract"). */
+         * pod died (docs/design.md, 'The async contract'). */
         if (rec->desired == RKL_POD_DESIRED_READY &&
             (rec->observed.phase == RKL_POD_PHASE_PENDING ||
              rec->observed.phase == RKL_POD_PHASE_RUNNING))

@@ -13,8 +13,8 @@
 #include "base/model.h"
 #include "store/db.h"
 
-/* SQLite's handles, declared rather than included (STYLE rule 2): only the files that call
- * SQLite include sqlite3.h. */
+/* SQLite's handles, declared rather than included (CONTRIBUTING.md, 'Modules and headers'):
+ * only the files that call SQLite include sqlite3.h. */
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
 
@@ -114,7 +114,7 @@ struct rkl_db {
 
 extern const char *const rkl_db__stmt_sql[_STMT_MAX];
 
-/* SQLite → -errno, here and nowhere else (STYLE rule 8). */
+/* SQLite → -errno, here and nowhere else (CONTRIBUTING.md, 'Foreign errors at the edge'). */
 int rkl_db__errno_from_sqlite(int rc);
 /* Call right after the failing sqlite3_* call: sqlite3_errmsg() describes the last one. */
 int rkl_db__sql_error(rkl_db *s, int rc, const char *what, rkl_error *reterr);

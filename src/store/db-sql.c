@@ -105,7 +105,7 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
     [STMT_NETWORK_DELETE] = "DELETE FROM sandbox_network WHERE sandbox_id = ?1",
 };
 
-/* SQLite → -errno, here and nowhere else (STYLE rule 8). */
+/* SQLite → -errno, here and nowhere else (CONTRIBUTING.md, 'Foreign errors at the edge'). */
 int rkl_db__errno_from_sqlite(int rc)
 {
         switch (rc) {
@@ -237,7 +237,7 @@ int rkl_db__run(rkl_db *s, rkl_db__stmt_id id, rkl_error *reterr)
 
 char *rkl_db__column_strdup(sqlite3_stmt *st, int i)
 {
-        /* Borrowed from the statement (STYLE rule 9): copy before the next step. */
+        /* Borrowed from the statement (CONTRIBUTING.md, 'Ownership'): copy before the next step. */
         const unsigned char *t = sqlite3_column_text(st, i);
         if (!t && sqlite3_column_type(st, i) != SQLITE_NULL)
                 rkl_oom();

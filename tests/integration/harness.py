@@ -91,8 +91,8 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("rktlet exited with %d:\n%s" % (self.proc.returncode,
-                                                                  self.log()))
+                raise RuntimeError("rktlet exited with %d:\n%s"
+                                   % (self.proc.returncode, self.log()))
             if os.path.exists(self.socket) and self._answers():
                 return self
             time.sleep(0.02)
@@ -319,10 +319,12 @@ def wait_sandbox_running(rs, sid, name="", timeout=120):
     verbose info says), not only READY: RunPodSandbox answers before rkt made the pod."""
     import json
     pb, _ = stubs()
-    return wait_for("sandbox %s running" % (name or sid[:12]), lambda: json.loads(
-        rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
-                            timeout=10).info["info"]).get("phase") == "running",
-        timeout=timeout)
+
+    def running():
+        st = rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
+                                 timeout=10)
+        return json.loads(st.info["info"]).get("phase") == "running"
+    return wait_for("sandbox %s running" % (name or sid[:12]), running, timeout=timeout)
 
 
 def wait_answering(rs, timeout=30):
@@ -458,7 +460,7 @@ class RktEnv:
         self.rkt_dir = os.path.join(self.dir, "rkt")
         self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
             "--registry-mirror", "docker.io=http://127.0.0.1:5000",
-            # Real rkt leaves about 1 sandbox in 36 never ready (reference/rkt.md, B.1);
+            # Real rkt leaves about 1 sandbox in 36 never ready (docs/rkt.md, 'Quirks');
             # ready takes 1-2 s here, so a retry after 20 s fits in the tests' waits.
             "--sandbox-ready-timeout", "20"] + list(extra))
         test.addCleanup(self.cleanup)

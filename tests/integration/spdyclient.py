@@ -88,7 +88,7 @@ class Client:
         lines = head.decode(errors="replace").split("\r\n")
         self.status = int(lines[0].split()[1]) if lines[0] else 0
         self.headers = {k.strip().lower(): v.strip()
-                        for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+                        for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
         self.deflate = zlib.compressobj(zdict=SPDY3_DICT)
         self.inflate = zlib.decompressobj(zdict=SPDY3_DICT)
         self.next_id = 1

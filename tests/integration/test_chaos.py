@@ -223,8 +223,8 @@ class Chaos:
         about = [line[:300] for line in log.splitlines()
                  if any(i in line for i in ids) or "crash" in line or "serving" in line]
         raise Violation("seed %d, cycle %d: %s\n--- the daemon on these objects ---\n%s\n"
-                        "--- daemon log tail ---\n%s" % (self.seed, self.cycle, msg,
-                                                          "\n".join(about[-150:]), log[-4000:]))
+                        "--- daemon log tail ---\n%s"
+                        % (self.seed, self.cycle, msg, "\n".join(about[-150:]), log[-4000:]))
 
     def check_rejection(self, what, obj, e):
         """An acknowledged object that the daemon no longer knows is lost."""
@@ -238,7 +238,8 @@ class Chaos:
                 (kind is None or s.state == kind)]
 
     def ctrs_of(self, sid, states=None):
-        return [c for c in list(self.containers.values()) if c.sid == sid and c.state != "removed" and
+        return [c for c in list(self.containers.values())
+                if c.sid == sid and c.state != "removed" and
                 (states is None or c.state in states)]
 
     def pod_config(self, name):
@@ -578,8 +579,8 @@ class Chaos:
             if s.uuid is None:
                 s.uuid = running[0]
             elif s.uuid != running[0]:
-                v.append("sandbox %s: its pod changed from %s to %s" % (s.id[:12], s.uuid,
-                                                                         running[0]))
+                v.append("sandbox %s: its pod changed from %s to %s"
+                         % (s.id[:12], s.uuid, running[0]))
             if units.get("rktlet-%s.service" % s.id) != "active":
                 v.append("ready sandbox %s: unit is %s" % (
                     s.id[:12], units.get("rktlet-%s.service" % s.id)))
@@ -598,8 +599,8 @@ class Chaos:
                 v.append("created container %s is %d" % (c.id[:12], st.state))
             if c.state == "stopped" or not wanted_pod:
                 if st.state == pb.CONTAINER_RUNNING:
-                    v.append("container %s (%s, sandbox %s) is RUNNING" % (c.id[:12], c.state,
-                                                                          s.state))
+                    v.append("container %s (%s, sandbox %s) is RUNNING"
+                             % (c.id[:12], c.state, s.state))
                 continue
             if c.state != "started":
                 continue
@@ -623,8 +624,8 @@ class Chaos:
             if c.pid is None:
                 c.pid = pids[0]
             elif c.pid != pids[0]:
-                v.append("container %s: started twice (pid %d, then %d)" % (c.id[:12], c.pid,
-                                                                           pids[0]))
+                v.append("container %s: started twice (pid %d, then %d)"
+                         % (c.id[:12], c.pid, pids[0]))
         known = {c.arg for c in self.containers.values()}
         for arg, pids in procs.items():
             if arg not in known:
@@ -696,6 +697,7 @@ class Chaos:
         killer = threading.Timer(delay, lambda: d.proc.poll() is None and
                                  d.send_signal(signal.SIGKILL))
         killer.start()
+
         def churner():
             while self.alive():
                 self.churn(1, gap=(0.0, 0.1))
@@ -817,6 +819,7 @@ class ResolveTest(unittest.TestCase):
         chaos.kill()
         chaos.restart_and_check()
         self.assertEqual((s.state, c.state), ("removed", "removed"))
+
 
 if __name__ == "__main__":
     unittest.main()

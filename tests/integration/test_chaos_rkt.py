@@ -30,7 +30,6 @@ class RktWorld(test_chaos.World):
                 units[f[0]] = f[2]
         return units
 
-
     def procs(self):
         """As the daemon sees them: PIDs in the host's PID namespace (NSpid's second)."""
         out = {}
@@ -71,6 +70,7 @@ class RktChaosTest(unittest.TestCase):
     def test_chaos(self):
         test_chaos.run_chaos(self, RktChaos, int(os.environ.get("RKL_CHAOS_RKT_CYCLES") or 12),
                              "chaos on real rkt")
+
 
 if __name__ == "__main__":
     unittest.main()

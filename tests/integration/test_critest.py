@@ -69,8 +69,8 @@ class TestCritest(unittest.TestCase):
 
         # --wait, as kubelet wants it (the packaged rktlet.conf sets it): critest reads a
         # sandbox's IP right after RunPodSandbox and two container calls.
-        env = harness.RktEnv(self, extra=["--wait"] + [a for h in MIRRORED for a in
-                                                       ("--registry-mirror", h + "=" + REGISTRY_URL)])
+        mirrors = [a for h in MIRRORED for a in ("--registry-mirror", h + "=" + REGISTRY_URL)]
+        env = harness.RktEnv(self, extra=["--wait"] + mirrors)
         env.run(harness.PYTHON, PUSH_CRITEST_IMAGES, REGISTRY_URL, timeout=300)
         env.start()
         self.addCleanup(shutil.copy, env.daemon.log_path, out_dir)

@@ -248,6 +248,7 @@ class RktFaultsTest(FaultsBase):
         harness.wait_for("the app gone", lambda: not self.procs(arg))
         # No hung rkt-sim left behind. A killed one takes a moment to go (a sanitizer
         # build's teardown unmaps a lot): wait for it, but it must go.
+
         def hung():
             left = subprocess.run(["pgrep", "-f", "rkt-sim --dir=%s" % self.env.rkt_dir],
                                   capture_output=True, text=True).stdout.split()

@@ -193,7 +193,7 @@ class ImagesTest(unittest.TestCase):
         # mirror, the client sees the name it pulled.
         pid = self.pull("registry.k8s.io/pause:3.9")
         log = read(self.env.rkt_log)
-        fetch = [l for l in log.splitlines() if "image fetch" in l][-1]
+        fetch = [ln for ln in log.splitlines() if "image fetch" in ln][-1]
         self.assertIn("--insecure-options=image,ondisk,http", fetch)
         self.assertTrue(fetch.endswith("docker://127.0.0.1:5000/pause:3.9"), fetch)
         st = self.status("registry.k8s.io/pause:3.9").image
@@ -298,10 +298,11 @@ class ConcurrentImagesTest(unittest.TestCase):
 
     def test_concurrent_pull_and_remove(self):
         # Four pulls of one reference share one fetch; other calls are not held up.
-        ids = self.run_all([lambda: self.pull("busybox")] * 3 + [lambda: self.pull("busybox:latest")])
+        ids = self.run_all([lambda: self.pull("busybox")] * 3 +
+                           [lambda: self.pull("busybox:latest")])
         self.assertTrue(all(isinstance(i, str) for i in ids), ids)
         self.assertEqual(len(set(ids)), 1)
-        fetches = [l for l in read(self.env.rkt_log).splitlines() if "image fetch" in l]
+        fetches = [ln for ln in read(self.env.rkt_log).splitlines() if "image fetch" in ln]
         self.assertEqual(len(fetches), 1, fetches)
 
         # Concurrent removals all succeed and the image is gone for good.

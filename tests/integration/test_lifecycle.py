@@ -251,7 +251,7 @@ class LifecycleTest(unittest.TestCase):
             self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
         self.assertIn("NotStarted", outcomes)  # the interleaving was really hit
         # Their leftover apps share one image, so they stay until their pod goes (rkt's app
-        # rm deletes the image's overlay: reference B.1); the pod's removal takes them.
+        # rm deletes the image's overlay: docs/rkt.md, 'Quirks'); the pod's removal takes them.
         uuid = self.pod_uuid(sid)
         self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=10)
         self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=10)

@@ -75,8 +75,8 @@ class LifecycleApiTest(unittest.TestCase):
     def tearDown(self):
         # A daemon that died under a test: show why (its log goes with the workdir).
         if self.d.proc.poll() is not None:
-            sys.stderr.write("rktlet exited with %s:\n%s\n" % (self.d.proc.returncode,
-                                                              self.d.log()[-8000:]))
+            sys.stderr.write("rktlet exited with %s:\n%s\n"
+                             % (self.d.proc.returncode, self.d.log()[-8000:]))
 
     def start_daemon(self, workdir):
         d = harness.Daemon(workdir, rkt_path=self.rkt, bus=self.systemd.address)

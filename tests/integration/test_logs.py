@@ -58,7 +58,7 @@ class LogsTest(test_rkt.RealRktBase):
 
     def wait_lines(self, path, n, stream=None, timeout=120):
         return harness.wait_for("%d lines in %s" % (n, path), lambda: os.path.exists(path) and (
-            lambda l: len(l) >= n and l)(lines(records(path), stream)), timeout=timeout,
+            lambda got: len(got) >= n and got)(lines(records(path), stream)), timeout=timeout,
             interval=0.2)
 
     def rkt_lines(self, sid):
@@ -80,7 +80,7 @@ class LogsTest(test_rkt.RealRktBase):
         rktlet's). Returns whether those were all the app's lines: rkt still loses some
         now and then (docs/logs.md), which the callers count and bound."""
         def short(ls):
-            return [l if len(l) < 40 else "%s...(%d)" % (l[:8], len(l)) for l in ls[-4:]]
+            return [ln if len(ln) < 40 else "%s...(%d)" % (ln[:8], len(ln)) for ln in ls[-4:]]
         got = (lines(records(path), "stdout"), lines(records(path), "stderr"))
         rkt = self.rkt_lines(sid)
         if got == rkt:

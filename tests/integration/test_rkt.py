@@ -105,13 +105,14 @@ class RealRktBase(unittest.TestCase):
             if os.path.isdir(os.path.join(self.env.daemon.state_dir, "pods")) else []
 
     def assert_nothing_left(self):
-        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+        def left():
+            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertFalse(any(left()), left())
         # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
         # normal removal warned of "leftover pod"s and rkt's exit status 254).
-        # rkt's own intermittent never-ready sandbox (reference B.1) is real trouble, of
+        # rkt's own intermittent never-ready sandbox (docs/rkt.md, 'Quirks') is real trouble, of
         # rkt's: its retry is warned of, rightly.
         noisy = [line for line in self.env.daemon.log().splitlines()
                  if line[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>") and
@@ -137,7 +138,8 @@ class LifecycleTest(RealRktBase):
         self.assertNotIn(pods[0][2], os.popen("ip -o addr").read())
 
         (s1, c1, ip1), (s2, c2, _) = pods
-        web = self.create(s1, c1, "web", ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"])
+        web = self.create(s1, c1, "web",
+                          ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"])
         fail = self.create(s1, c1, "fail", ["sh", "-c", "sleep 1; exit 1"])
         stubborn = self.create(s2, c2, "stubborn", ["sh", "-c", "trap '' TERM; sleep 3600"])
         ok = self.create(s2, c2, "ok", ["sh", "-c", "sleep 1; exit 0"])
@@ -179,7 +181,7 @@ class LifecycleTest(RealRktBase):
 
     def test_app_rm_keeps_its_image_siblings(self):
         """rkt 1.30's app rm deleted its image's whole overlay directory in the pod, with the
-        writable layer of every other app of that image (reference/rkt.md B.1): a running
+        writable layer of every other app of that image (docs/rkt.md, 'Quirks'): a running
         one lost its files, and one added but not started yet could never start (exit
         226). The reconciler holds back the rm of an app whose image a live app shares
         (orphans.c); the rkt that scripts/build-rkt makes no longer needs it
@@ -236,7 +238,9 @@ class LifecycleTest(RealRktBase):
         self.assertEqual(r.returncode, 254)
         self.assertIn("cannot get pod: EOF", r.stderr)
         self.stop_remove(sid)
-        left = lambda: (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
+
+        def left():
+            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
         harness.wait_for("no rkt pod, unit, cgroup or state directory left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertIn("net-info.json being empty", self.env.daemon.log())

@@ -316,7 +316,6 @@ class RealRktSecurityTest(unittest.TestCase):
                          0)
         self.assertEqual(self.exec(cid, "hostname")[1], "priv\n")
 
-
     def test_no_new_privs_and_paths(self):
         pod = self.run_pod("paths")
         cid, seen = self.start(pod, self.config("plain"))
@@ -351,7 +350,6 @@ class RealRktSecurityTest(unittest.TestCase):
             cc = self.config("bad-path")
             getattr(cc.linux.security_context, field).append(path)
             self.assertIn(field, self.refused(pod, cc))
-
 
     def test_masked_path_of_the_image(self):
         """critest's MaskedPaths spec: /bin/ls masked in critest's busybox image, whose
@@ -488,9 +486,9 @@ class RealRktSecurityTest(unittest.TestCase):
                                        "echo hostname=$(hostname exec-host 2>&1 && echo ok)")
             self.assertEqual(code, 0, err)
             got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-            got.update((k, v.strip()) for k, v in (line.split(":", 1)
-                                                    for line in out.splitlines() if ":" in line
-                                                    and "=" not in line))
+            got.update((k, v.strip()) for k, v in (
+                line.split(":", 1) for line in out.splitlines()
+                if ":" in line and "=" not in line))
             got["keyctl"] = self.exec(cid, *keyctl)[1].strip()
             return got
 
@@ -564,8 +562,8 @@ class RealRktPodNetworkTest(unittest.TestCase):
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="web", uid="web-uid", namespace="net"),
             hostname="web-host", log_directory=os.path.join(self.env.dir, "logs", "web"),
-            dns_config=pb.DNSConfig(servers=["10.96.0.10"], searches=["net.svc.cluster.local",
-                                                                     "cluster.local"],
+            dns_config=pb.DNSConfig(servers=["10.96.0.10"],
+                                    searches=["net.svc.cluster.local", "cluster.local"],
                                     options=["ndots:5"]),
             port_mappings=[pb.PortMapping(protocol=pb.TCP, container_port=80, host_port=8080)])
         cfg.linux.sysctls["net.ipv4.ip_local_port_range"] = "20000 30000"
@@ -611,9 +609,9 @@ class RealRktPodNetworkTest(unittest.TestCase):
                 pod_sandbox_id=first[0], config=node, sandbox_config=first[1]), timeout=10)
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("namespace_options.network", e.exception.details())
-        self.assertEqual(sorted(l.split(":")[0].strip() for l in self.exec(
+        self.assertEqual(sorted(ln.split(":")[0].strip() for ln in self.exec(
             cid, "cat", "/proc/net/dev")[1].splitlines()[2:]), sorted(
-            l.split(":")[0].strip() for l in self.env.run("cat", "/proc/net/dev").stdout
+            ln.split(":")[0].strip() for ln in self.env.run("cat", "/proc/net/dev").stdout
             .splitlines()[2:]))
 
         def bad(field, change):

@@ -1,7 +1,6 @@
 """Stats, resource limits and OOM kills end to end on the real rkt 1.30.0 (stage1 host): what
 a CRI client sees, and what is in the app's cgroups. No timing assertions: waits only."""
 import os
-import time
 import unittest
 
 import grpc

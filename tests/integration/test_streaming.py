@@ -1,6 +1,6 @@
 """Exec and PortForward through the streaming server, end to end on the real rkt 1.30.0
 (stage1 host) in a private systemd host: crictl (cri-tools 1.26.1, built by
-../shared/critest/build-critest) as the client, run inside the host's network namespace where
+scripts/build-critest) as the client, run inside the host's network namespace where
 the daemon's stream address is; and a small SPDY client of our own (spdyclient.py) for what
 crictl cannot do: bad, reused and expired tokens, garbage, a client that vanishes. Skips,
 saying why, when rkt or crictl is not there."""
@@ -11,7 +11,6 @@ import json
 import os
 import pty
 import select
-import signal
 import struct
 import subprocess
 import termios
@@ -36,7 +35,7 @@ class StreamingTest(unittest.TestCase):
 
     def setUp(self):
         if not os.access(CRICTL, os.X_OK):
-            self.skipTest("no crictl at %s (../shared/critest/build-critest)" % CRICTL)
+            self.skipTest("no crictl at %s (scripts/build-critest)" % CRICTL)
         extra = ["--stream-token-ttl", str(self.ttl)] if self.ttl else []
         self.env = harness.RktEnv(self, extra=extra).start()
         ch = self.env.daemon.channel()
@@ -373,6 +372,7 @@ class RealRktStreamEdgeTest(StreamingTest):
             except grpc.RpcError as e:
                 codes.add(e.code())
         self.assertEqual(codes, {grpc.StatusCode.RESOURCE_EXHAUSTED})
+
         def issued():
             try:
                 return self.url(cid)
@@ -467,7 +467,7 @@ class RealRktAttachTest(StreamingTest):
             # Without stdin_once the app's stdin outlives the attach.
             c.close()
         harness.wait_for("the log has both", lambda: any(
-            l.endswith("got-two") for l in self.log_lines("echo")), timeout=30)
+            ln.endswith("got-two") for ln in self.log_lines("echo")), timeout=30)
         self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
 
@@ -489,7 +489,7 @@ class RealRktAttachTest(StreamingTest):
         st = self.rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid),
                                      timeout=10).status
         self.assertEqual(st.exit_code, 0)
-        harness.wait_for("the log", lambda: [l.split(" ", 3)[-1] for l in
+        harness.wait_for("the log", lambda: [ln.split(" ", 3)[-1] for ln in
                                              self.log_lines("in")] ==
                          ["got-one", "stdin-ended"], timeout=30)
 
@@ -520,8 +520,8 @@ class RealRktAttachTest(StreamingTest):
         # The log stays line by line: the line is whole once the app ends it.
         c.send(ids["stdin"], b"echo ' world'\n")
         harness.wait_for("the log has the line", lambda: any(
-            l.endswith(" hello world") for l in self.log_lines("sh")), timeout=30)
-        self.assertFalse([l for l in self.log_lines("sh") if l.endswith(" hello")])
+            ln.endswith(" hello world") for ln in self.log_lines("sh")), timeout=30)
+        self.assertFalse([ln for ln in self.log_lines("sh") if ln.endswith(" hello")])
 
     def test_attach_tty(self):
         self.pod = "atty"

@@ -618,7 +618,7 @@ int sim_cmd_app_rm(sim_ctx *c, char **argv)
         /* stage0/app_rm.go: status file, env, stage2 dir, appsinfo and the app's own layers
          * under overlay/<image tree> go (packaging/rkt/app-rm-shared-image.patch: unpatched
          * rkt takes the whole tree, other apps' layers with it); -created and -started stay
-         * (reference B.3). */
+         * (docs/rkt.md, 'The pod directory'). */
         json_object_object_get_ex(ra, "image", &img);
         _cleanup_free_ char *tree = image_tree_id(sim_json_str(img, "id") ?: "");
         _cleanup_free_ char *exitp = sim_pod_status_path(&p, app, NULL);

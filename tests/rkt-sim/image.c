@@ -531,7 +531,7 @@ int sim_cmd_image_rm(sim_ctx *c, char **argv)
         int done = 0, failed = 0;
         RKL_STRV_FOREACH (ref, a.pos) {
                 _cleanup_free_ char *id = NULL;
-                /* rkt removes images even while running pods use them (reference B.1). */
+                /* rkt removes images even while running pods use them (docs/rkt.md, 'Quirks'). */
                 if (sim_image_lookup(c, *ref, &id) < 0) {
                         sim_err("rm: image ID \"%s\" not found", *ref);
                         failed++;

@@ -304,7 +304,7 @@ struct json_object *sim_app_json(const sim_pod *p, struct json_object *ra, bool 
         _cleanup_free_ char *exitp = sim_pod_status_path(p, name, NULL);
 
         if (!mutable_rules) {
-                /* rkt status/list: the "immutable pod" path (reference B.1: a known bug). */
+                /* rkt status/list: the "immutable pod" path (docs/rkt.md, 'Quirks'). */
                 state = app_state_from_pod(p->state);
                 created = pod_created(p);
                 if (read_exit_code(exitp, &code) == 0) {
@@ -712,7 +712,7 @@ int sim_cmd_list(sim_ctx *c, char **argv)
         sim_pod *pods = list_pods(c, &n);
         bool json = format && (streq(format, "json") || streq(format, "json-pretty"));
         if (json) {
-                /* A nil Go slice: `null` when there are no pods (reference B.1). */
+                /* A nil Go slice: `null` when there are no pods (docs/rkt.md, 'Output formats'). */
                 struct json_object *arr = n ? json_object_new_array() : NULL;
                 for (size_t i = 0; i < n; i++)
                         json_object_array_add(arr, sim_pod_json(&pods[i]));

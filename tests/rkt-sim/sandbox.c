@@ -162,7 +162,7 @@ static bool limits_enforced(void)
 }
 
 /* Creates <hierarchy>/<unit cgroup>/payload/system.slice/<app>.service where the hierarchy
- * exists: systemd-nspawn 252 puts the pod's systemd under "payload" (rkt/README B.1). */
+ * exists: systemd-nspawn 252 puts the pod's systemd under "payload" (docs/rkt.md, 'Cgroups'). */
 static void app_cgroups(supervisor *s, sup_app *a, uint64_t mem, uint64_t millicores,
                         uint64_t shares)
 {
@@ -311,7 +311,7 @@ static struct json_object *isolator(struct json_object *app, const char *name)
 }
 
 /* iottymux in k8s-plain mode, as rkt 1.30's stage1 host runs it under systemd 252
- * (reference/rkt.md, A.1.6), with packaging/rkt/stderr-fd.patch: one
+ * (docs/rkt.md, 'Output and logs'), with packaging/rkt/stderr-fd.patch: one
  * "<time> <stdout|stderr> <line>\n" record per line, bytes as they are, a line of any length
  * in one record. A quirk of the real thing is kept: a last line without a newline is lost
  * (iomux exits on EOF before writing it). */
@@ -461,7 +461,7 @@ static int app_launch(supervisor *s, const char *name, char **ret_err)
                       streq_ptr(sim_json_kv_get(aann, STDERR_ANN), "stream");
         if (streq_ptr(logmode, "k8s-plain") && stream && logdir && logpath) {
                 /* iottymux only accepts direct children of /rkt/kubernetes/log: the app's
-                 * unit Requires= iomux, so the start job fails (reference A.1.6). */
+                 * unit Requires= iomux, so the start job fails (docs/rkt.md, 'Output and logs'). */
                 if (strchr(logpath, '/') || streq(logpath, "..") || streq(logpath, ".")) {
                         *ret_err = rkl_xasprintf("iottymux: invalid log path \"%s\": not a "
                                                  "direct child of /rkt/kubernetes/log",
@@ -1121,7 +1121,7 @@ int sim_cmd_sandbox(sim_ctx *c, char **argv)
                 (void)write_in(run, "netns", ns);
         }
         if (c->profile_real)
-                sim_sleep_ms(1170); /* host binaries copied into the stage1 (reference B.3) */
+                sim_sleep_ms(1170); /* host binaries copied into stage1 (docs/rkt.md) */
         _cleanup_free_ char *subcg = subcgroup_of(cg);
         char pidbuf[32];
         snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());

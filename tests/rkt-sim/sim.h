@@ -255,7 +255,7 @@ struct json_object *sim_image_manifest(const sim_ctx *c, const char *id);
 char *sim_image_tree(const sim_ctx *c, const char *id); /* cas/tree/<treeStoreID> */
 void sim_image_touch(const sim_ctx *c, const char *id); /* updates last_used_time */
 
-/* Cleanup helpers, so that early returns release everything (STYLE rule 10). */
+/* Cleanup helpers, so that early returns release everything (CONTRIBUTING.md, 'Cleanup'). */
 static inline void sim_json_putp(struct json_object **o)
 {
         if (*o)

@@ -158,7 +158,8 @@ char *sim_sha512_file(const char *path)
         unsigned len = 0;
         EVP_DigestFinal_ex(md, d, &len);
         EVP_MD_CTX_free(md);
-        /* rkt's store keys an image by the first 256 bits of its sha512 (reference B.4). */
+        /* rkt's store keys an image by the first 256 bits of its sha512 (docs/rkt.md,
+         * 'Output formats'). */
         char hex[65];
         for (unsigned i = 0; i < len && i < 32; i++)
                 snprintf(hex + 2 * i, 3, "%02x", d[i]);

@@ -1,5 +1,5 @@
 /* rkt/image.c parsers on outputs recorded from rkt-sim (tests/fixtures/images/, shaped like
- * reference B.2's `rkt image list --format=json`), plus the argv and error mapping. */
+ * docs/rkt.md's `rkt image list --format=json`), plus the argv and error mapping. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,5 @@
-/* rkt/poddir.c on fixture pod dirs shaped like real rkt 1.30 ones (reference B.3). */
+/* rkt/poddir.c on fixture pod dirs shaped like real rkt 1.30 ones (docs/rkt.md, 'The pod
+ * directory'). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

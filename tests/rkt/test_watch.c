@@ -1,5 +1,5 @@
-/* rkt/watch.c on a real tmpdir with the real kernel's inotify: the steps rkt takes (reference
- * B.3 "inotify") done by hand, and the right UUIDs out of one poll() and one drain. */
+/* rkt/watch.c on a real tmpdir with the real kernel's inotify: the steps rkt takes (docs/rkt.md,
+ * 'The pod directory') done by hand, and the right UUIDs out of one poll() and one drain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

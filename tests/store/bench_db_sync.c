@@ -2,7 +2,7 @@
  * IMMEDIATE transaction: sandbox row, 3 labels, 2 annotations, generation bump) and of
  * rkl_db_pod_set_observed() (one UPDATE), with synchronous=NORMAL (the default) and
  * synchronous=FULL, on a file database in the given directory. Not a test: speed is
- * measured, never asserted (DESIGN.md). Results go in docs/store.md.
+ * measured, never asserted (docs/design.md, 'Testing'). Results go in docs/store.md.
  *
  *   bench_db_sync <dir> [commits per run, default 2000] */
 #include <stdio.h>

@@ -145,7 +145,8 @@ static void test_running_pod(void **state)
         assert_int_equal(sim_pod_find(&f->c, UUID, &p, &err), 0);
         assert_int_equal(p.state, SIM_POD_RUNNING);
         assert_true(sim_lock_held(f->pod));
-        /* The bug B.1 describes: a created-only app is "running" in status/list. */
+        /* The bug docs/rkt.md ('Quirks') describes: a created-only app is "running" in
+         * status/list. */
         _cleanup_json_ struct json_object *iidle = app_of(&p, "idle", false);
         assert_string_equal(sim_json_str(iidle, "state"), "running");
         _cleanup_json_ struct json_object *idle = app_of(&p, "idle", true);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Replays the command sequences of reference/rkt.md Part B against rkt-sim, under a private
-systemd service manager (tests/lib/systemd-env), and checks outputs, exit codes, files, times,
-lock semantics and the documented quirks. Standard library only."""
+"""Replays the command sequences of a real rkt 1.30.0 (docs/rkt.md) against rkt-sim, under a
+private systemd service manager (tests/lib/systemd-env), and checks outputs, exit codes, files,
+times, lock semantics and the documented quirks. Standard library only."""
 
 import ctypes
 import fcntl
@@ -16,8 +16,10 @@ import tempfile
 import time
 import unittest
 
-SRC = os.environ.get("RKL_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
-SIM = os.environ.get("RKT_SIM", os.path.join(os.environ.get("RKL_BUILD_DIR", SRC + "/build"), "rkt-sim"))
+SRC = os.environ.get("RKL_SOURCE_DIR",
+                     os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
+SIM = os.environ.get("RKT_SIM",
+                     os.path.join(os.environ.get("RKL_BUILD_DIR", SRC + "/build"), "rkt-sim"))
 SYSTEMD_ENV = os.path.join(SRC, "tests/lib/systemd-env")
 MAKE_IMAGES = os.path.join(SRC, "tests/lib/make-test-images")
 STAGE1_TREE = "deps-sha512-7a3ee81cbd4c8d6ef4e7cde6a3e9d1b3a58ea9b2c8e4b64b7a4bbf6e0ab3b2d1"
@@ -78,7 +80,8 @@ class RktSim(unittest.TestCase):
         cls.units = 0
         # rktlet's global flags, printed the way it prints them.
         cls.g = ["--debug=false", "--dir=" + cls.data, "--insecure-options=image,ondisk"]
-        r = cls.rkt(["image"] + cls.g + ["fetch", "--pull-policy=update", "--full=true", "docker://busybox"])
+        r = cls.rkt(["image"] + cls.g + ["fetch", "--pull-policy=update", "--full=true",
+                                         "docker://busybox"])
         assert r.returncode == 0, r.stderr
         cls.busybox = r.stdout.strip().splitlines()[-1]
 
@@ -100,7 +103,8 @@ class RktSim(unittest.TestCase):
         return self.rkt([sub] + self.g + list(args), **kw)
 
     def ok(self, r):
-        self.assertEqual(r.returncode, 0, "rc=%d stdout=%r stderr=%r" % (r.returncode, r.stdout, r.stderr))
+        self.assertEqual(r.returncode, 0,
+                         "rc=%d stdout=%r stderr=%r" % (r.returncode, r.stdout, r.stderr))
         return r
 
     def faults_set(self, text):
@@ -108,7 +112,8 @@ class RktSim(unittest.TestCase):
             f.write(text)
 
     def systemctl(self, *args):
-        return subprocess.run(["systemctl", "--user"] + list(args), env=self.env, capture_output=True, text=True)
+        return subprocess.run(["systemctl", "--user"] + list(args), env=self.env,
+                              capture_output=True, text=True)
 
     def sandbox(self, *extra, wait_ready=True, setenv=()):
         """systemd-run ... rkt app sandbox, as rktlet does it; returns (uuid, unit)."""
@@ -119,7 +124,8 @@ class RktSim(unittest.TestCase):
         argv = ["systemd-run", "--user", "--unit=" + unit, "--service-type=notify",
                 "-p", "CollectMode=inactive-or-failed",
                 "-p", "StandardOutput=append:" + log, "-p", "StandardError=append:" + log]
-        for k in ("RKT_EXPERIMENT_APP", "RKT_EXPERIMENT_ATTACH", "RKT_SIM_IMAGES", "RKT_SIM_FAULTS"):
+        for k in ("RKT_EXPERIMENT_APP", "RKT_EXPERIMENT_ATTACH", "RKT_SIM_IMAGES",
+                  "RKT_SIM_FAULTS"):
             argv.append("--setenv=%s=%s" % (k, self.env[k]))
         argv += ["--setenv=" + e for e in setenv]
         argv += ["--no-block"] if not wait_ready else []
@@ -147,7 +153,8 @@ class RktSim(unittest.TestCase):
         return os.path.join(self.upper(uuid), "rkt", "status", name)
 
     def app_status(self, uuid, name):
-        return json.loads(self.ok(self.app("status", uuid, "--app=" + name, "--format=json")).stdout)
+        r = self.ok(self.app("status", uuid, "--app=" + name, "--format=json"))
+        return json.loads(r.stdout)
 
     def pod_status(self, uuid):
         return json.loads(self.ok(self.cmd("status", "--format=json", uuid)).stdout)
@@ -170,13 +177,14 @@ class RktSim(unittest.TestCase):
             ppid = f.read().strip()
         with open("/proc/%s/cgroup" % ppid) as f:
             lines = f.read().splitlines()
-        named = [l.split(":", 2)[2] for l in lines if ":name=systemd:" in l]
-        return named[0] if named else [l[3:] for l in lines if l.startswith("0::")][0]
+        named = [ln.split(":", 2)[2] for ln in lines if ":name=systemd:" in ln]
+        return named[0] if named else [ln[3:] for ln in lines if ln.startswith("0::")][0]
 
     def app_procs(self, uuid, app):
         """The app's cgroup.procs: name=systemd on v1/hybrid, the cgroup2 root otherwise."""
         for h in ("systemd", "unified", ""):
-            p = "/sys/fs/cgroup/%s%s/payload/system.slice/%s.service/cgroup.procs" % (h, self.unit_cgroup(uuid), app)
+            p = "/sys/fs/cgroup/%s%s/payload/system.slice/%s.service/cgroup.procs" % (
+                h, self.unit_cgroup(uuid), app)
             if os.path.exists(p):
                 return p
         self.fail("no cgroup for app " + app)
@@ -195,7 +203,8 @@ class RktSim(unittest.TestCase):
         r = self.rkt(["app", "list", "x"], env={"RKT_EXPERIMENT_APP": ""})
         self.assertEqual(r.returncode, 254)
         self.assertIn('unknown command "app"', r.stderr)
-        r = self.rkt(["app"] + self.g + ["add", "x", "y", "--stdin=stream"], env={"RKT_EXPERIMENT_ATTACH": ""})
+        r = self.rkt(["app"] + self.g + ["add", "x", "y", "--stdin=stream"],
+                     env={"RKT_EXPERIMENT_ATTACH": ""})
         self.assertEqual(r.returncode, 254)
         self.assertIn("unknown flag: --stdin", r.stderr)
         r = self.app("list", "x", "--format=json")
@@ -208,18 +217,21 @@ class RktSim(unittest.TestCase):
 
     def test_02_images(self):
         self.assertRegex(self.busybox, r"^sha512-[0-9a-f]{64}$")
-        again = self.ok(self.cmd("image", "fetch", "--full", "docker://docker.io/library/busybox:latest"))
+        again = self.ok(self.cmd("image", "fetch", "--full",
+                                 "docker://docker.io/library/busybox:latest"))
         self.assertEqual(again.stdout.strip().splitlines()[-1], self.busybox)
         tag = self.ok(self.rkt(["image"] + self.g + ["fetch", "docker://busybox:1.36"]))
         short = tag.stdout.strip().splitlines()[-1]
         self.assertRegex(short, r"^sha512-[0-9a-f]{32}$")
         nr = self.ok(self.rkt(["image"] + self.g + ["fetch", "--full", "docker://rktsim/nonroot"]))
         nr_id = nr.stdout.strip().splitlines()[-1]
-        images = json.loads(self.ok(self.rkt(["image"] + self.g + ["list", "--format=json"])).stdout)
+        images = json.loads(
+            self.ok(self.rkt(["image"] + self.g + ["list", "--format=json"])).stdout)
         by_id = {i["id"]: i for i in images}
         self.assertIn(self.busybox, by_id)
         self.assertEqual(by_id[self.busybox]["name"], "registry-1.docker.io/library/busybox:latest")
-        self.assertEqual(set(by_id[self.busybox]), {"id", "name", "import_time", "last_used_time", "size"})
+        self.assertEqual(set(by_id[self.busybox]),
+                         {"id", "name", "import_time", "last_used_time", "size"})
         self.assertGreater(by_id[self.busybox]["import_time"], 10**18)  # ns
         m = json.loads(self.ok(self.rkt(["image"] + self.g + ["cat-manifest", nr_id])).stdout)
         ann = {a["name"]: a["value"] for a in m["annotations"]}
@@ -238,10 +250,11 @@ class RktSim(unittest.TestCase):
         self.assertIn("successfully removed", r.stdout)
 
     def test_03_pod_layout_lock_and_ready(self):
-        uuid, unit = self.sandbox("--hostname=h1", "--port=http:tcp:80:0.0.0.0:8080",
-                                  "--user-annotation=k8s.io/reserved/pod-uid=u1", "--user-label=app=x",
-                                  "--annotation=coreos.com/rkt/experiment/logmode=k8s-plain",
-                                  "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=" + self.logs)
+        uuid, unit = self.sandbox(
+            "--hostname=h1", "--port=http:tcp:80:0.0.0.0:8080",
+            "--user-annotation=k8s.io/reserved/pod-uid=u1", "--user-label=app=x",
+            "--annotation=coreos.com/rkt/experiment/logmode=k8s-plain",
+            "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=" + self.logs)
         p = self.pod(uuid)
         for f in ("pod", "pod-created", "pod.lck", "stage1TreeStoreID", "runtime-config", "ppid",
                   "subcgroup", "net-info.json", "netns", "stage1/.#rootfs.lck", "stage1/manifest",
@@ -252,8 +265,10 @@ class RktSim(unittest.TestCase):
         main_pid = self.systemctl("show", "-p", "MainPID", "--value", unit).stdout.strip()
         self.assertEqual(open(os.path.join(p, "ppid")).read().strip(), main_pid)
         self.assertTrue(open(os.path.join(p, "subcgroup")).read().endswith("/" + unit))
-        self.assertEqual(os.readlink(os.path.join(self.upper(uuid), "rkt/supervisor-status")), "ready")
-        self.assertEqual(os.readlink(os.path.join(p, "stage1/rootfs/rkt/supervisor-status")), "ready")
+        self.assertEqual(os.readlink(os.path.join(self.upper(uuid), "rkt/supervisor-status")),
+                         "ready")
+        self.assertEqual(os.readlink(os.path.join(p, "stage1/rootfs/rkt/supervisor-status")),
+                         "ready")
         self.assertTrue(self.locked(p))
         m = json.load(open(os.path.join(p, "pod")))
         self.assertEqual(m["acKind"], "PodManifest")
@@ -277,19 +292,24 @@ class RktSim(unittest.TestCase):
             self.assertIn('group "rkt" not found, will use default gid', f.read())
 
     def test_04_apps_status_files_and_quirks(self):
-        uuid, unit = self.sandbox("--annotation=coreos.com/rkt/experiment/logmode=k8s-plain",
-                                  "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=" + self.logs)
+        uuid, unit = self.sandbox(
+            "--annotation=coreos.com/rkt/experiment/logmode=k8s-plain",
+            "--annotation=coreos.com/rkt/experiment/kubernetes-log-dir=" + self.logs)
         status_dir = os.path.join(self.upper(uuid), "rkt/status")
         ino = Inotify(status_dir, IN_CREATE | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE)
         log = "web-%s.log" % uuid[:8]
-        self.ok(self.app("add", uuid, "docker://busybox", "--name=web", "--stdin=stream", "--stdout=stream",
-                         "--stderr=stream", "--annotation=coreos.com/rkt/experiment/kubernetes-log-path=" + log,
-                         "--user-annotation=k8s-container=web", "--user-label=tier=test", "--environment=GREETING=hi",
-                         "--exec=/bin/sh", "--", "-c", "echo $GREETING; echo oops >&2; exec sleep 1000", "---"))
-        self.ok(self.app("add", uuid, self.busybox, "--name=idle", "--exec=/bin/sleep", "--", "1000", "---"))
+        self.ok(self.app("add", uuid, "docker://busybox", "--name=web", "--stdin=stream",
+                         "--stdout=stream", "--stderr=stream",
+                         "--annotation=coreos.com/rkt/experiment/kubernetes-log-path=" + log,
+                         "--user-annotation=k8s-container=web", "--user-label=tier=test",
+                         "--environment=GREETING=hi", "--exec=/bin/sh", "--", "-c",
+                         "echo $GREETING; echo oops >&2; exec sleep 1000", "---"))
+        self.ok(self.app("add", uuid, self.busybox, "--name=idle", "--exec=/bin/sleep", "--",
+                         "1000", "---"))
         st = self.app_status(uuid, "web")
         self.assertEqual(st["state"], "created")
-        self.assertEqual(st["created_at"], os.stat(os.path.join(status_dir, "web-created")).st_mtime_ns)
+        self.assertEqual(st["created_at"],
+                         os.stat(os.path.join(status_dir, "web-created")).st_mtime_ns)
         self.assertEqual(st["user_annotations"], {"k8s-container": "web"})
         self.assertNotIn("started_at", st)
         # Quirk: status/list use the immutable-pod rules; a created app shows "running".
@@ -300,12 +320,13 @@ class RktSim(unittest.TestCase):
         self.ok(self.app("start", uuid, "--app=idle"))
         st = self.app_status(uuid, "web")
         self.assertEqual(st["state"], "running")
-        self.assertEqual(st["started_at"], os.stat(os.path.join(status_dir, "web-started")).st_mtime_ns)
+        self.assertEqual(st["started_at"],
+                         os.stat(os.path.join(status_dir, "web-started")).st_mtime_ns)
         time.sleep(0.2)
         lines = open(os.path.join(self.logs, log)).read().splitlines()
         self.assertRegex(lines[0], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z stdout hi$")
         # As the patched rkt (packaging/rkt/stderr-fd.patch): stderr labelled stderr.
-        self.assertTrue(any(re.match(r"^\S+ stderr oops$", l) for l in lines), lines)
+        self.assertTrue(any(re.match(r"^\S+ stderr oops$", ln) for ln in lines), lines)
         # The app runs chrooted in its own cgroup below the unit's.
         with open(os.path.join(self.pod(uuid), "subcgroup")) as f:
             self.assertTrue(self.unit_cgroup(uuid).endswith("/" + f.read()))
@@ -313,7 +334,8 @@ class RktSim(unittest.TestCase):
             pids = f.read().split()
         self.assertTrue(pids)
         self.assertEqual(os.readlink("/proc/%s/root" % pids[0]),
-                         os.path.realpath(os.path.join(self.pod(uuid), "stage1/rootfs/opt/stage2/web/rootfs")))
+                         os.path.realpath(os.path.join(self.pod(uuid),
+                                                       "stage1/rootfs/opt/stage2/web/rootfs")))
         lst = self.ok(self.app("list", uuid)).stdout.splitlines()
         self.assertEqual(lst[0], "NAME\tSTATE")
         self.assertIn("web\trunning", lst)
@@ -349,7 +371,8 @@ class RktSim(unittest.TestCase):
         # layers under overlay/<image tree>; the other app from the same image keeps its
         # rootfs (packaging/rkt/app-rm-shared-image.patch: unpatched rkt removed the tree).
         self.ok(self.app("rm", uuid, "--app=web"))
-        self.assertEqual(sorted(os.listdir(status_dir)), ["idle-created", "idle-started", "web-created", "web-started"])
+        self.assertEqual(sorted(os.listdir(status_dir)),
+                         ["idle-created", "idle-started", "web-created", "web-started"])
         tree = os.path.join(self.pod(uuid), "overlay", "deps-" + self.busybox)
         self.assertFalse(os.path.exists(os.path.join(tree, "upper", "web")))
         self.assertTrue(os.path.exists(os.path.join(tree, "upper", "idle")))
@@ -436,14 +459,15 @@ class RktSim(unittest.TestCase):
         self.faults_set("")
         self.add_start(uuid, "nr", image="docker://rktsim/nonroot")
         self.add_start(uuid, "badexec", "--exec=/no/such/binary")
-        self.add_start(uuid, "hog", "--memory=16M", "--exec=/bin/dd", "--", "if=/dev/zero", "of=/dev/null",
-                       "bs=64M", "count=4", "---")
+        self.add_start(uuid, "hog", "--memory=16M", "--exec=/bin/dd", "--", "if=/dev/zero",
+                       "of=/dev/null", "bs=64M", "count=4", "---")
         time.sleep(0.5)
         self.assertEqual(self.app_status(uuid, "crash")["exit_code"], 7)
         self.assertEqual(self.app_status(uuid, "boom")["exit_code"], 9)
         self.assertEqual(self.app_status(uuid, "badexec")["exit_code"], 203)
         self.assertEqual(self.app_status(uuid, "hog")["exit_code"], 9)
-        oom = "/sys/fs/cgroup/memory%s/payload/system.slice/hog.service/memory.oom_control" % self.unit_cgroup(uuid)
+        oom = ("/sys/fs/cgroup/memory%s/payload/system.slice/hog.service/memory.oom_control"
+               % self.unit_cgroup(uuid))
         if os.path.exists("/sys/fs/cgroup/memory"):
             with open(oom) as f:
                 self.assertIn("oom_kill 1", f.read())
@@ -479,8 +503,10 @@ class RktSim(unittest.TestCase):
         before = set(os.listdir(os.path.join(self.data, "pods/prepare")))
         type(self).units += 1
         subprocess.run(["systemd-run", "--user", "--unit=crash-%d.service" % self.units, "--wait",
-                        "--setenv=RKT_EXPERIMENT_APP=true", "--setenv=RKT_SIM_FAULTS=" + self.faults,
-                        SIM, "app"] + self.g + ["sandbox"], env=self.env, capture_output=True, timeout=30)
+                        "--setenv=RKT_EXPERIMENT_APP=true",
+                        "--setenv=RKT_SIM_FAULTS=" + self.faults,
+                        SIM, "app"] + self.g + ["sandbox"],
+                       env=self.env, capture_output=True, timeout=30)
         aborted = set(os.listdir(os.path.join(self.data, "pods/prepare"))) - before
         self.assertEqual(len(aborted), 1)
         crashed = aborted.pop()
@@ -539,10 +565,12 @@ class RktSim(unittest.TestCase):
         with open(os.path.join(host, "in.txt"), "w") as f:
             f.write("from host\n")
         self.add_start(uuid, "v", "--readonly-rootfs=true",
-                       "--mnt-volume=name=data,kind=host,source=%s,target=/data,readOnly=false" % host,
+                       "--mnt-volume=name=data,kind=host,source=%s,target=/data,readOnly=false"
+                       % host,
                        "--mnt-volume=name=scratch,kind=empty,target=/scratch",
                        "--exec=/bin/sh", "--", "-c",
-                       "cat /data/in.txt > /data/out.txt; echo x > /scratch/s; touch /rootfile || echo ro > /data/ro; sleep 1000",
+                       "cat /data/in.txt > /data/out.txt; echo x > /scratch/s; "
+                       "touch /rootfile || echo ro > /data/ro; sleep 1000",
                        "---")
         time.sleep(0.3)
         with open(os.path.join(host, "out.txt")) as f:
@@ -550,8 +578,8 @@ class RktSim(unittest.TestCase):
         with open(os.path.join(host, "ro")) as f:
             self.assertEqual(f.read(), "ro\n")
         st = self.app_status(uuid, "v")
-        self.assertEqual(st["mounts"][0], {"name": "data", "container_path": "/data", "host_path": host,
-                                           "read_only": False})
+        self.assertEqual(st["mounts"][0], {"name": "data", "container_path": "/data",
+                                           "host_path": host, "read_only": False})
         r = self.ok(self.app("exec", "--app=v", uuid, "/bin/cat", "/scratch/s"))
         self.assertEqual(r.stdout, "x\n")
         self.ok(self.systemctl("stop", unit))
