@@ -102,7 +102,7 @@ typedef struct rkl_poddir_pod {
          * unreadable). net_name is the network it came from ("" if that entry has no netName). */
         char *ip;
         char *net_name;
-        char *netns; /* the path of its network namespace, from the file netns; NULL: none */
+        char *netns;        /* the path of its network namespace, from the file netns; NULL: none */
         char *subcgroup;    /* NULL when unknown */
         char *stage1_tree;  /* stage1TreeStoreID; NULL when unknown */
         int manifest_error; /* 0, or why the manifest could not be used (-ENOENT, -EBADMSG..) */
