@@ -17,7 +17,10 @@ typedef struct rkl_daemon_config {
         const char *rkt_path; /* NULL: not found */
         const char *rkt_data_dir;
         const char *systemd_bus; /* NULL: the system bus */
-        const char *net;         /* rkt --net for pods; NULL: rkt's default network */
+        const char *net;         /* rkt --net for pods; NULL: rktlet runs CNI itself */
+        const char *cni_conf_dir;
+        char *const *cni_bin_dirs;
+        uint64_t cni_timeout_usec;
         const char *stage1_name; /* NULL: rkt's default stage1 */
         unsigned max_actions;    /* rkt commands at once */
         unsigned api_threads;

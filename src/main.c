@@ -30,6 +30,10 @@
 #define DEFAULT_STATE_DIR    "/var/lib/rktlet"
 #define DEFAULT_RKT_DATA_DIR "/var/lib/rktlet/data"
 #define DEFAULT_CONFIG       "/etc/rktlet/rktlet.conf"
+#define DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
+/* Where clusters install their plugins, then where Debian's containernetworking-plugins
+ * does. */
+#define DEFAULT_CNI_BIN_DIRS "/opt/cni/bin", "/usr/lib/cni"
 #define EXIT_USAGE           2
 #define STATUS_INTERVAL_USEC (5 * USEC_PER_SEC)
 
@@ -40,6 +44,9 @@ static char *arg_rkt_data_dir;
 static char *arg_systemd_bus;
 static char *arg_net;
 static char *arg_stage1_name;
+static char *arg_cni_conf_dir;
+static char **arg_cni_bin_dirs;
+static uint64_t arg_cni_timeout_usec = 30 * USEC_PER_SEC;
 static unsigned arg_max_actions = 4;
 static gid_t arg_socket_gid = (gid_t)-1;
 static unsigned arg_api_threads = 1;
@@ -72,7 +79,14 @@ static void help(void)
                "  --rkt-path PATH         the rkt binary (default: rkt in PATH)\n"
                "  --rkt-data-dir DIR      rkt's --dir (default " DEFAULT_RKT_DATA_DIR ")\n"
                "  --systemd-bus ADDRESS   D-Bus address of systemd (default: the system bus)\n"
-               "  --net NAME              rkt network for pods (default: rkt's default network)\n"
+               "  --cni-conf-dir DIR      the cluster's CNI network configuration: the first\n"
+               "                          *.conflist, *.conf or *.json there (default\n"
+               "                          " DEFAULT_CNI_CONF_DIR ")\n"
+               "  --cni-bin-dir DIR       where CNI plugins are found (repeatable; default\n"
+               "                          /opt/cni/bin, then /usr/lib/cni)\n"
+               "  --cni-timeout SEC       a CNI plugin still running then is killed (default 30)\n"
+               "  --net NAME              leave pod networking to rkt, on its network NAME\n"
+               "                          ('default' for rkt's own) instead of CNI\n"
                "  --stage1-name IMAGE     rkt stage1 image for pods (default: rkt's own)\n"
                "  --max-actions N         rkt commands run at once (default 4)\n"
                "  --api-threads N         gRPC completion-queue threads (default 1)\n"
@@ -141,6 +155,9 @@ enum {
         ARG_SYSTEMD_BUS,
         ARG_API_THREADS,
         ARG_NET,
+        ARG_CNI_CONF_DIR,
+        ARG_CNI_BIN_DIR,
+        ARG_CNI_TIMEOUT,
         ARG_STAGE1_NAME,
         ARG_MAX_ACTIONS,
         ARG_PROBE_INTERVAL,
@@ -174,6 +191,9 @@ static const option_def option_defs[] = {
     {"sync-full", no_argument, ARG_SYNC_FULL, true},
     {"wait", no_argument, ARG_WAIT, true},
     {"net", required_argument, ARG_NET, true},
+    {"cni-conf-dir", required_argument, ARG_CNI_CONF_DIR, true},
+    {"cni-bin-dir", required_argument, ARG_CNI_BIN_DIR, true},
+    {"cni-timeout", required_argument, ARG_CNI_TIMEOUT, true},
     {"stage1-name", required_argument, ARG_STAGE1_NAME, true},
     {"max-actions", required_argument, ARG_MAX_ACTIONS, true},
     {"probe-interval", required_argument, ARG_PROBE_INTERVAL, true},
@@ -273,6 +293,22 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                                              name);
                 free(id == ARG_NET ? arg_net : arg_stage1_name);
                 *(id == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(value);
+                break;
+        case ARG_CNI_CONF_DIR:
+                free(arg_cni_conf_dir);
+                arg_cni_conf_dir = absolute(value);
+                break;
+        case ARG_CNI_BIN_DIR:
+                /* CNI_PATH is ':'-separated: a directory holding one cannot be passed on. */
+                if (isempty(value) || strchr(value, ':'))
+                        return rkl_error_set(reterr, -EINVAL, "invalid directory '%s' for %s",
+                                             value, name);
+                rkl_strv_consume(&arg_cni_bin_dirs, absolute(value));
+                break;
+        case ARG_CNI_TIMEOUT:
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
+                        return bad_seconds(name, value, reterr);
+                arg_cni_timeout_usec = u * USEC_PER_SEC;
                 break;
         case ARG_MAX_ACTIONS:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 256)
@@ -421,11 +457,16 @@ static int parse_argv(int argc, char *argv[])
                 }
         }
 
-        bool mirrors_replaced = false;
+        /* A repeatable option given as flags replaces what the file said. */
+        bool mirrors_replaced = false, bin_dirs_replaced = false;
         for (size_t i = 0; i < n_flags; i++) {
                 if (flags[i].id == ARG_REGISTRY_MIRROR && !mirrors_replaced) {
                         arg_registry_mirrors = rkl_strv_free(arg_registry_mirrors);
                         mirrors_replaced = true;
+                }
+                if (flags[i].id == ARG_CNI_BIN_DIR && !bin_dirs_replaced) {
+                        arg_cni_bin_dirs = rkl_strv_free(arg_cni_bin_dirs);
+                        bin_dirs_replaced = true;
                 }
                 /* getopt's argv[optind - 1] is "--name=value" or "--name": the name only. */
                 _cleanup_free_ char *name = rkl_xasprintf("--%s", option_by_id(flags[i].id)->name);
@@ -453,6 +494,8 @@ static void args_free(void)
         free(arg_rkt_data_dir);
         free(arg_systemd_bus);
         free(arg_net);
+        free(arg_cni_conf_dir);
+        rkl_strv_free(arg_cni_bin_dirs);
         free(arg_stage1_name);
         rkl_strv_free(arg_registry_mirrors);
         free(arg_metrics_address);
@@ -525,6 +568,9 @@ static int run(void)
             .rkt_data_dir = arg_rkt_data_dir,
             .systemd_bus = arg_systemd_bus,
             .net = arg_net,
+            .cni_conf_dir = arg_cni_conf_dir ? arg_cni_conf_dir : DEFAULT_CNI_CONF_DIR,
+            .cni_bin_dirs = arg_cni_bin_dirs ? arg_cni_bin_dirs : RKL_STRV(DEFAULT_CNI_BIN_DIRS),
+            .cni_timeout_usec = arg_cni_timeout_usec,
             .stage1_name = arg_stage1_name,
             .max_actions = arg_max_actions,
             .api_threads = arg_api_threads,

@@ -109,17 +109,16 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         st->conditions = rkl_arena_newa(Runtime__V1__RuntimeCondition *, a, 2);
         st->conditions[st->n_conditions++] =
             condition(a, "RuntimeReady", h.rkt_ok && h.systemd_ok, reason, message);
-        /* rkt sets up each pod's network itself (CNI inside stage1): the network is as
-         * ready as rkt is. */
+        /* With CNI: ready once the configuration directory holds a usable network; with
+         * rkt's own networking (--net): as ready as rkt is. */
         st->conditions[st->n_conditions++] =
-            h.probed_at == 0
-                ? condition(a, "NetworkReady", false, reason, message)
-                : condition(a, "NetworkReady", h.rkt_ok, "RktUnavailable", h.rkt_detail);
+            h.probed_at == 0 ? condition(a, "NetworkReady", false, reason, message)
+                             : condition(a, "NetworkReady", h.net_ok, h.net_reason, h.net_detail);
         resp->status = st;
 
         if (req->verbose) {
                 json_object *o;
-                resp->info = rkl_arena_newa(Runtime__V1__StatusResponse__InfoEntry *, a, 3);
+                resp->info = rkl_arena_newa(Runtime__V1__StatusResponse__InfoEntry *, a, 4);
 
                 o = json_object_new_object();
                 json_object_object_add(o, "listen", json_str(ctx->cfg->listen_path));
@@ -144,6 +143,12 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
                 json_object_object_add(o, "version", json_str(h.systemd_version));
                 json_object_object_add(o, "detail", json_str(h.systemd_detail));
                 info_add(a, resp, "systemd", o);
+
+                o = json_object_new_object();
+                json_object_object_add(o, "ready", json_object_new_boolean(h.net_ok));
+                json_object_object_add(o, "config", json_str(h.net_config));
+                json_object_object_add(o, "detail", json_str(h.net_detail));
+                info_add(a, resp, "network", o);
         }
         rkl_health_done(&h);
         return 0;

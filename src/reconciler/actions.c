@@ -24,16 +24,18 @@
 
 /* Forced crash points (base/crash.h): the rkt command ran, its result is not recorded. */
 static const char *const act_crash_points[] = {
-    [ACT_APP_ADD] = "after-app-add",   [ACT_APP_START] = "after-app-start",
-    [ACT_APP_STOP] = "after-app-stop", [ACT_APP_RM] = "after-app-rm",
-    [ACT_POD_STOP] = "after-pod-stop", [ACT_POD_RM] = "after-pod-rm",
-    [ACT_POD_BOOT] = "after-pod-boot",
+    [ACT_APP_ADD] = "after-app-add",     [ACT_APP_START] = "after-app-start",
+    [ACT_APP_STOP] = "after-app-stop",   [ACT_APP_RM] = "after-app-rm",
+    [ACT_POD_STOP] = "after-pod-stop",   [ACT_POD_RM] = "after-pod-rm",
+    [ACT_POD_BOOT] = "after-pod-boot",   [ACT_NET_ADD] = "after-net-add",
+    [ACT_NET_CHECK] = "after-net-check", [ACT_NET_DEL] = "after-net-del",
 };
 
 static const char *const act_names[] = {
     [ACT_APP_ADD] = "app add",     [ACT_APP_START] = "app start", [ACT_APP_STOP] = "app stop",
     [ACT_APP_RM] = "app rm",       [ACT_POD_STOP] = "stop",       [ACT_POD_RM] = "rm",
-    [ACT_POD_BOOT] = "boot check",
+    [ACT_POD_BOOT] = "boot check", [ACT_NET_ADD] = "network ADD", [ACT_NET_CHECK] = "network CHECK",
+    [ACT_NET_DEL] = "network DEL",
 };
 
 /* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
@@ -53,6 +55,8 @@ void rkl_reconciler__action_free(action *a)
         free(a->image);
         free(a->log_file);
         rkl_kvs_done(&a->sysctls);
+        rkl_pod_network_free(a->net);
+        free(a->net_result);
         free(a);
 }
 
@@ -227,6 +231,11 @@ static void run_action(void *userdata)
         case ACT_POD_BOOT:
                 k = failed(a, rkl_rkt_pod_restart_boot(a->pod_pid, &err), &err);
                 break;
+        case ACT_NET_ADD:
+        case ACT_NET_CHECK:
+        case ACT_NET_DEL:
+                k = rkl_reconciler__net_run(a);
+                break;
         case ACT_POD_RM:
         default: {
                 bool retry;
@@ -342,7 +351,9 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         r->n_in_flight--;
         atomic_store(&r->in_flight_seen, r->n_in_flight);
 
-        if (a->kind == ACT_POD_BOOT) {
+        if (a->kind == ACT_NET_ADD || a->kind == ACT_NET_CHECK || a->kind == ACT_NET_DEL) {
+                rkl_reconciler__net_apply(r, a);
+        } else if (a->kind == ACT_POD_BOOT) {
                 /* Nothing to record: the pod's readiness is observed as ever. */
                 if (a->result >= 0)
                         rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd "
@@ -401,6 +412,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         if (o.phase != RKL_POD_PHASE_FAILED)
                                 o.phase = RKL_POD_PHASE_STOPPED;
                         o.ip = mfree(o.ip);
+                        o.additional_ips = rkl_strv_free(o.additional_ips);
                         rkl_reconciler__pod_set_observed(r, v->rec, &o);
                         rkl_pod_observed_done(&o);
                         int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);

@@ -33,8 +33,8 @@ static void set_str(char **p, const char *v)
         *p = rkl_xstrdup(v);
 }
 
-void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, int64_t now_ns,
-                     rkl_pod_observed *ret, bool *ret_dead)
+void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, bool net_ready,
+                     int64_t now_ns, rkl_pod_observed *ret, bool *ret_dead)
 {
         rkl_pod_observed o;
         bool dead = false;
@@ -80,7 +80,7 @@ void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, int64_t
                         set_str(&o.reason, "PodExited");
                         set_str(&o.message, "the rkt pod exited");
                 }
-        } else if (p->state == RKL_POD_STATE_RUNNING && p->supervisor_ready &&
+        } else if (p->state == RKL_POD_STATE_RUNNING && p->supervisor_ready && net_ready &&
                    o.phase == RKL_POD_PHASE_PENDING) {
                 o.phase = RKL_POD_PHASE_RUNNING;
                 o.reason = mfree(o.reason);

@@ -8,11 +8,13 @@
 #include "rkt/poddir.h"
 #include "store/db.h"
 
-/* p is the pod as last read, or NULL when its directory is gone. now_ns stamps a finish
- * time rkt did not record. *ret_dead tells that the pod's process is gone for good: a
- * pending pod that died is a failed creation, a running one died on its own. */
-void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, int64_t now_ns,
-                     rkl_pod_observed *ret, bool *ret_dead);
+/* p is the pod as last read, or NULL when its directory is gone. net_ready: the sandbox's
+ * network is set up (or it needs none); a pending pod runs once its supervisor is ready and
+ * its network is. now_ns stamps a finish time rkt did not record. *ret_dead tells that the
+ * pod's process is gone for good: a pending pod that died is a failed creation, a running
+ * one died on its own. */
+void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, bool net_ready,
+                     int64_t now_ns, rkl_pod_observed *ret, bool *ret_dead);
 
 /* Whether the app's process was seen in its cgroup: rkt marks an app started just before
  * its process exists, and CRI must never report running before it runs. */

@@ -141,7 +141,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         rkl_pod_observed o;
         bool dead;
 
-        rkl_observe_pod(rec, p, rkl_realtime_nsec(), &o, &dead);
+        rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_realtime_nsec(), &o, &dead);
         rkl_reconciler__pod_set_observed(r, rec, &o);
         rkl_pod_observed_done(&o);
 

@@ -155,12 +155,11 @@ static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
         return rkl_xstrdup(*tail ? tail : "no output");
 }
 
-/* Undoes a failed creation so that the next attempt starts clean, and counts it. */
-static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *why)
+/* Undoes a failed creation so that the next attempt starts clean, and counts it. msg is
+ * the whole reason. */
+static void creation_undo(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
-        _cleanup_free_ char *tail = sandbox_log_tail(r, rec->id);
-        _cleanup_free_ char *msg = rkl_xasprintf("%s: %s", why, tail);
 
         if (rec->unit_name) {
                 rkl_reconciler__unit_stop(r, rec->unit_name);
@@ -175,6 +174,21 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its pod is gone", k, &err);
         }
         creation_attempt_failed(r, rec, msg);
+}
+
+/* A creation that failed in rkt: why, and the end of the sandbox's own output. */
+static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *why)
+{
+        _cleanup_free_ char *tail = sandbox_log_tail(r, rec->id);
+        _cleanup_free_ char *msg = rkl_xasprintf("%s: %s", why, tail);
+        creation_undo(r, rec, msg);
+}
+
+void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record *rec,
+                                        const char *msg)
+{
+        _cleanup_free_ char *m = rkl_xasprintf("network: %s", msg);
+        creation_undo(r, rec, m);
 }
 
 /* A pod whose systemd dropped its boot (rkt/boot.h) would wait out the ready timeout, and
@@ -218,6 +232,13 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
         int64_t since = rkl_reconciler__attempt_start_ns(rec);
 
         if (!rec->unit_name && !rec->rkt_uuid) {
+                const char *why = rkl_reconciler__net_unavailable(r, rec);
+                if (why) {
+                        /* Not worth booting a pod that could get no network. */
+                        _cleanup_free_ char *msg = rkl_xasprintf("network: %s", why);
+                        creation_attempt_failed(r, rec, msg);
+                        return;
+                }
                 start_sandbox(r, rec);
                 return;
         }
@@ -249,6 +270,8 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                 creation_failed(r, rec, "the sandbox did not become ready in time");
                 return;
         }
+        if (rkl_reconciler__net_step_pending(r, rec, p))
+                return;
         if (p && p->state == RKL_POD_STATE_RUNNING && !p->supervisor_ready && p->ppid &&
             p->started_ns && now - p->started_ns > BOOT_LOOK_AFTER_NS &&
             rkl_reconciler__can_start(r, rec->id))
@@ -284,7 +307,11 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
         if (p && p->state == RKL_POD_STATE_RUNNING) {
                 a = rkl_reconciler__action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid, NULL);
         } else {
-                /* Exited (its last statuses were read when it did): free its network. */
+                /* Exited (its last statuses were read when it did): its CNI network is
+                 * released first (network.c), in the namespace rm takes along; then rm
+                 * frees what rkt holds. */
+                if (rkl_reconciler__net_holds_pod(r, rec))
+                        return;
                 a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid, NULL);
                 a->unit_name = rkl_reconciler__unit_cgroup_path(rec->id);
         }

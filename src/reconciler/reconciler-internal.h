@@ -48,6 +48,8 @@
  * held exit's writer). */
 #define RECHECK_NS (20 * (int64_t)1000000)
 
+typedef struct rkl_reconciler_net rkl_reconciler_net;
+
 typedef enum act_kind {
         ACT_APP_ADD,
         ACT_APP_START,
@@ -56,6 +58,9 @@ typedef enum act_kind {
         ACT_POD_STOP, /* rkt stop, wait for the pod to exit, --force after the grace */
         ACT_POD_RM,   /* rkt rm: frees the pod's network */
         ACT_POD_BOOT, /* a pending pod whose systemd dropped its boot: boot it again */
+        ACT_NET_ADD,  /* CNI ADD of a sandbox's network (network.c) */
+        ACT_NET_CHECK,
+        ACT_NET_DEL,
 } act_kind;
 
 typedef struct action {
@@ -78,6 +83,10 @@ typedef struct action {
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
         bool force;          /* ACT_POD_STOP: SIGKILL at once */
+        /* The ACT_NET_ verbs: the sandbox's network as recorded (a copy), and what ADD
+         * answered. */
+        rkl_pod_network *net;
+        char *net_result;
         int result;
         char error[512];
 } action;
@@ -126,6 +135,7 @@ struct rkl_reconciler {
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
         rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
+        rkl_reconciler_net *net; /* pod networking (network.c); NULL with rkt's own (--net) */
         int64_t wake_at_ns;      /* earliest time a pass must run again; 0: none */
         char **recheck;          /* pods to read again at the next pass: what inotify cannot see */
         uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
@@ -135,6 +145,7 @@ struct rkl_reconciler {
 
 /* reconciler.c */
 int64_t rkl_reconciler__backoff_ns(uint32_t attempts);
+void rkl_reconciler__schedule_pass(rkl_reconciler *r);
 void rkl_reconciler__wake_at(rkl_reconciler *r, int64_t t);
 
 /* observing.c */
@@ -212,6 +223,10 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a);
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
 void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
                                         const char *msg);
+/* A failed ADD of the sandbox's network (or no configuration to add): this creation attempt
+ * fails and is undone, as one whose pod did not come up. */
+void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record *rec,
+                                        const char *msg);
 /* ---- Sandboxes ---- */
 char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name);
 void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid);
@@ -247,3 +262,38 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r);
  * and its clean-up). Stopping one takes its pod down; the pod's directory is an orphan the
  * pass removes next. */
 void rkl_reconciler__reap_orphan_units(rkl_reconciler *r);
+
+/* network.c: pod networking through CNI (docs/networking.md). Each sandbox's network is
+ * recorded (sandbox_network) before its ADD runs and forgotten once its DEL succeeded; in
+ * between, whatever happens to the sandbox or the daemon, the record says a DEL is owed. */
+
+/* Sets pod networking up when the reconciler runs CNI (not --net): new() at creation; start()
+ * on the reconciler thread, before the first probe, loads the recorded networks and the
+ * configuration and watches its directory. */
+void rkl_reconciler__net_new(rkl_reconciler *r);
+void rkl_reconciler__net_start(rkl_reconciler *r);
+/* Drops the directory's watch (before the event loop goes); free() does the rest. */
+void rkl_reconciler__net_stop(rkl_reconciler *r);
+void rkl_reconciler__net_free(rkl_reconciler *r);
+/* What Status says of the network. */
+void rkl_reconciler__net_health(rkl_reconciler *r, rkl_health *h);
+/* Why the sandbox cannot have a network now (no usable configuration), or NULL. */
+const char *rkl_reconciler__net_unavailable(rkl_reconciler *r, const rkl_pod_record *rec);
+/* Whether the sandbox's current pod has its network (or needs none). */
+bool rkl_reconciler__net_ready(rkl_reconciler *r, const rkl_pod_record *rec);
+/* A pending sandbox whose pod has its namespace: its ADD, when due. True when this attempt
+ * failed instead (no configuration to add). */
+bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
+                                      const rkl_poddir_pod *p);
+/* A running sandbox: its network CHECKed once after the daemon started. */
+void rkl_reconciler__net_step_running(rkl_reconciler *r, const rkl_pod_record *rec,
+                                      const rkl_poddir_pod *p);
+/* Whether a stopped sandbox's pod must stay until its DEL: the namespace the DEL works in
+ * goes with the pod. False once the DEL failed a few times: its pod goes then, and the
+ * DEL goes on without the namespace, as plugins must allow. */
+bool rkl_reconciler__net_holds_pod(rkl_reconciler *r, const rkl_pod_record *rec);
+/* DELs of networks no sandbox wants any more: removed, stopped, an earlier attempt's. */
+void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now);
+/* The worker's part of an ACT_NET_ verb, and its result on the reconciler thread. */
+int rkl_reconciler__net_run(action *a);
+void rkl_reconciler__net_apply(rkl_reconciler *r, action *a);

@@ -51,6 +51,11 @@ static void schedule_pass(rkl_reconciler *r)
                 (void)sd_event_source_set_enabled(r->pass_source, SD_EVENT_ONESHOT);
 }
 
+void rkl_reconciler__schedule_pass(rkl_reconciler *r)
+{
+        schedule_pass(r);
+}
+
 /* ---- Probing rkt and systemd for Status ---- */
 
 static void probe_rkt(rkl_reconciler *r, rkl_health *h)
@@ -103,6 +108,7 @@ static void probe(rkl_reconciler *r)
 
         probe_rkt(r, &h);
         probe_systemd(r, &h);
+        rkl_reconciler__net_health(r, &h);
         h.probed_at = rkl_realtime_nsec();
 
         rkl_cache_get_health(r->cache, &old);
@@ -181,6 +187,7 @@ static void pass(rkl_reconciler *r)
                     p->state != RKL_POD_STATE_RUNNING || !p->supervisor_ready)
                         continue;
 
+                rkl_reconciler__net_step_running(r, rec, p);
                 rkl_view_filter f = {.sandbox_id = rec->id};
                 rkl_container_view **containers;
                 size_t n;
@@ -191,6 +198,7 @@ static void pass(rkl_reconciler *r)
                 rkl_reconciler__reap_orphan_apps(r, p, now);
         }
         rkl_pod_views_unref(pods, n_pods);
+        rkl_reconciler__net_reap(r, now);
         rkl_reconciler__reap_orphan_pods(r);
         rkl_reconciler__sync_logs(r);
         /* What just started gets its first sample now, not at the next interval: kubelet
@@ -390,6 +398,7 @@ static void *reconciler_main(void *userdata)
          * store, and calls that need the first look at the machine wait for it
          * (rkl_cache_wait_health(), rkl_images_wait_listed()). */
         started_signal(r, 0);
+        rkl_reconciler__net_start(r);
         probe(r);
         list_images(r);
         /* Nothing is acted on before the store has passed its check: the cache was loaded
@@ -405,6 +414,7 @@ static void *reconciler_main(void *userdata)
         /* Watch before the first scan, so that nothing falls between the two. */
         if (r->store && r->rkt)
                 (void)setup_watch(r);
+
         r->rescan = true;
         schedule_pass(r);
 
@@ -423,6 +433,7 @@ static void *reconciler_main(void *userdata)
         r->pass_source = sd_event_source_unref(r->pass_source);
         r->wake_source = sd_event_source_unref(r->wake_source);
         r->watch = rkl_poddir_watch_free(r->watch);
+        rkl_reconciler__net_stop(r);
         r->bus = sd_bus_flush_close_unref(r->bus);
         r->event = sd_event_unref(r->event);
         return NULL;
@@ -458,6 +469,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
+        rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);
         if (k < 0)
                 rkl_log_warning("cannot read the kernel's log (/dev/kmsg: %s): an OOM-killed "
@@ -568,6 +580,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free(r->in_flight);
         hashmap_free_free(r->undo);
         hashmap_free_free(r->boot_looks);
+        rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);
         rkl_oom_log_free(r->oom_log);
         rkl_strv_free(r->recheck);

@@ -26,10 +26,13 @@ typedef struct rkl_reconciler_config {
         rkl_stats *stats;     /* refreshed every stats_interval_usec; NULL: no stats */
         const char *rkt_path; /* NULL: no rkt was found */
         const char *rkt_data_dir;
-        const char *systemd_bus; /* NULL: the system bus */
-        const char *net;         /* rkt --net for pods; NULL: rkt's default network */
-        const char *stage1_name; /* NULL: rkt's default stage1 */
-        unsigned max_actions;    /* rkt commands at once; 0: 4 */
+        const char *systemd_bus;   /* NULL: the system bus */
+        const char *net;           /* rkt --net for pods; NULL: the reconciler runs CNI */
+        const char *cni_conf_dir;  /* the network configuration's directory */
+        char *const *cni_bin_dirs; /* where plugins are found */
+        uint64_t cni_timeout_usec; /* a plugin's deadline; 0: 30 s */
+        const char *stage1_name;   /* NULL: rkt's default stage1 */
+        unsigned max_actions;      /* rkt commands at once; 0: 4 */
         uint64_t probe_interval_usec;
         uint64_t resync_interval_usec;
         uint64_t sandbox_ready_timeout_usec; /* a sandbox not ready by then is retried */

@@ -59,8 +59,9 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         } else {
                 if (!isempty(spec->hostname))
                         pushf(&a, "--hostname=%s", spec->hostname);
-                if (o->net)
-                        pushf(&a, "--net=%s", o->net);
+                /* Without a network of rkt's, the pod gets a namespace with loopback only,
+                 * for rktlet's CNI to set up. */
+                pushf(&a, "--net=%s", o->net ? o->net : "none");
         }
         RKL_STRV_FOREACH (s, spec->dns_servers)
                 pushf(&a, "--dns=%s", *s);
@@ -71,12 +72,15 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
 
         for (size_t i = 0; i < spec->n_ports; i++) {
                 const rkl_port_mapping *p = &spec->ports[i];
-                if (p->protocol == RKL_PROTOCOL_SCTP)
+                if (p->protocol == RKL_PROTOCOL_SCTP && o->net)
                         return rkl_error_set(reterr, -EINVAL,
-                                             "port_mappings[%zu]: rkt cannot forward SCTP", i);
+                                             "port_mappings[%zu]: rkt's networking (--net) "
+                                             "cannot forward SCTP",
+                                             i);
                 /* Without a host port there is nothing to forward: the port is reachable
-                 * on the pod IP. Host-network pods use the host's ports directly. */
-                if (spec->host_network || p->host_port <= 0 || p->container_port <= 0)
+                 * on the pod IP. Host-network pods use the host's ports directly. With CNI,
+                 * host ports are the portmap plugin's (rkt refuses --port with --net=none). */
+                if (spec->host_network || !o->net || p->host_port <= 0 || p->container_port <= 0)
                         continue;
                 pushf(&a, "--port=%s-%" PRIi32 "-%" PRIi32 ":%s:%" PRIi32 ":%s:%" PRIi32,
                       proto_name(p->protocol), p->container_port, p->host_port,

@@ -19,7 +19,7 @@ typedef struct rkl_rkt_sandbox_opts {
         const char *sandbox_id;
         const char *uuid_file;     /* --uuid-file-save */
         const char *log_dir;       /* private dir where rkt writes app logs (k8s-plain) */
-        const char *net;           /* --net for non-host pods; NULL: rkt's default network */
+        const char *net;           /* rkt's --net for non-host pods; NULL: none (rktlet's CNI) */
         const char *stage1_name;   /* --stage1-name; NULL: rkt's default stage1 */
         const char *node_hostname; /* hostname of host-network pods */
 } rkl_rkt_sandbox_opts;

@@ -48,6 +48,9 @@ void rkl_health_done(rkl_health *h)
         free(h->rkt_detail);
         free(h->systemd_version);
         free(h->systemd_detail);
+        free(h->net_reason);
+        free(h->net_detail);
+        free(h->net_config);
         *h = (rkl_health){0};
 }
 
@@ -58,6 +61,9 @@ void rkl_health_copy(rkl_health *dst, const rkl_health *src)
         dst->rkt_detail = rkl_xstrdup(src->rkt_detail);
         dst->systemd_version = rkl_xstrdup(src->systemd_version);
         dst->systemd_detail = rkl_xstrdup(src->systemd_detail);
+        dst->net_reason = rkl_xstrdup(src->net_reason);
+        dst->net_detail = rkl_xstrdup(src->net_detail);
+        dst->net_config = rkl_xstrdup(src->net_config);
 }
 
 rkl_pod_readiness rkl_pod_readiness_of(const rkl_pod_record *rec)

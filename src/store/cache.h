@@ -24,7 +24,11 @@ typedef struct rkl_health {
         bool systemd_ok;
         char *systemd_version;
         char *systemd_detail; /* why the bus is unusable */
-        int64_t probed_at;    /* realtime ns; 0: never probed */
+        /* Pod networking: ready, or why not (a reason in CRI's words and a message). */
+        bool net_ok;
+        char *net_reason, *net_detail;
+        char *net_config;  /* the configuration in use: its file and network name */
+        int64_t probed_at; /* realtime ns; 0: never probed */
 } rkl_health;
 
 void rkl_health_done(rkl_health *h);

@@ -78,6 +78,12 @@ class Daemon:
             self.args += ["--rkt-path", rkt_path]
         if bus:
             self.args += ["--systemd-bus", bus]
+        # Without a CNI configuration of the test's own, pods use rkt's own networking
+        # (--net): the simulator sets its pods' network up itself, in the test's namespace
+        # where the daemon's CNI would not reach, and no test touches the machine's
+        # /etc/cni/net.d.
+        if "--net" not in extra and "--cni-conf-dir" not in extra:
+            self.args += ["--net", "default"]
         self.args += list(extra)
         self.env = dict(os.environ if env is None else env)
         self.proc = None
@@ -412,6 +418,33 @@ def rkt_host_tool():
     return [os.path.join(SHARED_RKT, "env-start")], [os.path.join(SHARED_RKT, "env-stop")]
 
 
+CNI_PLUGINS = "/usr/lib/cni"  # Debian's containernetworking-plugins
+
+
+def write_cni_config(directory, subnet, name="podnet", bridge="cni0", version="1.0.0"):
+    """Writes DIRECTORY/net.d/10-NAME.conflist, as a cluster network's installer would: a
+    bridge with host-local addresses from subnet (kept in DIRECTORY/ipam, so that a test's
+    leftovers stay its own), then portmap for host ports and bandwidth for the
+    annotations. Returns the net.d directory."""
+    import json
+    conf = {
+        "cniVersion": version, "name": name,
+        "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": False,
+             "hairpinMode": True,
+             "ipam": {"type": "host-local", "subnet": subnet,
+                      "dataDir": os.path.join(directory, "ipam"),
+                      "routes": [{"dst": "0.0.0.0/0"}]}},
+            {"type": "portmap", "capabilities": {"portMappings": True}},
+            {"type": "bandwidth", "capabilities": {"bandwidth": True}},
+        ]}
+    net_d = os.path.join(directory, "net.d")
+    os.makedirs(net_d, exist_ok=True)
+    with open(os.path.join(net_d, "10-%s.conflist" % name), "w") as f:
+        json.dump(conf, f, indent=2)
+    return net_d
+
+
 class RktDaemon(Daemon):
     """The daemon inside the host's namespaces (rkt's pod PIDs and cgroups are the host's).
     nsenter forks into the PID namespace and does not pass signals on: they go to its
@@ -458,7 +491,11 @@ class RktEnv:
         pushed = self.run(PYTHON, PUSH_IMAGE, "http://127.0.0.1:5000").stdout
         self.digests = dict(line.split() for line in pushed.splitlines())
         self.rkt_dir = os.path.join(self.dir, "rkt")
+        # The cluster network every node of these tests has: a bridge in the host's network
+        # namespace with a /24 of its own, and host ports through portmap.
+        self.cni_dir = write_cni_config(os.path.join(self.dir, "cni"), "10.88.0.0/24")
         self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
+            "--cni-conf-dir", self.cni_dir, "--cni-bin-dir", CNI_PLUGINS,
             "--registry-mirror", "docker.io=http://127.0.0.1:5000",
             # Real rkt leaves about 1 sandbox in 36 never ready (docs/rkt.md, 'Quirks');
             # ready takes 1-2 s here, so a retry after 20 s fits in the tests' waits.
@@ -482,3 +519,20 @@ class RktEnv:
     def rkt(self, *args, check=True):
         return self.run("env", "RKT_EXPERIMENT_APP=true", self.rkt_path,
                         "--dir=" + self.rkt_dir, *args, check=check)
+
+    def cni_leftovers(self):
+        """What pods' networks hold in the host: host-local's address files, veths, and
+        portmap's per-pod iptables chains. Empty once every sandbox is gone."""
+        return cni_leftovers(self.run, os.path.join(os.path.dirname(self.cni_dir), "ipam"))
+
+
+def cni_leftovers(run, ipam_dir):
+    leases = []
+    for root, _, files in os.walk(ipam_dir):
+        leases += [os.path.join(root, f) for f in files
+                   if not f.startswith("last_reserved_ip") and f != "lock"]
+    veths = [line.split(":")[1].strip().split("@")[0] for line in
+             run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines()]
+    rules = [line for line in run("iptables-save", "-t", "nat").stdout.splitlines()
+             if "CNI-DN-" in line]
+    return leases + veths + rules

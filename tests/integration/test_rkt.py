@@ -106,8 +106,9 @@ class RealRktBase(unittest.TestCase):
 
     def assert_nothing_left(self):
         def left():
-            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs())
-        harness.wait_for("no rkt pod, unit, cgroup or state directory left",
+            return (self.rkt_pods(), self.units(), self.cgroups(), self.state_dirs(),
+                    self.env.cni_leftovers())
+        harness.wait_for("no rkt pod, unit, cgroup, state directory or network left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertFalse(any(left()), left())
         # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
@@ -130,7 +131,7 @@ class LifecycleTest(RealRktBase):
         self.assertIn(BUSYBOX, st.image.repo_tags)
 
         pods = [self.run_pod("one"), self.run_pod("two")]
-        net = ipaddress.ip_network("172.16.28.0/24")  # rkt's default network in the host
+        net = ipaddress.ip_network("10.88.0.0/24")  # the test's CNI network in the host
         for _, _, ip in pods:
             self.assertIn(ipaddress.ip_address(ip), net)
         self.assertNotEqual(pods[0][2], pods[1][2])

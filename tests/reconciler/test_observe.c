@@ -40,7 +40,7 @@ static void test_pod_phases(void **state)
 
         rkl_pod_record rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_PENDING);
         rkl_poddir_pod p = running_pod(false);
-        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        rkl_observe_pod(&rec, &p, true, 99, &o, &dead);
         assert_int_equal(o.phase, RKL_POD_PHASE_PENDING); /* not ready yet */
         assert_false(dead);
         assert_int_equal(o.pid, 4242);
@@ -48,7 +48,11 @@ static void test_pod_phases(void **state)
         rkl_pod_observed_done(&o);
 
         p.supervisor_ready = true;
-        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        /* Ready, but its network is not yet: still pending. */
+        rkl_observe_pod(&rec, &p, false, 99, &o, &dead);
+        assert_int_equal(o.phase, RKL_POD_PHASE_PENDING);
+        rkl_pod_observed_done(&o);
+        rkl_observe_pod(&rec, &p, true, 99, &o, &dead);
         assert_int_equal(o.phase, RKL_POD_PHASE_RUNNING);
         assert_int_equal(o.created_ns, 1000);
         assert_int_equal(o.started_ns, 2000);
@@ -57,7 +61,7 @@ static void test_pod_phases(void **state)
         /* A running pod that exits on its own: NOTREADY for good, kubelet recreates it. */
         rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
         p.state = RKL_POD_STATE_EXITED;
-        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        rkl_observe_pod(&rec, &p, true, 99, &o, &dead);
         assert_true(dead);
         assert_int_equal(o.phase, RKL_POD_PHASE_FAILED);
         assert_string_equal(o.reason, "PodExited");
@@ -66,13 +70,13 @@ static void test_pod_phases(void **state)
 
         /* The same exit after a stop was asked for is just stopped. */
         rec = pod_rec(RKL_POD_DESIRED_STOPPED, RKL_POD_PHASE_RUNNING);
-        rkl_observe_pod(&rec, &p, 99, &o, &dead);
+        rkl_observe_pod(&rec, &p, true, 99, &o, &dead);
         assert_int_equal(o.phase, RKL_POD_PHASE_STOPPED);
         rkl_pod_observed_done(&o);
 
         /* The directory vanished under a running pod. */
         rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
-        rkl_observe_pod(&rec, NULL, 77, &o, &dead);
+        rkl_observe_pod(&rec, NULL, true, 77, &o, &dead);
         assert_true(dead);
         assert_int_equal(o.phase, RKL_POD_PHASE_FAILED);
         assert_string_equal(o.reason, "PodGone");

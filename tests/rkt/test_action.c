@@ -516,10 +516,11 @@ static void test_sandbox_command(void **state)
         assert_int_equal(rkl_rkt_sandbox_command(d, &spec, &o, &argv, &env, &err), 0);
         assert_string_equal(argv[2], "--insecure-options=image,ondisk,capabilities");
 
-        /* What rkt cannot express. */
+        /* What rkt's own networking cannot express. */
         rkl_port_mapping sctp = {RKL_PROTOCOL_SCTP, 80, 8080, NULL};
         spec.ports = &sctp;
         spec.n_ports = 1;
+        o.net = "default";
         char **a2 = NULL, **e2 = NULL;
         assert_int_equal(rkl_rkt_sandbox_command(d, &spec, &o, &a2, &e2, &err), -EINVAL);
         assert_null(a2);

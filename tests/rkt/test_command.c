@@ -82,6 +82,27 @@ static void test_sandbox(void **state)
         rkl_pod_spec_done(&s);
 }
 
+/* With rktlet's CNI: a namespace of the pod's own with loopback only, and host ports left to
+ * the portmap plugin (rkt refuses --port beside --net=none). */
+static void test_sandbox_cni(void **state)
+{
+        rkl_pod_spec s;
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_strv_free_ char **a = NULL;
+        const char *insecure;
+        rkl_rkt_sandbox_opts o = sandbox_opts;
+        o.net = NULL;
+
+        pod(&s);
+        s.ports[2].protocol = RKL_PROTOCOL_SCTP; /* portmap's to forward */
+        assert_int_equal(rkl_rkt_sandbox_args(&s, &o, &a, &insecure, &err), 0);
+        assert_true(has(a, "--net=none"));
+        assert_true(has(a, "--dns=10.0.0.10"));
+        for (char **p = a; *p; p++)
+                assert_false(strncmp(*p, "--port=", 7) == 0);
+        rkl_pod_spec_done(&s);
+}
+
 static void test_sandbox_host_network(void **state)
 {
         rkl_pod_spec s;
@@ -406,6 +427,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_sandbox),
+            cmocka_unit_test(test_sandbox_cni),
             cmocka_unit_test(test_sandbox_host_network),
             cmocka_unit_test(test_sandbox_sctp_refused),
             cmocka_unit_test(test_app_add),
