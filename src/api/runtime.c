@@ -59,7 +59,7 @@ static Runtime__V1__RuntimeCondition *condition(rkl_arena *a, const char *type, 
         c->type = (char *)type;
         c->status = ok;
         if (!ok) {
-                c->reason = (char *)reason;
+                c->reason = outstr(a, reason);
                 c->message = outstr(a, message);
         }
         return c;

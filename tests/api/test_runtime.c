@@ -42,7 +42,7 @@ static int teardown(void **state)
         return 0;
 }
 
-static void set_health(fixture *f, bool rkt, bool systemd)
+static void set_health_net(fixture *f, bool rkt, bool systemd, bool net)
 {
         rkl_health h = {
             .rkt_ok = rkt,
@@ -51,9 +51,18 @@ static void set_health(fixture *f, bool rkt, bool systemd)
             .systemd_ok = systemd,
             .systemd_version = systemd ? (char *)"252" : NULL,
             .systemd_detail = systemd ? NULL : (char *)"cannot connect",
+            .net_ok = net,
+            .net_reason = net ? NULL : (char *)"NetworkPluginNotReady",
+            .net_detail = net ? NULL : (char *)"cni: no network configuration in '/etc/cni/net.d'",
+            .net_config = net ? (char *)"/etc/cni/net.d/10-podnet.conflist" : NULL,
             .probed_at = 1,
         };
         rkl_cache_set_health(f->cache, &h);
+}
+
+static void set_health(fixture *f, bool rkt, bool systemd)
+{
+        set_health_net(f, rkt, systemd, true);
 }
 
 static void test_version(void **state)
@@ -119,10 +128,21 @@ static void test_status_not_ready(void **state)
         assert_string_equal(find(&resp, "RuntimeReady")->reason, "RktUnavailable");
         /* Bytes that are not UTF-8 never reach a Go client. */
         assert_string_equal(find(&resp, "RuntimeReady")->message, "no rkt ? here");
-        assert_false(find(&resp, "NetworkReady")->status);
-        assert_int_equal(resp.n_info, 3);
+        assert_int_equal(resp.n_info, 4);
         assert_string_equal(resp.info[0]->key, "config");
         assert_non_null(strstr(resp.info[0]->value, "\"rktPath\":\"/usr/bin/rkt\""));
+        assert_string_equal(resp.info[3]->key, "network");
+        assert_non_null(strstr(resp.info[3]->value, "10-podnet.conflist"));
+
+        /* The network on its own: what the reconciler found in the configuration directory
+         * (kubelet keeps the node NotReady on containerd's reason). */
+        set_health_net(f, true, true, false);
+        req.verbose = false;
+        assert_int_equal(rkl_api_status(&f->ctx, &req, &resp, &err), 0);
+        assert_true(find(&resp, "RuntimeReady")->status);
+        assert_false(find(&resp, "NetworkReady")->status);
+        assert_string_equal(find(&resp, "NetworkReady")->reason, "NetworkPluginNotReady");
+        assert_non_null(strstr(find(&resp, "NetworkReady")->message, "/etc/cni/net.d"));
 }
 
 static void test_runtime_config(void **state)
