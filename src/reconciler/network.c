@@ -563,7 +563,6 @@ static void apply_check(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
 static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
 {
         if (a->result >= 0) {
-                rkl_crash_point("net-deleted");
                 if (record_forget(r, a->key) == 0)
                         rkl_log_object_info(NET_OBJECT(a->key, rec),
                                             "sandbox %.12s: network '%s' deleted", a->key,

@@ -6,6 +6,7 @@ cleanup, by PID; nothing outside it is touched.
 """
 import atexit
 import fcntl
+import ipaddress
 import os
 import shutil
 import signal
@@ -276,6 +277,7 @@ class SimEnv:
             self.env["RKT_SIM_PROFILE"] = profile
         if self.netns:
             self.env["RKT_SIM_NETNS"] = self.netns.path
+        self.pod_net = ipaddress.ip_network("172.16.28.0/24")  # the simulator's own network
         self.daemon = Daemon(self.dir, rkt_path=RKT_SIM, bus=self.systemd.address,
                              extra=list(extra), env=self.env)
         test.addCleanup(self.cleanup)
@@ -493,7 +495,8 @@ class RktEnv:
         self.rkt_dir = os.path.join(self.dir, "rkt")
         # The cluster network every node of these tests has: a bridge in the host's network
         # namespace with a /24 of its own, and host ports through portmap.
-        self.cni_dir = write_cni_config(os.path.join(self.dir, "cni"), "10.88.0.0/24")
+        self.pod_net = ipaddress.ip_network("10.88.0.0/24")
+        self.cni_dir = write_cni_config(os.path.join(self.dir, "cni"), str(self.pod_net))
         self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
             "--cni-conf-dir", self.cni_dir, "--cni-bin-dir", CNI_PLUGINS,
             "--registry-mirror", "docker.io=http://127.0.0.1:5000",

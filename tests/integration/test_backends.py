@@ -17,7 +17,6 @@ import harness
 pb, pbg = harness.stubs()
 
 BUSYBOX = "docker.io/library/busybox:latest"
-POD_NET = ipaddress.ip_network("172.16.28.0/24")  # rkt's default network
 
 
 def form(value):
@@ -107,7 +106,7 @@ class Scenario:
             lambda s: s.network.ip and s)(self.pod(sid)), timeout=120)
         self.see("PodSandboxStatus", {
             "state": pb.PodSandboxState.Name(st.state),
-            "ip in rkt's network": ipaddress.ip_address(st.network.ip) in POD_NET,
+            "ip in the pods' network": ipaddress.ip_address(st.network.ip) in self.env.pod_net,
             "metadata": (st.metadata.name, st.metadata.uid, st.metadata.namespace),
             "labels": dict(st.labels), "annotations": dict(st.annotations),
         })
@@ -165,7 +164,7 @@ class Scenario:
         st = self.pod(sid)
         self.see("stopped sandbox", (pb.PodSandboxState.Name(st.state),
                                      bool(st.network.ip) and
-                                     ipaddress.ip_address(st.network.ip) in POD_NET))
+                                     ipaddress.ip_address(st.network.ip) in self.env.pod_net))
         self.see("containers after StopPodSandbox", sorted(
             (c.metadata.name, pb.ContainerState.Name(c.state)) for c in
             self.rs.ListContainers(pb.ListContainersRequest(), timeout=10).containers))

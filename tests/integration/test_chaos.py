@@ -146,6 +146,8 @@ class Chaos:
     the World class and start_kw are all that differ."""
     world_class = World
     start_kw = {}
+    crash_points = CRASH_POINTS
+    point_ops = POINT_OPS
 
     def __init__(self, test, seed):
         self.test = test
@@ -671,7 +673,7 @@ class Chaos:
         hit = self.rng.choice([1, 1, 2])
         self.kill()  # a kill at a quiet moment: the restart must leave all as it is
         self.start(crash_at="%s:%d" % (point, hit))
-        prefer = POINT_OPS[point]
+        prefer = self.point_ops[point]
         deadline = time.monotonic() + 20
         while self.alive() and time.monotonic() < deadline:
             self.churn(self.rng.randint(1, 3), prefer)
@@ -729,12 +731,12 @@ class Chaos:
     def _run(self, cycles):
         t0 = time.monotonic()
         self.start()
-        todo = list(CRASH_POINTS)
+        todo = list(self.crash_points)
         self.rng.shuffle(todo)
         retries = 0
         for self.cycle in range(1, cycles + 1):
             if self.cycle % 2 == 1 and (todo or self.rng.random() < 0.5):
-                point = todo.pop(0) if todo else self.rng.choice(CRASH_POINTS)
+                point = todo.pop(0) if todo else self.rng.choice(self.crash_points)
                 if not self.forced_cycle(point) and point not in self.stats["forced"]:
                     todo.append(point)  # try it again later
             else:

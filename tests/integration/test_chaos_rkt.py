@@ -30,6 +30,23 @@ class RktWorld(test_chaos.World):
                 units[f[0]] = f[2]
         return units
 
+    def leases(self):
+        """host-local's addresses: {sandbox ID: [address, ...]} from its files, which hold
+        the container ID CNI was given (the sandbox's)."""
+        ipam = os.path.join(os.path.dirname(self.env.cni_dir), "ipam")
+        out = {}
+        for root, _, files in os.walk(ipam):
+            for f in files:
+                if f.startswith("last_reserved_ip") or f == "lock":
+                    continue
+                try:
+                    with open(os.path.join(root, f)) as fh:
+                        owner = fh.read().split()[0]
+                except (OSError, IndexError):
+                    continue
+                out.setdefault(owner, []).append(f)
+        return out
+
     def procs(self):
         """As the daemon sees them: PIDs in the host's PID namespace (NSpid's second)."""
         out = {}
@@ -47,10 +64,35 @@ class RktWorld(test_chaos.World):
 
 class RktChaos(test_chaos.Chaos):
     world_class = RktWorld
+    # The daemon's CNI steps too: a DEL must follow every ADD exactly once, whichever of
+    # them a crash cut.
+    crash_points = test_chaos.CRASH_POINTS + ["net-recorded", "after-net-add", "net-added",
+                                              "after-net-del"]
+    point_ops = dict(test_chaos.POINT_OPS, **{
+        "net-recorded": ["run"], "after-net-add": ["run"], "net-added": ["run"],
+        "after-net-del": ["stop_pod"]})
 
     def __init__(self, test, seed):
         super().__init__(test, seed)
         self.threads = int(os.environ.get("RKL_CHAOS_THREADS") or 8)  # kubelet's many calls
+
+    def world_violations(self):
+        """And the pods' networks: an address for each sandbox that runs, none for the rest,
+        and no more veths in the host than addresses."""
+        v = super().world_violations()
+        leases = self.world.leases()
+        running = {s.id for s in self.sandboxes.values() if s.state == "ready"}
+        for sid, ips in leases.items():
+            if len(ips) != 1:
+                v.append("sandbox %s holds %d addresses: %s" % (sid[:12], len(ips), ips))
+            if sid not in running:
+                v.append("leaked address %s of sandbox %s (%s)" % (
+                    ips, sid[:12], self.sandboxes[sid].state if sid in self.sandboxes
+                    else "unknown"))
+        veths = self.env.run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines()
+        if len(veths) > len(leases):
+            v.append("%d veths for %d addresses" % (len(veths), len(leases)))
+        return v
 
     def make_env(self, test):
         env = harness.RktEnv(test)
