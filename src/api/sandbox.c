@@ -6,6 +6,7 @@
 #include "lookup.h"
 #include "wait.h"
 #include "base/log.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "store/cache.h"
 #include "store/store.h"
@@ -185,6 +186,16 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
             rkl_arena_newa(Runtime__V1__PodSandboxNetworkStatus, a, 1);
         runtime__v1__pod_sandbox_network_status__init(net);
         net->ip = rkl_api_pb_text(a, p->observed.ip);
+        size_t n_more = rkl_strv_length(p->observed.additional_ips);
+        if (n_more > 0) {
+                net->additional_ips = rkl_arena_newa(Runtime__V1__PodIP *, a, n_more);
+                for (size_t i = 0; i < n_more; i++) {
+                        Runtime__V1__PodIP *ip = rkl_arena_newa(Runtime__V1__PodIP, a, 1);
+                        runtime__v1__pod_ip__init(ip);
+                        ip->ip = rkl_api_pb_text(a, p->observed.additional_ips[i]);
+                        net->additional_ips[net->n_additional_ips++] = ip;
+                }
+        }
         st->network = net;
 
         /* rkt pods always have their own PID and IPC namespaces (convert.c refuses the

@@ -251,17 +251,29 @@ int rkl_cni_del(const rkl_cni_config *c, const rkl_cni_exec *x, const rkl_cni_ru
                 rkl_error ignored = RKL_ERROR_INIT;
                 (void)parse_result(result, strlen(result), &prev, &ignored);
         }
+        _cleanup_free_ char *skipped = NULL;
+        int n_skipped = 0;
         for (size_t i = json_object_array_length(plugins); i-- > 0;) {
                 json_object *p = json_object_array_get_idx(plugins, i);
                 _cleanup_(json_object_putp) json_object *conf = plugin_conf(c, p, caps, prev);
                 rkl_error e = RKL_ERROR_INIT;
                 r = rkl_cni__plugin_run(x, rt, "DEL", type_of(p), conf, NULL, &e);
-                if (r < 0 && first == 0) {
+                if (r == -ENOENT) {
+                        char *s = skipped ? rkl_xasprintf("%s, %s", skipped, type_of(p))
+                                          : rkl_xstrdup(type_of(p));
+                        free(skipped);
+                        skipped = s;
+                        n_skipped++;
+                } else if (r < 0 && first == 0) {
                         first = r;
                         rkl_error_set(reterr, r, "%s", e.msg);
                 }
         }
-        return first;
+        if (first < 0)
+                return first;
+        if (n_skipped > 0)
+                rkl_error_set(reterr, -ENOENT, "not installed, skipped: %s", skipped);
+        return n_skipped;
 }
 
 /* ---- Results ---- */

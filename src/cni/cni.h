@@ -81,8 +81,10 @@ int rkl_cni_check(const rkl_cni_config *c, const rkl_cni_exec *x, const rkl_cni_
                   const char *result, rkl_error *reterr);
 /* DEL through the chain in reverse, with ADD's result when there is one (NULL: the ADD did
  * not finish). Every plugin is run even when one fails, so that each releases what it
- * holds; the first failure is returned. Safe to repeat, as the specification requires of
- * plugins. */
+ * holds; the first failure is returned. A plugin that is not installed is skipped: it holds
+ * nothing it could release (it never ran, or it went with its resources); the count of
+ * those skipped is returned, their names in reterr's message. Safe to repeat, as the
+ * specification requires of plugins. */
 int rkl_cni_del(const rkl_cni_config *c, const rkl_cni_exec *x, const rkl_cni_runtime *rt,
                 const char *result, rkl_error *reterr);
 

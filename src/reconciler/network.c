@@ -467,7 +467,7 @@ int rkl_reconciler__net_run(action *a)
                 if (k < 0) {
                         /* Undone at once, while the namespace is surely there. */
                         rkl_error e2 = RKL_ERROR_INIT;
-                        if (rkl_cni_del(c, &r->net->exec, &rt, NULL, &e2) == 0)
+                        if (rkl_cni_del(c, &r->net->exec, &rt, NULL, &e2) >= 0)
                                 a->force = true; /* the record may go */
                         else
                                 rkl_log_debug("sandbox %.12s: DEL after the failed ADD: %s", a->key,
@@ -479,6 +479,8 @@ int rkl_reconciler__net_run(action *a)
                 break;
         default:
                 k = rkl_cni_del(c, &r->net->exec, &rt, n->result, &err);
+                if (k > 0) /* plugins not installed, skipped: said in apply_del() */
+                        (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
                 break;
         }
         if (k >= 0)
@@ -563,6 +565,12 @@ static void apply_check(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
 static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
 {
         if (a->result >= 0) {
+                /* Plugins gone since an ADD that went through them leave what they held. */
+                if (a->result > 0 && a->net->state == RKL_POD_NETWORK_READY)
+                        rkl_log_object_warning(NET_OBJECT(a->key, rec),
+                                               "sandbox %.12s: network '%s' DEL: plugins %s: "
+                                               "what they set up for it stays",
+                                               a->key, a->net->network, a->error);
                 if (record_forget(r, a->key) == 0)
                         rkl_log_object_info(NET_OBJECT(a->key, rec),
                                             "sandbox %.12s: network '%s' deleted", a->key,

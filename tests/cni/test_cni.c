@@ -501,6 +501,28 @@ static void test_del_goes_on(void **state)
         assert_int_equal(access(ran, F_OK), 0); /* the first still ran */
 }
 
+/* A plugin no longer installed holds nothing DEL could release: skipped, counted, named. */
+static void test_del_skips_missing(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *ran = rkl_xasprintf("%s/ran", f->dir);
+        writef(f->bin_dir, "first", 0755, "#!/bin/sh\ncat >/dev/null\ntouch %s\n", ran);
+        const char *text = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"plugins\":["
+                           "{\"type\":\"first\"},{\"type\":\"gone\"}]}";
+        _cleanup_(rkl_cni_config_freep) rkl_cni_config *c = NULL;
+        assert_int_equal(rkl_cni_config_parse(text, strlen(text), "t", &c, &err), 0);
+        rkl_cni_exec x = exec_of(f, 5 * USEC_PER_SEC);
+        rkl_cni_runtime rt = {.container_id = (char *)"c1",
+                              .netns = (char *)"/nonexistent",
+                              .ifname = (char *)"eth0",
+                              .args = (char *)"IgnoreUnknown=1",
+                              .capabilities = (char *)"{}"};
+        assert_int_equal(rkl_cni_del(c, &x, &rt, NULL, &err), 1);
+        assert_string_equal(err.msg, "not installed, skipped: gone");
+        assert_int_equal(access(ran, F_OK), 0);
+}
+
 static void test_result_ips(void **state)
 {
         (void)state;
@@ -553,6 +575,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_plugin_error, setup, teardown),
             cmocka_unit_test_setup_teardown(test_plugin_hangs, setup, teardown),
             cmocka_unit_test_setup_teardown(test_del_goes_on, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_del_skips_missing, setup, teardown),
             cmocka_unit_test(test_result_ips),
             cmocka_unit_test(test_runtime_args),
         };

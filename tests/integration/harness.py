@@ -163,7 +163,9 @@ def keep_log(test, daemon):
         text = daemon.log()
         keep = os.environ.get("RKL_TEST_KEEP_LOGS")
         if keep:
-            with open(os.path.join(keep, test.id() + ".log"), "w") as f:
+            # A test with several daemons (several nodes) keeps each one's log.
+            name = test.id() + "." + os.path.basename(daemon.workdir)
+            with open(os.path.join(keep, name + ".log"), "w") as f:
                 f.write(text)
         # The test's result is on unittest's private _outcome (Python 3.11); without it,
         # nothing is printed.
@@ -172,8 +174,8 @@ def keep_log(test, daemon):
                      getattr(result, "errors", []))
         if failed and text:
             tail = text.splitlines()[-60:]
-            sys.stderr.write("\n--- %s: the end of rktlet's log ---\n%s\n---\n" % (
-                test.id(), "\n".join(tail)))
+            sys.stderr.write("\n--- %s: the end of rktlet's log (%s) ---\n%s\n---\n" % (
+                test.id(), daemon.workdir, "\n".join(tail)))
     test.addCleanup(keep)
 
 
@@ -469,7 +471,7 @@ class RktEnv:
     127.0.0.1:5000 holding busybox images, reached through --registry-mirror. Pod IPs live
     only in the host's network namespace: talk to them with self.run()."""
 
-    def __init__(self, test, extra=()):
+    def __init__(self, test, extra=(), pod_subnet="10.88.0.0/24", cni_bin_dirs=(CNI_PLUGINS,)):
         rkt, why = real_rkt()
         if not rkt:
             test.skipTest("the real rkt cannot be built here: " + why)
@@ -482,9 +484,9 @@ class RktEnv:
         self.pid1 = int(out.strip().splitlines()[-1])
         test.addCleanup(subprocess.run, self._stop + [host], capture_output=True)
         self.enter = ["nsenter", "-t", str(self.pid1), "-m", "-u", "-i", "-n", "-p", "-C"]
-        # rkt's CNI keeps each pod's IP reservation in /var/lib/cni, which the host shares
-        # with the machine: pods that die with the host (its teardown) never give theirs
-        # back, and 253 of them fill the /24. A host of its own keeps its own, gone with it.
+        # host-local keeps each pod's address in /var/lib/cni unless its configuration says
+        # otherwise, and the host shares the machine's /var: pods that die with the host (its
+        # teardown) never give theirs back. A host of its own keeps its own, gone with it.
         self.run("sh", "-c", "mkdir -p /var/lib/cni && "
                  "mount -t tmpfs -o mode=0755,size=16m rktlet-test-cni /var/lib/cni")
         subprocess.run([REGISTRY, "start", self.dir, str(self.pid1)], check=True,
@@ -495,10 +497,13 @@ class RktEnv:
         self.rkt_dir = os.path.join(self.dir, "rkt")
         # The cluster network every node of these tests has: a bridge in the host's network
         # namespace with a /24 of its own, and host ports through portmap.
-        self.pod_net = ipaddress.ip_network("10.88.0.0/24")
+        self.pod_net = ipaddress.ip_network(pod_subnet)
         self.cni_dir = write_cni_config(os.path.join(self.dir, "cni"), str(self.pod_net))
+        cni = []
+        for d in cni_bin_dirs:
+            cni += ["--cni-bin-dir", d]
         self.daemon = RktDaemon(self.dir, rkt_path=rkt, extra=[
-            "--cni-conf-dir", self.cni_dir, "--cni-bin-dir", CNI_PLUGINS,
+            "--cni-conf-dir", self.cni_dir] + cni + [
             "--registry-mirror", "docker.io=http://127.0.0.1:5000",
             # Real rkt leaves about 1 sandbox in 36 never ready (docs/rkt.md, 'Quirks');
             # ready takes 1-2 s here, so a retry after 20 s fits in the tests' waits.
@@ -534,8 +539,11 @@ def cni_leftovers(run, ipam_dir):
     for root, _, files in os.walk(ipam_dir):
         leases += [os.path.join(root, f) for f in files
                    if not f.startswith("last_reserved_ip") and f != "lock"]
-    veths = [line.split(":")[1].strip().split("@")[0] for line in
-             run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines()]
+    # The bridge plugin names the host's end of a pod's pair veth<hex>; other veths (a
+    # test's wire between two hosts) are not pods'.
+    veths = [name for name in (line.split(":")[1].strip().split("@")[0] for line in
+                               run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines())
+             if name.startswith("veth")]
     rules = [line for line in run("iptables-save", "-t", "nat").stdout.splitlines()
              if "CNI-DN-" in line]
     return leases + veths + rules
