@@ -13,6 +13,7 @@
 #include "base/spawn.h"
 #include "base/strv.h"
 #include "base/time-util.h"
+#include "metrics/metrics.h"
 #include "base/banned.h"
 
 #define OUTPUT_MAX   (1 << 20)
@@ -153,8 +154,12 @@ int rkl_cni__plugin_run(const rkl_cni_exec *x, const rkl_cni_runtime *rt, const 
             .new_process_group = true,
             .kill_tree = kill_group,
         };
+        uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         if ((r = rkl_spawn_run(RKL_STRV(bin), &o, &res, reterr)) < 0)
                 return rkl_error_prefix(reterr, "%s: cannot run %s", what, bin);
+        _cleanup_free_ char *label = rkl_xasprintf("%s %s", type, command);
+        rkl_metrics_record(RKL_METRICS_CNI, label, rkl_now_usec(CLOCK_MONOTONIC) - t0,
+                           res.timed_out || res.exit_code != 0);
 
         char line[QUOTE_MAX + 1];
         if (res.timed_out) {

@@ -41,6 +41,9 @@ static const family_def families[_RKL_METRICS_FAMILY_MAX] = {
     [RKL_METRICS_STORE_COMMIT] = {"rktlet_store_commit", NULL,
                                   "SQLite write transactions: latency of the commit",
                                   "SQLite commits that failed"},
+    [RKL_METRICS_CNI] = {"rktlet_cni_plugin", "call",
+                         "CNI plugin runs by plugin and command: latency",
+                         "CNI plugin runs that failed (an error, exit status, timeout)"},
 };
 
 typedef struct family {

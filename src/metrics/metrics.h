@@ -16,6 +16,7 @@ typedef enum rkl_metrics_family {
         RKL_METRICS_CRI,          /* per CRI method: rktlet_cri_request_* */
         RKL_METRICS_RKT,          /* per rkt verb: rktlet_rkt_command_* */
         RKL_METRICS_STORE_COMMIT, /* one series: rktlet_store_commit_* */
+        RKL_METRICS_CNI,          /* per CNI plugin and command: rktlet_cni_plugin_* */
         _RKL_METRICS_FAMILY_MAX,
         _RKL_METRICS_FAMILY_INVALID = -EINVAL,
 } rkl_metrics_family;
