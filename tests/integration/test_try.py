@@ -120,15 +120,19 @@ class TryRealTest(unittest.TestCase):
             st = rs.Status(pb.StatusRequest(verbose=True), timeout=30)
             ready = {c.type: c.status for c in st.status.conditions}
             self.assertTrue(ready.get("RuntimeReady"), st)
+            # The throwaway node has a pod network of its own (CNI, docs/networking.md).
+            self.assertTrue(ready.get("NetworkReady"), st)
+            self.assertIn("10-try.conflist", st.info["network"])
             self.assertIn('"version":"1.30.0"', st.info["rkt"])
             v = rs.Version(pb.VersionRequest(), timeout=10)
             self.assertEqual(v.runtime_name, "rktlet")
             self.assertIn("rkt.1.30.0", v.runtime_version)
             # A pod of the real rkt (stage1 host, systemd-nspawn).
             sid = run_pod(rs, "try-real")
-            harness.wait_for("the sandbox ready", lambda: rs.PodSandboxStatus(
-                pb.PodSandboxStatusRequest(pod_sandbox_id=sid), timeout=10).status.state ==
-                pb.SANDBOX_READY, timeout=120, interval=0.5)
+            harness.wait_for("the sandbox running with an address of the node's network",
+                             lambda: rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+                                 pod_sandbox_id=sid), timeout=10).status.network.ip.startswith(
+                                 "10.88."), timeout=120, interval=0.5)
         # Its nspawn registers with the host's machined.
         harness.wait_for("the pod registered with machined", lambda: "rkt-" in subprocess.run(
             host + ["machinectl", "list", "--no-legend"], cwd="/", capture_output=True,
