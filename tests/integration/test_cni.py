@@ -229,6 +229,36 @@ class NetworkStatusTest(unittest.TestCase):
         node.assert_no_network_left(self)
 
 
+class DualStackTest(unittest.TestCase):
+    """A configuration that gives both families: the sandbox's IP is the IPv4 address and
+    additional_ips the IPv6 one, both from the result."""
+
+    def test_dual_stack(self):
+        node = Node(self, "10.88.0.0/24")
+        path = os.path.join(node.env.cni_dir, "10-podnet.conflist")
+        with open(path) as f:
+            conf = json.load(f)
+        conf["plugins"][0]["ipam"]["ranges"] = [[{"subnet": "10.88.0.0/24"}],
+                                                [{"subnet": "fd00:10:88::/64"}]]
+        del conf["plugins"][0]["ipam"]["subnet"]
+        with open(path + ".tmp", "w") as f:
+            json.dump(conf, f)
+        os.rename(path + ".tmp", path)
+        time.sleep(0.5)  # the daemon reads the directory again on its change
+        sid, cfg, _ = node.run_pod("dual")
+        st = node.status(sid)
+        self.assertIn(ipaddress.ip_address(st.network.ip), ipaddress.ip_network("10.88.0.0/24"))
+        self.assertEqual(len(st.network.additional_ips), 1)
+        self.assertIn(ipaddress.ip_address(st.network.additional_ips[0].ip),
+                      ipaddress.ip_network("fd00:10:88::/64"))
+        cid = node.start_container(sid, cfg, "sh", ["sleep", "3600"])
+        addrs = node.exec(cid, ["busybox", "ip", "-o", "addr"]).stdout.decode()
+        self.assertIn(st.network.ip + "/24", addrs)
+        self.assertIn(st.network.additional_ips[0].ip + "/64", addrs)
+        node.remove_all()
+        node.assert_no_network_left(self)
+
+
 class FaultsTest(unittest.TestCase):
     """What a client sees when the network cannot be set up, and what is left: nothing."""
 
