@@ -1,0 +1,140 @@
+"""What a hostile or buggy client can send through the CRI socket, through the real daemon:
+requests built to cost the daemon memory and time, metadata built to break every List,
+log paths built to write where no log may go."""
+import os
+import signal
+import subprocess
+import tempfile
+import unittest
+
+import grpc
+
+import harness
+
+pb, pbg = harness.stubs()
+
+RUNTIME = "/runtime.v1.RuntimeService/"
+
+
+def raw_call(channel, method, payload, timeout=60):
+    call = channel.unary_unary(RUNTIME + method, request_serializer=lambda x: x,
+                               response_deserializer=lambda x: x)
+    return call(payload, timeout=timeout)
+
+
+def proc_kib(pid, field):
+    """A /proc/PID/status figure in KiB (VmRSS, VmHWM)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError("no %s for %d" % (field, pid))
+
+
+class FakeRktDaemon:
+    """The daemon on a stub rkt that only answers `version` under a private systemd: the API
+    alone, no pod ever starts."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rktlet-it-")
+        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
+        cls.rkt = harness.fake_rkt(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.systemd.stop()
+        subprocess.run(["rm", "-rf", cls.tmp])
+
+    def setUp(self):
+        self.d = harness.Daemon(harness.workdir(self), rkt_path=self.rkt,
+                                bus=self.systemd.address)
+        self.addCleanup(self.d.stop, signal.SIGKILL)
+        harness.keep_log(self, self.d)
+        self.d.start()
+        self.ch = grpc.insecure_channel("unix://" + self.d.socket, options=[
+            ("grpc.max_send_message_length", 64 << 20),
+            ("grpc.max_receive_message_length", 64 << 20)])
+        self.addCleanup(self.ch.close)
+        self.rs = pbg.RuntimeServiceStub(self.ch)
+
+
+def pod_config(name="web", labels=None, annotations=None):
+    return pb.PodSandboxConfig(
+        metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="default"),
+        hostname=name, log_directory=harness.LOG_ROOT + "/hostile_" + name,
+        labels=labels or {}, annotations=annotations or {})
+
+
+class RequestCostTest(FakeRktDaemon, unittest.TestCase):
+    """protobuf-c merges every occurrence of a message field that is not repeated into the
+    ones before (a copy of all it has gathered so far): a request made of one such field
+    many times costs the square of its size to unpack. Such requests are refused before
+    they are unpacked, and the daemon stays small and answering."""
+
+    def refused(self, method, payload, code, needle):
+        with self.assertRaises(grpc.RpcError) as cm:
+            raw_call(self.ch, method, payload)
+        self.assertEqual(cm.exception.code(), code, cm.exception.details())
+        self.assertIn(needle, cm.exception.details())
+        return cm.exception.details()
+
+    def test_repeated_fields_refused_before_unpacking(self):
+        self.rs.Version(pb.VersionRequest(), timeout=10)
+        pid = self.d.proc.pid
+        rss_before = proc_kib(pid, "VmRSS")
+
+        # A ListContainersRequest's filter (one label selector), 40,000 times: 400 KB.
+        entry = bytes.fromhex("0a0822060a0161120162")
+        self.refused("ListContainers", entry * 40000, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                     "65536 bytes")
+        # Within ListContainers' size, the same filter 6,000 times.
+        self.refused("ListContainers", entry * 6000, grpc.StatusCode.INVALID_ARGUMENT,
+                     "'filter'")
+        # RunPodSandbox of 8 MB: its config (a label each) repeated.
+        cfg = pb.RunPodSandboxRequest(config=pb.PodSandboxConfig(
+            labels={"a": "b"})).SerializeToString()
+        self.refused("RunPodSandbox", cfg * (8_000_000 // len(cfg)),
+                     grpc.StatusCode.RESOURCE_EXHAUSTED, "bytes")
+        # Within its size: the config repeated, then labels past the count of fields.
+        self.refused("RunPodSandbox", cfg * 100_000, grpc.StatusCode.INVALID_ARGUMENT,
+                     "'config'")
+        # One config of 100,000 labels (800 KB): more fields than RunPodSandbox takes.
+        label = pb.PodSandboxConfig(labels={"a": "b"}).SerializeToString()
+        one_config = b"\x0a" + _varint(len(label) * 100_000) + label * 100_000
+        self.refused("RunPodSandbox", one_config, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                     "fields")
+
+        # Still answering, and small: the requests above, unpacked, would take gigabytes.
+        self.assertEqual(self.rs.Version(pb.VersionRequest(), timeout=10).runtime_name,
+                         "rktlet")
+        self.assertIsNone(self.d.proc.poll())
+        grown = proc_kib(pid, "VmHWM") - rss_before
+        print("[figure] peak RSS grew by %d KiB over the costly requests" % grown)
+        self.assertLess(grown, 256 * 1024)
+
+    def test_ordinary_requests_still_pass(self):
+        """What kubelet sends is far inside the limits: a sandbox with 100 KiB of
+        annotations and a label selector are accepted."""
+        ann = {"k%d" % i: "v" * 1000 for i in range(100)}
+        sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(
+            config=pod_config(labels={"app": "web"}, annotations=ann)),
+            timeout=10).pod_sandbox_id
+        items = self.rs.ListPodSandbox(pb.ListPodSandboxRequest(
+            filter=pb.PodSandboxFilter(label_selector={"app": "web"})), timeout=10).items
+        self.assertEqual([p.id for p in items], [sid])
+
+
+def _varint(n):
+    out = b""
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+if __name__ == "__main__":
+    unittest.main()
