@@ -125,6 +125,31 @@ class RequestCostTest(FakeRktDaemon, unittest.TestCase):
         self.assertEqual([p.id for p in items], [sid])
 
 
+class MetadataTest(FakeRktDaemon, unittest.TestCase):
+    """Labels and annotations are answered in every List: one client's megabytes of them
+    must not break kubelet's relist."""
+
+    def test_oversized_metadata_refused(self):
+        # The issue's five sandboxes of 4 MiB of annotations: past RunPodSandbox's size.
+        big = {"a%d" % i: "x" * 65536 for i in range(64)}
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.rs.RunPodSandbox(pb.RunPodSandboxRequest(
+                config=pod_config("big", annotations=big)), timeout=30)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        # Within it, but past 256 KiB of annotations, or of labels: refused naming the field.
+        over = {"a%d" % i: "x" * 65536 for i in range(4)}
+        for field, kw in (("config.annotations", {"annotations": over}),
+                          ("config.labels", {"labels": over})):
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.rs.RunPodSandbox(pb.RunPodSandboxRequest(
+                    config=pod_config("over", **kw)), timeout=30)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(field, cm.exception.details())
+            self.assertIn("262144", cm.exception.details())
+        self.assertEqual(
+            len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=10).items), 0)
+
+
 def _varint(n):
     out = b""
     while True:
