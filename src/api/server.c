@@ -31,10 +31,9 @@
 #include "metrics/metrics.h"
 #include "base/banned.h"
 
-#define MAX_MESSAGE     (16 * 1024 * 1024) /* kubelet's limit */
-#define REQUESTS_ARMED  2                  /* pending requests per method per queue */
-#define BIG_REPLY       (256 * 1024)       /* bytes: a List of a few hundred objects */
-#define BIG_REPLY_BURST 4                  /* big replies at once that trim the heap after */
+#define REQUESTS_ARMED  2            /* pending requests per method per queue */
+#define BIG_REPLY       (256 * 1024) /* bytes: a List of a few hundred objects */
+#define BIG_REPLY_BURST 4            /* big replies at once that trim the heap after */
 
 typedef struct method {
         char *path; /* "/runtime.v1.RuntimeService/Version" */
@@ -587,10 +586,10 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         grpc_arg args[] = {
             {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-             .value.integer = MAX_MESSAGE},
+             .value.integer = RKL_API_MAX_MESSAGE},
             {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-             .value.integer = MAX_MESSAGE},
+             .value.integer = RKL_API_MAX_MESSAGE},
         };
         grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
         s->server = grpc_server_create(&cargs, NULL);

@@ -150,6 +150,63 @@ class MetadataTest(FakeRktDaemon, unittest.TestCase):
             len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=10).items), 0)
 
 
+class ListFitsTest(FakeRktDaemon, unittest.TestCase):
+    """An unfiltered List answers every object whatever they hold: what would not fit goes out
+    with less of its labels and annotations, kubelet's own kept longest."""
+
+    KUBELET = {"io.kubernetes.pod.terminationGracePeriod": "30"}
+
+    def list_all(self):
+        return list(self.rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=60).items)
+
+    def test_many_large_sandboxes(self):
+        # 66 sandboxes of just under 256 KiB of annotations each: 16.7 MB, accepted one by one.
+        ann = dict(self.KUBELET, **{"big%d" % k: "x" * (255 * 256) for k in range(4)})
+        ids = set()
+        for i in range(66):
+            ids.add(self.rs.RunPodSandbox(pb.RunPodSandboxRequest(
+                config=pod_config("p%d" % i, labels={"app": "p%d" % i}, annotations=ann)),
+                timeout=30).pod_sandbox_id)
+        items = self.list_all()
+        self.assertEqual({p.id for p in items}, ids)
+        trimmed = [p for p in items if "big0" not in p.annotations]
+        self.assertTrue(0 < len(trimmed) < 66, len(trimmed))
+        for p in items:
+            self.assertEqual(p.annotations["io.kubernetes.pod.terminationGracePeriod"], "30")
+            self.assertEqual(p.labels["app"], p.metadata.name)
+        self.d.wait_log("ListPodSandbox: its answer of")
+        # One sandbox asked for is whole.
+        one = self.rs.ListPodSandbox(pb.ListPodSandboxRequest(filter=pb.PodSandboxFilter(
+            id=trimmed[0].id)), timeout=60).items
+        self.assertEqual(dict(one[0].annotations), ann)
+
+    def test_records_of_an_older_database(self):
+        """The issue's state: five sandboxes of 4 MiB of annotations, accepted before any
+        cap (written into the database here), after which every unfiltered List failed."""
+        import json
+        import sqlite3
+        ids = [self.rs.RunPodSandbox(pb.RunPodSandboxRequest(
+            config=pod_config("old%d" % i, annotations=self.KUBELET)), timeout=30).pod_sandbox_id
+            for i in range(5)]
+        self.assertEqual(self.d.stop(), 0)
+        ann = dict(self.KUBELET, **{"a%d" % k: "x" * 65536 for k in range(64)})
+        db = sqlite3.connect(os.path.join(self.d.state_dir, "rktlet.db"))
+        with db:
+            db.executemany("UPDATE sandbox SET annotations = ? WHERE id = ?",
+                           [(json.dumps(ann), i) for i in ids])
+        db.close()
+        self.d.start()
+        harness.wait_answering(self.rs)
+        items = self.list_all()
+        self.assertEqual(sorted(p.id for p in items), sorted(ids))
+        for p in items:
+            self.assertEqual(p.annotations["io.kubernetes.pod.terminationGracePeriod"], "30")
+        self.assertTrue(any(len(p.annotations) == 1 for p in items))
+        st = self.rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=ids[0]),
+                                      timeout=60).status
+        self.assertEqual(len(st.annotations), 65)
+
+
 def _varint(n):
     out = b""
     while True:
