@@ -48,7 +48,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                                      "NODE, but sandbox %s is not on the host's network: a rkt "
                                      "app has its pod's network namespace only",
                                      pod->rec->id);
-        r = rkl_api_log_path_check(pod->rec->spec.log_directory, spec.log_path, reterr);
+        r = rkl_api_log_path_check(ctx, pod->rec->spec.log_directory, spec.log_path, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "config");
         r = rkl_rkt_container_spec_check(&spec, reterr);

@@ -13,16 +13,17 @@
 #include "api/stats.h"
 #include "api/status.h"
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "store/cache.h"
 #include "store/store.h"
 #include "store/db.h"
 
-static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
-
 typedef struct fixture {
         char dir[64], db_path[96];
+        char *state, *logs; /* the daemon's state directory; where pods' logs go */
+        rkl_api_config cfg;
         rkl_cache *cache;
         rkl_store *store;
         rkl_db *db; /* the store's: what the reconciler would write directly */
@@ -57,7 +58,10 @@ static int setup(void **state)
         assert_non_null(mkdtemp(f->dir));
         (void)snprintf(f->db_path, sizeof(f->db_path), "%s/rktlet.db", f->dir);
         f->arena = rkl_arena_new();
-        f->ctx = (rkl_api_ctx){.cfg = &cfg, .arena = f->arena};
+        f->state = rkl_xasprintf("%s/state", f->dir);
+        f->logs = rkl_xasprintf("%s/logs", f->dir);
+        f->cfg = (rkl_api_config){.version = "9.9.9", .state_dir = f->state};
+        f->ctx = (rkl_api_ctx){.cfg = &f->cfg, .arena = f->arena};
         state_open(f);
         *state = f;
         return 0;
@@ -67,13 +71,9 @@ static int teardown(void **state)
 {
         fixture *f = *state;
         state_close(f);
-        const char *const files[] = {"rktlet.db", "rktlet.db-wal", "rktlet.db-shm"};
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                char p[160];
-                (void)snprintf(p, sizeof(p), "%s/%s", f->dir, files[i]);
-                (void)unlink(p); /* absent when the connection removed it */
-        }
-        assert_int_equal(rmdir(f->dir), 0);
+        assert_int_equal(rkl_rm_rf_at(AT_FDCWD, f->dir), 0);
+        free(f->state);
+        free(f->logs);
         rkl_arena_free(f->arena);
         free(f);
         return 0;
@@ -137,7 +137,8 @@ typedef struct podcfg {
         bool host_network;
 } podcfg;
 
-static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const podcfg *p)
+/* p as a PodSandboxConfig; its log directory, when p names none, below logs. */
+static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const char *logs, const podcfg *p)
 {
         Runtime__V1__PodSandboxConfig *c = rkl_arena_newa(Runtime__V1__PodSandboxConfig, a, 1);
         runtime__v1__pod_sandbox_config__init(c);
@@ -148,8 +149,8 @@ static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const podcfg *p)
         m->namespace_ = (char *)(p->ns ? p->ns : "default");
         m->attempt = p->attempt;
         c->metadata = m;
-        c->log_directory =
-            (char *)(p->log_directory ? p->log_directory : "/var/log/pods/default_web_uid-1");
+        c->log_directory = p->log_directory ? (char *)p->log_directory
+                                            : rkl_arena_printf(a, "%s/default_web_uid-1", logs);
         ENTRIES(a, Runtime__V1__PodSandboxConfig__LabelsEntry,
                 RUNTIME__V1__POD_SANDBOX_CONFIG__LABELS_ENTRY__INIT, p->labels, c->labels,
                 c->n_labels);
@@ -176,7 +177,7 @@ static int run_pod_r(fixture *f, const podcfg *p, char **ret_id, rkl_error *err)
 {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
-        req.config = pod_config(f->arena, p);
+        req.config = pod_config(f->arena, f->logs, p);
         int r = rkl_api_run_pod_sandbox(&f->ctx, &req, &resp, err);
         if (r >= 0) {
                 packs(&resp);
@@ -218,7 +219,9 @@ static Runtime__V1__ContainerConfig *container_config(rkl_arena *a, const contai
         static char *cmd[] = {(char *)"sleep", (char *)"1000"};
         c->command = cmd;
         c->n_command = 2;
-        c->log_path = (char *)(p->log_path ? p->log_path : "app/0.log");
+        /* kubelet's: <name>/<restart count>.log, one file a container. */
+        c->log_path = p->log_path ? (char *)p->log_path
+                                  : rkl_arena_printf(a, "%s/%u.log", m->name, p->attempt);
         ENTRIES(a, Runtime__V1__ContainerConfig__LabelsEntry,
                 RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, p->labels, c->labels,
                 c->n_labels);
@@ -469,7 +472,7 @@ static void test_run_pod_invalid(void **state)
         Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
         char *id;
 
-        req.config = pod_config(f->arena, &(podcfg){0});
+        req.config = pod_config(f->arena, f->logs, &(podcfg){0});
         req.runtime_handler = (char *)"runc";
         expect_error(rkl_api_run_pod_sandbox(&f->ctx, &req, &resp, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "runtime_handler");
@@ -781,7 +784,8 @@ static void test_many_labels(void **state)
         assert_kvs(st.status->annotations, st.status->n_annotations, pairs);
         expect_ok(container_status(f, c, false, &cst, &err));
         assert_kvs(cst.status->labels, cst.status->n_labels, pairs);
-        assert_string_equal(cst.status->log_path, "/var/log/pods/default_web_uid-1/app/0.log");
+        assert_string_equal(cst.status->log_path,
+                            rkl_arena_printf(f->arena, "%s/default_web_uid-1/app/0.log", f->logs));
 }
 
 static void test_container_lifecycle(void **state)
@@ -794,7 +798,8 @@ static void test_container_lifecycle(void **state)
                                            "io.kubernetes.container.restartCount", "0", NULL};
         int64_t before = rkl_realtime_nsec();
 
-        char *pod = run_pod(f, &(podcfg){.log_directory = "/var/log/pods/ns_web_u"});
+        char *pod = run_pod(
+            f, &(podcfg){.log_directory = rkl_arena_printf(f->arena, "%s/ns_web_u", f->logs)});
         char *c = create_container(f, pod,
                                    &(containercfg){.name = "app",
                                                    .attempt = 2,
@@ -818,7 +823,8 @@ static void test_container_lifecycle(void **state)
         assert_string_equal(s->image_ref, "busybox");
         assert_string_equal(s->image_id, "busybox");
         assert_string_equal(s->reason, "");
-        assert_string_equal(s->log_path, "/var/log/pods/ns_web_u/app/2.log");
+        assert_string_equal(s->log_path,
+                            rkl_arena_printf(f->arena, "%s/ns_web_u/app/2.log", f->logs));
         assert_kvs(s->labels, s->n_labels, labels);
         assert_kvs(s->annotations, s->n_annotations, annotations);
         assert_int_equal(st.n_info, 0);
@@ -1210,7 +1216,7 @@ static void test_list_many(void **state)
 static void test_list_fits(void **state)
 {
         fixture *f = *state;
-        rkl_api_config small = cfg;
+        rkl_api_config small = f->cfg;
         rkl_error err = RKL_ERROR_INIT;
         char *big = rkl_arena_alloc(f->arena, 8193);
         memset(big, 'x', 8192);
@@ -1337,7 +1343,7 @@ static void test_list_fits(void **state)
         l = list_pods(f, &filter);
         assert_int_equal(l.n_items, 1);
         assert_non_null(KV_GET(l.items[0]->annotations, l.items[0]->n_annotations, "big"));
-        f->ctx.cfg = &cfg;
+        f->ctx.cfg = &f->cfg;
 }
 
 int main(void)

@@ -207,6 +207,85 @@ class ListFitsTest(FakeRktDaemon, unittest.TestCase):
         self.assertEqual(len(st.annotations), 65)
 
 
+class LogPlacementTest(FakeRktDaemon, unittest.TestCase):
+    """Container logs go where the client says, within what may hold a log: not through a
+    symlink to /, not into the daemon's own files, never into a file rktlet did not make."""
+
+    def run_pod(self, log_directory):
+        return self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=pb.PodSandboxConfig(
+            metadata=pb.PodSandboxMetadata(name="logs", uid="logs-uid", namespace="default"),
+            log_directory=log_directory)), timeout=30).pod_sandbox_id
+
+    def create(self, sid, log_path, name="c"):
+        return self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=pb.ContainerConfig(
+                metadata=pb.ContainerMetadata(name=name), image=pb.ImageSpec(image="busybox"),
+                command=["sleep", "1000"], log_path=log_path)), timeout=30).container_id
+
+    def start(self, cid):
+        self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=30)
+
+    def invalid(self, fn, *args):
+        with self.assertRaises(grpc.RpcError) as cm:
+            fn(*args)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT,
+                         cm.exception.details())
+        return cm.exception.details()
+
+    def test_symlink_to_root_refused(self):
+        link = os.path.join(self.d.workdir, "root-link")
+        os.symlink("/", link)
+        details = self.invalid(self.run_pod, link)
+        self.assertIn("log_directory", details)
+        self.assertIn("'/'", details)
+        self.assertIn("not a log directory", self.invalid(self.run_pod, "/"))
+
+    def test_daemon_files_refused(self):
+        # The parent of --state-dir and of rkt's data dir is an acceptable log directory;
+        # the daemon's database, a new file beside it and rkt's data are not log paths.
+        sid = self.run_pod(self.d.workdir)
+        db = os.path.join(self.d.state_dir, "rktlet.db")
+        for path in ("state/rktlet.db", "state/x.log", "rkt/x.log"):
+            details = self.invalid(self.create, sid, path)
+            self.assertIn("log_path", details)
+            self.assertIn("the daemon's own directory", details)
+        self.assertFalse(os.path.exists(os.path.join(self.d.state_dir, "x.log")))
+        with open(db, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\x00")
+
+    def test_foreign_file_not_written(self):
+        logdir = os.path.join(harness.LOG_ROOT, "hostile_foreign_" + self.id().split(".")[-1])
+        os.makedirs(os.path.join(logdir, "c"))
+        foreign = os.path.join(logdir, "c", "0.log")
+        with open(foreign, "w") as f:
+            f.write("someone's\n")
+        os.chmod(foreign, 0o600)
+        sid = self.run_pod(logdir)
+        cid = self.create(sid, "c/0.log")
+        details = self.invalid(self.start, cid)
+        self.assertIn("not the log file rktlet made", details)
+        with open(foreign) as f:
+            self.assertEqual(f.read(), "someone's\n")
+        self.assertEqual(os.stat(foreign).st_mode & 0o777, 0o600)
+        # Its own file: made at the start, and a repeated start keeps it.
+        cid2 = self.create(sid, "c/1.log", name="d")
+        self.start(cid2)
+        self.start(cid2)
+        own = os.path.join(logdir, "c", "1.log")
+        self.assertEqual(os.stat(own).st_mode & 0o777, 0o640)
+
+    def test_directory_swapped_after_the_check(self):
+        logdir = os.path.join(self.d.workdir, "swapped")
+        os.makedirs(logdir)
+        sid = self.run_pod(logdir)
+        cid = self.create(sid, "x.log")
+        os.rmdir(logdir)
+        os.symlink(self.d.state_dir, logdir)
+        details = self.invalid(self.start, cid)
+        self.assertIn("the daemon's own directory", details)
+        self.assertFalse(os.path.exists(os.path.join(self.d.state_dir, "x.log")))
+
+
 def _varint(n):
     out = b""
     while True:
