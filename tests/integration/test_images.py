@@ -240,8 +240,10 @@ class ImagesTest(unittest.TestCase):
         c = self.rs.ListContainers(pb.ListContainersRequest(), timeout=10).containers[0]
         self.assertEqual(c.image_ref, bid)
 
-        # rkt would remove it from under the pod: refused while the container exists.
-        details = self.assert_code(grpc.StatusCode.UNAVAILABLE, self.remove, "busybox")
+        # rkt would remove it from under the pod: refused while the container exists, for
+        # good (FAILED_PRECONDITION: a client must not retry it as if the runtime were busy),
+        # naming the container.
+        details = self.assert_code(grpc.StatusCode.FAILED_PRECONDITION, self.remove, "busybox")
         self.assertIn("in use by container " + cid, details)
         self.assertEqual(self.status(bid).image.id, bid)
 
