@@ -242,7 +242,8 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_images_new(&ic, &d->images, reterr);
         if (r < 0)
                 return r;
-        r = rkl_logs_new(&d->logs, reterr);
+        r = rkl_logs_new(RKL_STRV((char *)cfg->state_dir, (char *)cfg->rkt_data_dir), &d->logs,
+                         reterr);
         if (r < 0)
                 return r;
         {

@@ -19,6 +19,10 @@ typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store rkl_store;
 typedef struct rkl_db_options rkl_db_options;
 
+/* The largest message a client takes (kubelet's limit): the largest request grpc reads, and
+ * the largest answer. */
+#define RKL_API_MAX_MESSAGE (16 * 1024 * 1024)
+
 /* Facts fixed at start, shared read-only by every handler. */
 typedef struct rkl_api_config {
         const char *listen_path;
@@ -39,7 +43,8 @@ typedef struct rkl_api_config {
         rkl_stats *stats;   /* the stats cache (thread-safe); NULL: *Stats answer empty */
         /* The streaming server (thread-safe); NULL: Exec, Attach, PortForward unavailable */
         rkl_stream_server *stream;
-        bool wait; /* --wait: mutating calls answer once carried out (wait.h) */
+        bool wait;        /* --wait: mutating calls answer once carried out (wait.h) */
+        size_t max_reply; /* the largest answer a List makes; 0: RKL_API_MAX_MESSAGE */
 } rkl_api_config;
 
 typedef struct rkl_api_call rkl_api_call;

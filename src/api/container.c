@@ -48,7 +48,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                                      "NODE, but sandbox %s is not on the host's network: a rkt "
                                      "app has its pod's network namespace only",
                                      pod->rec->id);
-        r = rkl_api_log_path_check(pod->rec->spec.log_directory, spec.log_path, reterr);
+        r = rkl_api_log_path_check(ctx, pod->rec->spec.log_directory, spec.log_path, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "config");
         r = rkl_rkt_container_spec_check(&spec, reterr);
@@ -312,36 +312,59 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         return 0;
 }
 
-/* The container as a ListContainers item, encoded once per view: the strings point into
- * the view, which the caller holds while this packs them. */
+/* The container as a ListContainers item, at a trim level (pb.h; 0: whole): the strings
+ * point into the view, which the caller holds while this packs them, or into a. */
+static void container_item(rkl_arena *a, const rkl_container_view *v, unsigned level,
+                           Runtime__V1__Container *p, Runtime__V1__ContainerMetadata *m,
+                           Runtime__V1__ImageSpec *image)
+{
+        const rkl_container_record *c = v->rec;
+        *p = (Runtime__V1__Container)RUNTIME__V1__CONTAINER__INIT;
+        *m = (Runtime__V1__ContainerMetadata)RUNTIME__V1__CONTAINER_METADATA__INIT;
+        *image = (Runtime__V1__ImageSpec)RUNTIME__V1__IMAGE_SPEC__INIT;
+        p->id = (char *)c->id;
+        p->pod_sandbox_id = (char *)c->sandbox_id;
+        m->name = (char *)c->spec.name;
+        m->attempt = c->spec.attempt;
+        p->metadata = m;
+        p->image = image_pb(image, (char *)c->spec.image);
+        p->image_ref = p->image_id = isempty(c->observed.image_ref)
+                                         ? (char *)c->spec.image
+                                         : rkl_api_pb_text(a, c->observed.image_ref);
+        p->state = (Runtime__V1__ContainerState)v->state;
+        p->created_at = created_at(c);
+        RKL_API_PB_KVS(a, rkl_api_trim_labels(a, &c->spec.labels, level),
+                       Runtime__V1__Container__LabelsEntry,
+                       RUNTIME__V1__CONTAINER__LABELS_ENTRY__INIT, p->labels, p->n_labels);
+        RKL_API_PB_KVS(a, rkl_api_trim_annotations(a, &c->spec.annotations, level),
+                       Runtime__V1__Container__AnnotationsEntry,
+                       RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, p->annotations,
+                       p->n_annotations);
+}
+
+/* The whole item, encoded once per view. */
 static const rkl_blob *container_wire(rkl_container_view *v)
 {
         const rkl_blob *b = atomic_load(&v->memo);
         if (b)
                 return b;
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        const rkl_container_record *c = v->rec;
-        Runtime__V1__Container p = RUNTIME__V1__CONTAINER__INIT;
-        Runtime__V1__ContainerMetadata m = RUNTIME__V1__CONTAINER_METADATA__INIT;
-        Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
-
-        p.id = (char *)c->id;
-        p.pod_sandbox_id = (char *)c->sandbox_id;
-        m.name = (char *)c->spec.name;
-        m.attempt = c->spec.attempt;
-        p.metadata = &m;
-        p.image = image_pb(&image, (char *)c->spec.image);
-        p.image_ref = p.image_id = isempty(c->observed.image_ref)
-                                       ? (char *)c->spec.image
-                                       : rkl_api_pb_text(a, c->observed.image_ref);
-        p.state = (Runtime__V1__ContainerState)v->state;
-        p.created_at = created_at(c);
-        RKL_API_PB_KVS(a, &c->spec.labels, Runtime__V1__Container__LabelsEntry,
-                       RUNTIME__V1__CONTAINER__LABELS_ENTRY__INIT, p.labels, p.n_labels);
-        RKL_API_PB_KVS(a, &c->spec.annotations, Runtime__V1__Container__AnnotationsEntry,
-                       RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, p.annotations,
-                       p.n_annotations);
+        Runtime__V1__Container p;
+        Runtime__V1__ContainerMetadata m;
+        Runtime__V1__ImageSpec image;
+        container_item(a, v, 0, &p, &m, &image);
         return rkl_api_pb_wire(&v->memo, &p.base);
+}
+
+/* An item trimmed to fit a List's answer: made for that answer only. */
+static const rkl_blob *container_trimmed(void *userdata, size_t i, unsigned level, rkl_arena *a)
+{
+        rkl_container_view *const *views = userdata;
+        Runtime__V1__Container p;
+        Runtime__V1__ContainerMetadata m;
+        Runtime__V1__ImageSpec image;
+        container_item(a, views[i], level, &p, &m, &image);
+        return rkl_api_pb_blob(a, &p.base);
 }
 
 typedef struct container_views {
@@ -377,9 +400,11 @@ int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersR
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
 
+        static _Atomic uint64_t last_warned;
         const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
         for (size_t i = 0; i < l.n; i++)
                 items[i] = container_wire(l.v[i]);
-        rkl_api_pb_raw_repeated(ctx, 1 /* ListContainersResponse.containers */, items, l.n);
-        return 0;
+        return rkl_api_pb_raw_repeated_fit(ctx, 1 /* ListContainersResponse.containers */, items,
+                                           l.n, container_trimmed, l.v, "ListContainers",
+                                           "containers", &last_warned, reterr);
 }

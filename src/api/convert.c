@@ -110,6 +110,21 @@ static int strv_from(const char *field, char **in, size_t n, size_t max_n, size_
                 _r;                                                                                \
         })
 
+/* Labels and annotations are answered in every List and Status: without a cap, a few
+ * sandboxes of megabytes each made every unfiltered List larger than a client takes. */
+static int metadata_check(const char *field, const rkl_kvs *l, rkl_error *reterr)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < l->n; i++)
+                n += strlen(l->items[i].key) + strlen(l->items[i].value);
+        if (n > RKL_MAX_KV_BYTES)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "%s: %zu bytes of keys and values, more than %d (256 KiB, "
+                                     "Kubernetes' limit on an object's annotations)",
+                                     field, n, RKL_MAX_KV_BYTES);
+        return 0;
+}
+
 static bool is_ip(const char *s)
 {
         unsigned char buf[16];
@@ -302,10 +317,14 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
         if (r < 0)
                 return r;
         r = KVS_FROM("config.labels", c->labels, c->n_labels, &s.labels, reterr);
+        if (r >= 0)
+                r = metadata_check("config.labels", &s.labels, reterr);
         if (r < 0)
                 return r;
         r = KVS_FROM("config.annotations", c->annotations, c->n_annotations, &s.annotations,
                      reterr);
+        if (r >= 0)
+                r = metadata_check("config.annotations", &s.annotations, reterr);
         if (r < 0)
                 return r;
         uint64_t ingress, egress;
@@ -715,10 +734,14 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
         if (c->n_devices > 0 || c->n_cdi_devices > 0)
                 return rkl_error_set(reterr, -EINVAL, "config.devices: rkt cannot pass devices");
         r = KVS_FROM("config.labels", c->labels, c->n_labels, &s.labels, reterr);
+        if (r >= 0)
+                r = metadata_check("config.labels", &s.labels, reterr);
         if (r < 0)
                 return r;
         r = KVS_FROM("config.annotations", c->annotations, c->n_annotations, &s.annotations,
                      reterr);
+        if (r >= 0)
+                r = metadata_check("config.annotations", &s.annotations, reterr);
         if (r < 0)
                 return r;
         r = check("config.log_path", c->log_path, RKL_MAX_PATH, CHECK_RELATIVE | CHECK_NO_DOTDOT,

@@ -249,24 +249,39 @@ int rkl_api_pull_image(rkl_api_ctx *ctx, const Runtime__V1__PullImageRequest *re
         return rkl_api_defer(ctx, pull_run, j);
 }
 
+/* Containers a refused RemoveImage names, at most. */
+#define IN_USE_NAMED 8
+
 bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *image_id,
                           char **ret_user)
 {
         rkl_container_view **v = NULL;
-        size_t n = 0;
-        bool used = false;
+        size_t n = 0, users = 0;
+        _cleanup_free_ char *named = NULL;
 
         if (rkl_cache_container_list(cache, NULL, &v, &n) < 0)
                 return false;
-        for (size_t i = 0; i < n && !used; i++) {
+        for (size_t i = 0; i < n; i++) {
                 const rkl_container_record *c = v[i]->rec;
-                used = rkl_images_container_uses(images, c->observed.image_ref, c->spec.image,
-                                                 image_id);
-                if (used && ret_user)
-                        *ret_user = rkl_xasprintf("container %s", c->id);
+                if (!rkl_images_container_uses(images, c->observed.image_ref, c->spec.image,
+                                               image_id))
+                        continue;
+                if (++users <= IN_USE_NAMED) {
+                        char *s =
+                            rkl_xasprintf("%s%s%s", named ? named : "", named ? ", " : "", c->id);
+                        free(named);
+                        named = s;
+                }
         }
         rkl_container_views_unref(v, n);
-        return used;
+        if (users > 0 && ret_user) {
+                if (users > IN_USE_NAMED)
+                        *ret_user = rkl_xasprintf("containers %s and %zu more", named,
+                                                  users - IN_USE_NAMED);
+                else
+                        *ret_user = rkl_xasprintf("container%s %s", users > 1 ? "s" : "", named);
+        }
+        return users > 0;
 }
 
 static bool job_in_use(void *userdata, const char *image_id, char **ret_user)

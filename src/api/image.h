@@ -19,6 +19,6 @@ int rkl_api_image_fs_info(rkl_api_ctx *ctx, const Runtime__V1__ImageFsInfoReques
 typedef struct rkl_images rkl_images;
 
 /* Whether a container rktlet manages uses image_id (rkl_images_container_uses() over the
- * status cache). *ret_user names the first such container. */
+ * status cache). *ret_user names those that do (the first 8, and how many more). */
 bool rkl_api_image_in_use(rkl_cache *cache, rkl_images *images, const char *image_id,
                           char **ret_user);

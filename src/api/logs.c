@@ -15,18 +15,31 @@ static int invalid(int r, rkl_error *reterr)
         return r < 0 ? -EINVAL : 0;
 }
 
+/* The daemon's own directories, where no log may go (the array holds them). */
+static char *const *forbidden(rkl_api_ctx *ctx, char *array[3])
+{
+        size_t n = 0;
+        if (ctx->cfg->state_dir)
+                array[n++] = (char *)ctx->cfg->state_dir;
+        if (ctx->cfg->rkt_data_dir)
+                array[n++] = (char *)ctx->cfg->rkt_data_dir;
+        array[n] = NULL;
+        return array;
+}
+
 int rkl_api_log_directory_check(rkl_api_ctx *ctx, const char *log_directory, rkl_error *reterr)
 {
-        char *const forbidden[] = {(char *)ctx->cfg->state_dir, (char *)ctx->cfg->rkt_data_dir,
-                                   NULL};
-        return invalid(rkl_log_directory_check(
-                           log_directory, ctx->cfg->state_dir ? forbidden : forbidden + 2, reterr),
+        char *dirs[3];
+        return invalid(rkl_log_directory_check(log_directory, forbidden(ctx, dirs), reterr),
                        reterr);
 }
 
-int rkl_api_log_path_check(const char *log_directory, const char *log_path, rkl_error *reterr)
+int rkl_api_log_path_check(rkl_api_ctx *ctx, const char *log_directory, const char *log_path,
+                           rkl_error *reterr)
 {
-        return invalid(rkl_log_path_check(log_directory, log_path, reterr), reterr);
+        char *dirs[3];
+        return invalid(rkl_log_path_check(log_directory, log_path, forbidden(ctx, dirs), reterr),
+                       reterr);
 }
 
 /* The sandbox's log directory, from the cache; NULL when it has none. */
@@ -43,15 +56,26 @@ int rkl_api_log_file_make(rkl_api_ctx *ctx, const rkl_container_view *v, rkl_err
 {
         const rkl_container_record *c = v->rec;
         _cleanup_free_ char *dir = log_directory_of(ctx, c);
-        if (!dir || isempty(c->spec.log_path))
+        if (!dir || isempty(c->spec.log_path) || !ctx->cfg->state_dir)
                 return 0;
-        int fd;
-        int r = rkl_log_file_open(dir, c->spec.log_path, &fd, reterr);
-        if (r == -EXDEV)
+        _cleanup_free_ char *src =
+            rkl_log_source_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+        _cleanup_free_ char *progress =
+            rkl_log_progress_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+        rkl_log_target t = {
+            .container_id = c->id,
+            .source = src,
+            .progress = progress,
+            .log_directory = dir,
+            .log_path = c->spec.log_path,
+        };
+        char *dirs[3];
+        int r = rkl_log_file_make(&t, forbidden(ctx, dirs), reterr);
+        /* Where it leads or what is there is the client's choice. */
+        if (r == -EXDEV || r == -EEXIST)
                 return invalid(r, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot make the container's log file");
-        close(fd);
         return 0;
 }
 
@@ -66,6 +90,10 @@ static void reopen_run(void *userdata)
         reopen_job *j = userdata;
         rkl_error err = RKL_ERROR_INIT;
         int r = rkl_logs_reopen(j->logs, &j->t, &err);
+        /* What is at log_path now is not a file rktlet may write into: the container's log
+         * is in a state the client can change (ALREADY_EXISTS would read as a retry's). */
+        if (r == -EEXIST || r == -EXDEV)
+                r = err.code = -EBADFD;
         if (r >= 0)
                 rkl_log_debug("container %.12s: log reopened", j->t.container_id);
         rkl_api_call_finish(j->call, r, &err);

@@ -26,6 +26,42 @@ const rkl_blob *rkl_api_pb_wire(_Atomic(rkl_blob *) *slot, const ProtobufCMessag
 void rkl_api_pb_raw_repeated(rkl_api_ctx *ctx, uint32_t field, const rkl_blob *const *items,
                              size_t n);
 
+/* When a List's answer would be larger than a client takes (a few objects of hundreds of
+ * KiB of labels and annotations are enough), its largest items are sent with less of them,
+ * by level: 1 keeps of an item's annotations only kubelet's own (keys "io.kubernetes."), 2
+ * none of them, 3 of its labels only kubelet's, 4 none. kubelet needs complete lists more
+ * than it needs these: it reads its own entries, and a List it cannot take fails whole. */
+#define RKL_API_TRIM_LEVELS 4
+/* Whether kubelet itself sets the label or annotation key (io.kubernetes.*). */
+bool rkl_api_is_kubelet_key(const char *key);
+/* What an item keeps of its labels or annotations at a level: l itself, or a list in a
+ * whose strings stay l's. */
+const rkl_kvs *rkl_api_trim_labels(rkl_arena *a, const rkl_kvs *l, unsigned level);
+const rkl_kvs *rkl_api_trim_annotations(rkl_arena *a, const rkl_kvs *l, unsigned level);
+/* Item i of a list (userdata) encoded at a level above 0, in a. */
+typedef const rkl_blob *(*rkl_api_pb_trim_fn)(void *userdata, size_t i, unsigned level,
+                                              rkl_arena *a);
+/* m packed into a blob in a. */
+const rkl_blob *rkl_api_pb_blob(rkl_arena *a, const ProtobufCMessage *m);
+
+/* Answers as rkl_api_pb_raw_repeated() does when the items (encoded whole) fit the largest
+ * answer (cfg->max_reply); else encodes the largest again with trim(userdata, ...),
+ * level after level, until they fit, and logs a warning (at most once a minute for each
+ * last_warned_usec) naming what (e.g. "ListPodSandbox") and how many of how many
+ * (noun, e.g. "sandboxes") went out trimmed. -EMSGSIZE when they do not fit even so. */
+int rkl_api_pb_raw_repeated_fit(rkl_api_ctx *ctx, uint32_t field, const rkl_blob **items, size_t n,
+                                rkl_api_pb_trim_fn trim, void *userdata, const char *what,
+                                const char *noun, _Atomic uint64_t *last_warned_usec,
+                                rkl_error *reterr);
+
+/* The same for an answer the server packs: items is the array of its repeated field's
+ * entries (number field), each trimmed in place by trim(items, i, level), which returns its
+ * packed size then (level 0: as it is, untouched). */
+typedef size_t (*rkl_api_pb_trim_in_place_fn)(void *items, size_t i, unsigned level);
+int rkl_api_pb_repeated_fit(rkl_api_ctx *ctx, uint32_t field, void *items, size_t n,
+                            rkl_api_pb_trim_in_place_fn trim, const char *what, const char *noun,
+                            _Atomic uint64_t *last_warned_usec, rkl_error *reterr);
+
 /* A JSON string, or null for NULL; an int64, or null for 0 ("not yet"). */
 json_object *rkl_api_json_str(const char *s);
 json_object *rkl_api_json_ns(int64_t ns);
@@ -45,6 +81,22 @@ json_object *rkl_api_json_ns(int64_t ns);
                 }                                                                                  \
                 (ret_entries) = _p;                                                                \
                 (ret_n) = _l->n;                                                                   \
+        } while (0)
+
+/* A protobuf-c map field's entries (and their count) trimmed in place to what an item keeps
+ * at level of its labels (labels true) or annotations. */
+#define RKL_API_PB_TRIM(entries, n, level, labels)                                                 \
+        do {                                                                                       \
+                unsigned _from = (labels) ? 3 : 1; /* the level from which it loses entries */     \
+                if ((level) > _from) {                                                             \
+                        (n) = 0;                                                                   \
+                } else if ((level) == _from) {                                                     \
+                        size_t _k = 0;                                                             \
+                        for (size_t _i = 0; _i < (n); _i++)                                        \
+                                if (rkl_api_is_kubelet_key((entries)[_i]->key))                    \
+                                        (entries)[_k++] = (entries)[_i];                           \
+                        (n) = _k;                                                                  \
+                }                                                                                  \
         } while (0)
 
 /* A protobuf-c label selector as a model list whose strings stay borrowed from the

@@ -235,31 +235,52 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         return 0;
 }
 
-/* The sandbox as a ListPodSandbox item, encoded once per view (see container_wire()). */
+/* The sandbox as a ListPodSandbox item, at a trim level (pb.h; 0: whole); a is for what
+ * the item points to besides the view. */
+static void pod_item(rkl_arena *a, const rkl_pod_view *v, unsigned level,
+                     Runtime__V1__PodSandbox *p, Runtime__V1__PodSandboxMetadata *m)
+{
+        const rkl_pod_record *rec = v->rec;
+        *p = (Runtime__V1__PodSandbox)RUNTIME__V1__POD_SANDBOX__INIT;
+        *m = (Runtime__V1__PodSandboxMetadata)RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
+        p->id = (char *)rec->id;
+        m->name = rec->spec.name;
+        m->uid = rec->spec.uid;
+        m->namespace_ = rec->spec.namespace;
+        m->attempt = rec->spec.attempt;
+        p->metadata = m;
+        p->state = (Runtime__V1__PodSandboxState)v->state;
+        p->created_at = rec->book.accepted_ns;
+        RKL_API_PB_KVS(a, rkl_api_trim_labels(a, &rec->spec.labels, level),
+                       Runtime__V1__PodSandbox__LabelsEntry,
+                       RUNTIME__V1__POD_SANDBOX__LABELS_ENTRY__INIT, p->labels, p->n_labels);
+        RKL_API_PB_KVS(a, rkl_api_trim_annotations(a, &rec->spec.annotations, level),
+                       Runtime__V1__PodSandbox__AnnotationsEntry,
+                       RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, p->annotations,
+                       p->n_annotations);
+}
+
+/* The whole item, encoded once per view (see container_wire()). */
 static const rkl_blob *pod_wire(rkl_pod_view *v)
 {
         const rkl_blob *b = atomic_load(&v->memo);
         if (b)
                 return b;
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        const rkl_pod_record *rec = v->rec;
-        Runtime__V1__PodSandbox p = RUNTIME__V1__POD_SANDBOX__INIT;
-        Runtime__V1__PodSandboxMetadata m = RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
-
-        p.id = (char *)rec->id;
-        m.name = rec->spec.name;
-        m.uid = rec->spec.uid;
-        m.namespace_ = rec->spec.namespace;
-        m.attempt = rec->spec.attempt;
-        p.metadata = &m;
-        p.state = (Runtime__V1__PodSandboxState)v->state;
-        p.created_at = rec->book.accepted_ns;
-        RKL_API_PB_KVS(a, &rec->spec.labels, Runtime__V1__PodSandbox__LabelsEntry,
-                       RUNTIME__V1__POD_SANDBOX__LABELS_ENTRY__INIT, p.labels, p.n_labels);
-        RKL_API_PB_KVS(a, &rec->spec.annotations, Runtime__V1__PodSandbox__AnnotationsEntry,
-                       RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, p.annotations,
-                       p.n_annotations);
+        Runtime__V1__PodSandbox p;
+        Runtime__V1__PodSandboxMetadata m;
+        pod_item(a, v, 0, &p, &m);
         return rkl_api_pb_wire(&v->memo, &p.base);
+}
+
+/* An item trimmed to fit a List's answer: made for that answer only. */
+static const rkl_blob *pod_trimmed(void *userdata, size_t i, unsigned level, rkl_arena *a)
+{
+        rkl_pod_view *const *views = userdata;
+        Runtime__V1__PodSandbox p;
+        Runtime__V1__PodSandboxMetadata m;
+        pod_item(a, views[i], level, &p, &m);
+        return rkl_api_pb_blob(a, &p.base);
 }
 
 typedef struct pod_views {
@@ -294,11 +315,13 @@ int rkl_api_list_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__ListPodSandbox
         if (r < 0)
                 return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
 
+        static _Atomic uint64_t last_warned;
         const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
         for (size_t i = 0; i < l.n; i++)
                 items[i] = pod_wire(l.v[i]);
-        rkl_api_pb_raw_repeated(ctx, 1 /* ListPodSandboxResponse.items */, items, l.n);
-        return 0;
+        return rkl_api_pb_raw_repeated_fit(ctx, 1 /* ListPodSandboxResponse.items */, items, l.n,
+                                           pod_trimmed, l.v, "ListPodSandbox", "sandboxes",
+                                           &last_warned, reterr);
 }
 
 int rkl_api_update_runtime_config(rkl_api_ctx *ctx,

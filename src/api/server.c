@@ -31,17 +31,17 @@
 #include "metrics/metrics.h"
 #include "base/banned.h"
 
-#define MAX_MESSAGE     (16 * 1024 * 1024) /* kubelet's limit */
-#define REQUESTS_ARMED  2                  /* pending requests per method per queue */
-#define BIG_REPLY       (256 * 1024)       /* bytes: a List of a few hundred objects */
-#define BIG_REPLY_BURST 4                  /* big replies at once that trim the heap after */
+#define REQUESTS_ARMED  2            /* pending requests per method per queue */
+#define BIG_REPLY       (256 * 1024) /* bytes: a List of a few hundred objects */
+#define BIG_REPLY_BURST 4            /* big replies at once that trim the heap after */
 
 typedef struct method {
         char *path; /* "/runtime.v1.RuntimeService/Version" */
         const ProtobufCMethodDescriptor *desc;
         rkl_api_handler handler;
-        void *registered;            /* grpc's handle */
-        rkl_metrics_series *metrics; /* its latency and failures */
+        const rkl_api_wire_limits *limits; /* what one request may cost */
+        void *registered;                  /* grpc's handle */
+        rkl_metrics_series *metrics;       /* its latency and failures */
 } method;
 
 typedef struct worker {
@@ -314,11 +314,30 @@ static void call_process(rkl_api_call *c)
                 return;
         }
 
+        /* Refused before anything is copied or unpacked: the bytes grpc holds already are
+         * all a request may cost until it has passed the wire check. */
+        if (c->payload && grpc_byte_buffer_length(c->payload) > m->limits->max_bytes) {
+                call_send(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                          rkl_arena_printf(c->arena,
+                                           "%s: a request of %zu bytes: more than the %zu bytes "
+                                           "this method takes",
+                                           m->path + 1, grpc_byte_buffer_length(c->payload),
+                                           m->limits->max_bytes));
+                return;
+        }
         r = payload_read(c, &buf, &len);
         if (r < 0) {
                 call_send(
                     c, GRPC_STATUS_INVALID_ARGUMENT,
                     rkl_arena_printf(c->arena, "%s: cannot read the request payload", m->path + 1));
+                return;
+        }
+        rkl_error err = RKL_ERROR_INIT;
+        r = rkl_api_wire_check(m->desc->input, buf, len, m->limits, &err);
+        if (r < 0) {
+                rkl_log_debug("%s: refused: %s", m->path + 1, err.msg);
+                call_send(c, rkl_api_status_from_errno(r),
+                          rkl_arena_printf(c->arena, "%s: %s", m->path + 1, err.msg));
                 return;
         }
         ProtobufCAllocator alloc = {
@@ -328,13 +347,6 @@ static void call_process(rkl_api_call *c)
                 call_send(c, GRPC_STATUS_INVALID_ARGUMENT,
                           rkl_arena_printf(c->arena, "%s: cannot decode %s", m->path + 1,
                                            m->desc->input->name));
-                return;
-        }
-        char field[128];
-        if (rkl_api_wire_find_nul(m->desc->input, buf, len, field, sizeof(field)) < 0) {
-                call_send(
-                    c, GRPC_STATUS_INVALID_ARGUMENT,
-                    rkl_arena_printf(c->arena, "%s: '%s' holds a NUL byte", m->path + 1, field));
                 return;
         }
 
@@ -539,6 +551,7 @@ static void methods_add(rkl_api_server *s, const ProtobufCServiceDescriptor *svc
                 m->desc = d;
                 m->path = rkl_xasprintf("/%s/%s", svc->name, d->name);
                 m->handler = rkl_api_handler_lookup(svc->short_name, d->name);
+                m->limits = rkl_api_wire_limits_of(d->name);
                 m->registered = grpc_server_register_method(
                     s->server, m->path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
                 m->metrics = rkl_metrics_series_get(RKL_METRICS_CRI, d->name);
@@ -573,10 +586,10 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         grpc_arg args[] = {
             {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-             .value.integer = MAX_MESSAGE},
+             .value.integer = RKL_API_MAX_MESSAGE},
             {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-             .value.integer = MAX_MESSAGE},
+             .value.integer = RKL_API_MAX_MESSAGE},
         };
         grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
         s->server = grpc_server_create(&cargs, NULL);

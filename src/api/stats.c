@@ -123,6 +123,35 @@ static int container_list(rkl_api_ctx *ctx, const char *id, const char *sandbox_
         return 0;
 }
 
+static void container_attributes_trim(Runtime__V1__ContainerAttributes *at, unsigned level)
+{
+        RKL_API_PB_TRIM(at->labels, at->n_labels, level, true);
+        RKL_API_PB_TRIM(at->annotations, at->n_annotations, level, false);
+}
+
+/* Entry i of a ListContainerStats answer, with less of its labels and annotations (pb.h). */
+static size_t container_stats_trim(void *items, size_t i, unsigned level)
+{
+        Runtime__V1__ContainerStats *st = ((Runtime__V1__ContainerStats **)items)[i];
+        if (level > 0)
+                container_attributes_trim(st->attributes, level);
+        return runtime__v1__container_stats__get_packed_size(st);
+}
+
+/* Entry i of a ListPodSandboxStats answer: the sandbox's and its containers' (pb.h). */
+static size_t pod_stats_trim(void *items, size_t i, unsigned level)
+{
+        Runtime__V1__PodSandboxStats *st = ((Runtime__V1__PodSandboxStats **)items)[i];
+        if (level > 0) {
+                Runtime__V1__PodSandboxAttributes *at = st->attributes;
+                RKL_API_PB_TRIM(at->labels, at->n_labels, level, true);
+                RKL_API_PB_TRIM(at->annotations, at->n_annotations, level, false);
+                for (size_t k = 0; st->linux && k < st->linux->n_containers; k++)
+                        container_attributes_trim(st->linux->containers[k]->attributes, level);
+        }
+        return runtime__v1__pod_sandbox_stats__get_packed_size(st);
+}
+
 typedef struct first_sample {
         rkl_stats *stats;
         char id[RKL_ID_LEN + 1];
@@ -179,7 +208,14 @@ int rkl_api_list_container_stats(rkl_api_ctx *ctx,
                 RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
                                     req->filter->n_label_selector, &selector);
         }
-        return container_list(ctx, id, sandbox_id, &selector, &resp->stats, &resp->n_stats, reterr);
+        static _Atomic uint64_t last_warned;
+        int r =
+            container_list(ctx, id, sandbox_id, &selector, &resp->stats, &resp->n_stats, reterr);
+        if (r < 0)
+                return r;
+        return rkl_api_pb_repeated_fit(ctx, 1 /* ListContainerStatsResponse.stats */, resp->stats,
+                                       resp->n_stats, container_stats_trim, "ListContainerStats",
+                                       "containers", &last_warned, reterr);
 }
 
 static Runtime__V1__PodSandboxStats *pod_stats_pb(rkl_api_ctx *ctx, const rkl_pod_view *v,
@@ -295,7 +331,12 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
                         resp->stats[resp->n_stats++] = p;
         }
         rkl_pod_views_unref(v, n);
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        static _Atomic uint64_t last_warned;
+        return rkl_api_pb_repeated_fit(ctx, 1 /* ListPodSandboxStatsResponse.stats */, resp->stats,
+                                       resp->n_stats, pod_stats_trim, "ListPodSandboxStats",
+                                       "sandboxes", &last_warned, reterr);
 }
 
 int rkl_api_update_container_resources(rkl_api_ctx *ctx,

@@ -38,13 +38,15 @@ grpc_status_code rkl_api_status_from_errno(int r)
         case -ECANCELED:
                 return GRPC_STATUS_CANCELLED;
         case -ENOSPC:
+        case -EMSGSIZE: /* a request larger than its method takes */
         case -EMFILE:
         case -ENFILE:
         case -ENOMEM:
                 return GRPC_STATUS_RESOURCE_EXHAUSTED;
         case -ENOTEMPTY:
         case -ENOTUNIQ:
-        case -EBADFD: /* an object in the wrong state: StartContainer on a stopped one */
+        case -EBADFD:  /* an object in the wrong state: StartContainer on a stopped one */
+        case -ETXTBSY: /* an image a container uses: not transient, unlike -EBUSY */
                 return GRPC_STATUS_FAILED_PRECONDITION;
         default:
                 return GRPC_STATUS_INTERNAL;

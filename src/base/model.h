@@ -7,19 +7,22 @@
 #include <stdint.h>
 
 /* Limits enforced at the API boundary (CONTRIBUTING.md, 'Validation') and again by the store. */
-#define RKL_ID_LEN     64  /* CRI IDs are 64 lowercase hex */
-#define RKL_MAX_NAME   253 /* names, namespaces, uids (DNS subdomain) */
-#define RKL_MAX_KEY    317 /* label/annotation keys: prefix 253 + '/' + name 63 */
-#define RKL_MAX_VALUE  65536
-#define RKL_MAX_KV     1024 /* labels or annotations per object */
-#define RKL_MAX_PATH   4096
-#define RKL_MAX_ARGS   4096
-#define RKL_MAX_ARG    (128 * 1024)
-#define RKL_MAX_ENVS   4096
-#define RKL_MAX_MOUNTS 256
-#define RKL_MAX_PORTS  256
-#define RKL_MAX_DNS    64
-#define RKL_MAX_STRING 65536 /* any other client string */
+#define RKL_ID_LEN    64  /* CRI IDs are 64 lowercase hex */
+#define RKL_MAX_NAME  253 /* names, namespaces, uids (DNS subdomain) */
+#define RKL_MAX_KEY   317 /* label/annotation keys: prefix 253 + '/' + name 63 */
+#define RKL_MAX_VALUE 65536
+#define RKL_MAX_KV    1024 /* labels or annotations per object */
+/* Keys and values of an object's labels, and of its annotations, together: Kubernetes' own
+ * limit on an object's annotations (256 KiB), applied to its labels too. */
+#define RKL_MAX_KV_BYTES (256 * 1024)
+#define RKL_MAX_PATH     4096
+#define RKL_MAX_ARGS     4096
+#define RKL_MAX_ARG      (128 * 1024)
+#define RKL_MAX_ENVS     4096
+#define RKL_MAX_MOUNTS   256
+#define RKL_MAX_PORTS    256
+#define RKL_MAX_DNS      64
+#define RKL_MAX_STRING   65536 /* any other client string */
 
 typedef struct rkl_kv {
         char *key;

@@ -29,6 +29,14 @@ typedef struct rkl_images__alias {
         int64_t at_ns;
 } rkl_images__alias;
 
+/* A tag or digest whose image was removed: it names nothing from then on, though rkt may
+ * keep an older image that claims it too. Claims as old as the removed image's are void. */
+typedef struct rkl_images__released {
+        char *ref;
+        int64_t at_ns; /* the removed image's claim */
+        bool used;     /* it voided a claim at the last rebuild of the index */
+} rkl_images__released;
+
 struct rkl_images {
         rkl_rkt *rkt;
         char *data_dir, *pulls_dir, *tags_path;
@@ -50,6 +58,8 @@ struct rkl_images {
         rkl_hashmap *by_id; /* image ID -> entry */
         rkl_images__alias *aliases;
         size_t n_aliases;
+        rkl_images__released *released;
+        size_t n_released;
         rkl_hashmap *index; /* tag or digest -> index_ent */
         rkl_images__index_ent *index_ents;
         size_t n_index_ents;
@@ -100,3 +110,11 @@ void rkl_images__tags_drop_image(rkl_images *im, const char *id);
 void rkl_images__tags_drop_unlisted(rkl_images *im);
 /* Frees them all, without touching the file. */
 void rkl_images__tags_clear(rkl_images *im);
+/* ref, claimed at at_ns by an image that goes: saved, claims as old are void from now on. */
+void rkl_images__tags_release(rkl_images *im, const char *ref, int64_t at_ns);
+/* Whether a claim of ref at at_ns is void (marks what voided it as used). */
+bool rkl_images__tags_released(rkl_images *im, const char *ref, int64_t at_ns);
+/* Before a rebuild of the index: nothing used yet. After it: drops what voided nothing (no
+ * image is left to take the tag back), and saves the file when that changed it. */
+void rkl_images__tags_released_unuse(rkl_images *im);
+void rkl_images__tags_released_prune(rkl_images *im);

@@ -74,6 +74,9 @@ static void index_clear(rkl_images *im)
 
 static void claim(rkl_images *im, const char *key, rkl_images__entry *e, int64_t at_ns)
 {
+        /* A tag whose image was removed is not taken back by an older image of rkt's. */
+        if (rkl_images__tags_released(im, key, at_ns))
+                return;
         rkl_images__index_ent *ie = rkl_hashmap_get(im->index, key);
         if (!ie) {
                 ie = &im->index_ents[im->n_index_ents++];
@@ -132,9 +135,19 @@ static char *alias_digest(const char *ref, const rkl_images__entry *e)
         return out;
 }
 
+/* The tags and digests e holds in the index go with it: released (tags.c). */
+static void release_owned(rkl_images *im, const rkl_images__entry *e)
+{
+        for (size_t i = 0; i < im->n_index_ents; i++)
+                if (im->index_ents[i].e == e)
+                        rkl_images__tags_release(im, im->index_ents[i].key,
+                                                 im->index_ents[i].at_ns);
+}
+
 static void index_rebuild(rkl_images *im)
 {
         index_clear(im);
+        rkl_images__tags_released_unuse(im);
         im->index_ents =
             rkl_xnew0(rkl_images__index_ent, 2 * im->n_entries + 2 * im->n_aliases + 1);
         for (size_t i = 0; i < im->n_entries; i++) {
@@ -153,6 +166,7 @@ static void index_rebuild(rkl_images *im)
                 if (d)
                         claim(im, d, e, im->aliases[i].at_ns);
         }
+        rkl_images__tags_released_prune(im);
 }
 
 /* The manifest's own tag and digest; the list name when there is no manifest. */
@@ -431,11 +445,13 @@ int rkl_images__refresh_locked(rkl_images *im, rkl_error *reterr)
                 rkl_hashmap_put(by_id, e->id, e);
                 entries[k++] = e;
         }
-        /* What is left in the old map is gone from rkt's store. */
+        /* What is left in the old map is gone from rkt's store: its tags with it. */
         size_t it = 0;
         void *v;
-        while (rkl_hashmap_iterate(im->by_id, &it, NULL, &v))
+        while (rkl_hashmap_iterate(im->by_id, &it, NULL, &v)) {
+                release_owned(im, v);
                 entry_free(v);
+        }
         rkl_hashmap_free(im->by_id);
         free(im->entries);
         im->by_id = by_id;
@@ -485,6 +501,8 @@ void rkl_images__forget(rkl_images *im, const char *id)
                         im->n_entries--;
                         break;
                 }
+        if (e)
+                release_owned(im, e);
         rkl_images__tags_drop_image(im, id);
         groups_rebuild(im);
         index_rebuild(im); /* before e goes: the index points at it */

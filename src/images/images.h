@@ -86,8 +86,9 @@ bool rkl_images_wait_listed(rkl_images *im, uint64_t timeout_usec);
 int rkl_images_pull(rkl_images *im, const char *ref, const rkl_image_auth *auth, char **ret_id,
                     rkl_error *reterr);
 
-/* Whether a container uses image_id; when it does, *ret_user may get a description of it
- * ("container <id>"), which the caller frees. Called without any lock of im held. */
+/* Whether a container uses image_id; when it does, *ret_user may get a description of
+ * those that do ("container <id>", "containers <id>, <id>"), which the caller frees. Called
+ * without any lock of im held. */
 typedef bool (*rkl_images_in_use_fn)(void *userdata, const char *image_id, char **ret_user);
 
 /* Whether one container uses image_id: one that has run uses the image it ran (ran_id, the
@@ -98,8 +99,8 @@ bool rkl_images_container_uses(rkl_images *im, const char *ran_id, const char *r
                                const char *image_id);
 
 /* Removes the image ref names (a tag, a digest or an ID) and with it all its tags. 0 when
- * it is already gone. -EBUSY (with the user in the message) while in_use says a container
- * uses it; rkt itself would remove it from under a running pod. in_use may be NULL. */
+ * it is already gone. -ETXTBSY (with the users in the message) while in_use says a container
+ * uses it: rkt itself would remove it from under a running pod. in_use may be NULL. */
 int rkl_images_remove(rkl_images *im, const char *ref, rkl_images_in_use_fn in_use, void *userdata,
                       rkl_error *reterr);
 

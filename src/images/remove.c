@@ -25,8 +25,11 @@ int rkl_images_remove(rkl_images *im, const char *ref, rkl_images_in_use_fn in_u
                 return rkl_error_set(reterr, r, "image ID prefix '%s' is ambiguous", ref);
         if (r < 0)
                 return rkl_error_set(reterr, r, "image '%s': %s", ref, strerror(-r));
+        /* Not transient (UNAVAILABLE would have clients retry it as such): the client
+         * removes the containers first, or keeps the image. */
         if (in_use && in_use(userdata, id, &user))
-                return rkl_error_set(reterr, -EBUSY, "image '%s' (%s) is in use by %s", ref, id,
+                return rkl_error_set(reterr, -ETXTBSY,
+                                     "image '%s' (%s) is in use by %s: remove them first", ref, id,
                                      user ? user : "a container");
         if (!im->rkt)
                 return rkl_images__no_rkt(reterr);

@@ -47,6 +47,14 @@ static int save(rkl_images *im)
                 json_object_object_add(o, "at", json_object_new_int64(im->aliases[i].at_ns));
                 json_object_array_add(arr, o);
         }
+        json_object *rel = json_object_new_array();
+        json_object_object_add(root, "released", rel);
+        for (size_t i = 0; i < im->n_released; i++) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "ref", json_object_new_string(im->released[i].ref));
+                json_object_object_add(o, "at", json_object_new_int64(im->released[i].at_ns));
+                json_object_array_add(rel, o);
+        }
         const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
         return rkl_write_file_atomic_at(AT_FDCWD, im->tags_path, s, strlen(s), 0600);
 }
@@ -98,6 +106,62 @@ void rkl_images__tags_clear(rkl_images *im)
                 alias_drop_at(im, 0);
         free(im->aliases);
         im->aliases = NULL;
+        for (size_t i = 0; i < im->n_released; i++)
+                free(im->released[i].ref);
+        free(im->released);
+        im->released = NULL;
+        im->n_released = 0;
+}
+
+static void released_set(rkl_images *im, const char *ref, int64_t at_ns)
+{
+        for (size_t i = 0; i < im->n_released; i++)
+                if (streq(im->released[i].ref, ref)) {
+                        if (at_ns > im->released[i].at_ns)
+                                im->released[i].at_ns = at_ns;
+                        return;
+                }
+        im->released =
+            rkl_xrealloc(im->released, (im->n_released + 1) * sizeof(rkl_images__released));
+        im->released[im->n_released++] = (rkl_images__released){rkl_xstrdup(ref), at_ns, true};
+}
+
+void rkl_images__tags_release(rkl_images *im, const char *ref, int64_t at_ns)
+{
+        released_set(im, ref, at_ns);
+        save_or_keep(im);
+}
+
+bool rkl_images__tags_released(rkl_images *im, const char *ref, int64_t at_ns)
+{
+        for (size_t i = 0; i < im->n_released; i++)
+                if (streq(im->released[i].ref, ref)) {
+                        if (at_ns > im->released[i].at_ns)
+                                return false;
+                        im->released[i].used = true;
+                        return true;
+                }
+        return false;
+}
+
+void rkl_images__tags_released_unuse(rkl_images *im)
+{
+        for (size_t i = 0; i < im->n_released; i++)
+                im->released[i].used = false;
+}
+
+void rkl_images__tags_released_prune(rkl_images *im)
+{
+        bool dropped = false;
+        for (size_t i = 0; i < im->n_released;)
+                if (!im->released[i].used) {
+                        free(im->released[i].ref);
+                        im->released[i] = im->released[--im->n_released];
+                        dropped = true;
+                } else
+                        i++;
+        if (dropped)
+                save_or_keep(im);
 }
 
 /* A damaged file loses the recorded tags, not the images: they keep their own tags. */
@@ -128,5 +192,23 @@ void rkl_images__tags_load(rkl_images *im)
                 rkl_imageref_done(&r);
                 if (streq(norm, rs))
                         alias_set(im, rs, is, json_object_get_int64(at));
+        }
+        json_object *rel = NULL;
+        if (!json_object_object_get_ex(root, "released", &rel) ||
+            !json_object_is_type(rel, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(rel); i++) {
+                json_object *o = json_object_array_get_idx(rel, i), *ref, *at;
+                if (!o || !json_object_object_get_ex(o, "ref", &ref) ||
+                    !json_object_object_get_ex(o, "at", &at))
+                        continue;
+                const char *rs = json_object_get_string(ref);
+                rkl_imageref r = {0};
+                if (rkl_imageref_parse(rs, &r, NULL) < 0 || r.id) {
+                        rkl_imageref_done(&r);
+                        continue;
+                }
+                rkl_imageref_done(&r);
+                released_set(im, rs, json_object_get_int64(at));
         }
 }

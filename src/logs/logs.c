@@ -23,6 +23,7 @@
 #include "base/hashmap.h"
 #include "base/latch.h"
 #include "base/log.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "base/banned.h"
 
@@ -43,9 +44,10 @@ typedef struct follower {
         int src_fd, dst_fd, wd;
         char wd_key[16]; /* by_wd's key while wd >= 0 */
         /* Committed progress: the source up to src_off is in the log, which was dst_size
-         * bytes long then (dst_ino); the source is punched up to punched. */
+         * bytes long then (the file dst_dev, dst_ino: the one rktlet made, and the only one
+         * it writes into); the source is punched up to punched. */
         uint64_t src_off, dst_size, punched;
-        uint64_t dst_ino;
+        uint64_t dst_dev, dst_ino;
         rkl_log_conv conv;
         bool loaded, done, exited, synced, dirty;
         int64_t exited_ns;
@@ -68,6 +70,7 @@ typedef struct finish_req {
 } finish_req;
 
 struct rkl_logs {
+        char **forbidden; /* where no log may go: the daemon's own directories */
         pthread_t thread;
         int wake_fd, inotify_fd;
         pthread_mutex_t lock;
@@ -136,10 +139,11 @@ static void trouble_over(follower *f)
 
 static int progress_save(follower *f)
 {
-        char text[200];
+        char text[220];
         int n = snprintf(
-            text, sizeof(text), "1 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %s %.*s\n",
-            f->src_off, f->dst_ino, f->dst_size, f->punched, f->done,
+            text, sizeof(text),
+            "2 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %s %.*s\n",
+            f->src_off, f->dst_dev, f->dst_ino, f->dst_size, f->punched, f->done,
             f->conv.in_record ? f->conv.stream : "-", f->conv.in_record ? (int)f->conv.time_len : 1,
             f->conv.in_record ? f->conv.time : "-");
         if (n < 0 || (size_t)n >= sizeof(text))
@@ -155,10 +159,17 @@ static void progress_load(follower *f)
                 return; /* none yet: from the start */
         int done = 0;
         char stream[8] = "", time[40] = "";
-        if (sscanf(text, "1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %7s %39s",
-                   &f->src_off, &f->dst_ino, &f->dst_size, &f->punched, &done, stream, time) != 7) {
+        /* Version 1 (an older rktlet's) has no device: the inode alone names the file. */
+        if (sscanf(text,
+                   "2 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %7s %39s",
+                   &f->src_off, &f->dst_dev, &f->dst_ino, &f->dst_size, &f->punched, &done, stream,
+                   time) != 8 &&
+            (f->dst_dev = 0,
+             sscanf(text, "1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %7s %39s",
+                    &f->src_off, &f->dst_ino, &f->dst_size, &f->punched, &done, stream,
+                    time) != 7)) {
                 trouble(f, "progress file '%s' unreadable: copying from the start", f->progress);
-                f->src_off = f->dst_ino = f->dst_size = f->punched = 0;
+                f->src_off = f->dst_dev = f->dst_ino = f->dst_size = f->punched = 0;
                 return;
         }
         f->done = done;
@@ -172,36 +183,44 @@ static void progress_load(follower *f)
 
 /* ---- Files ---- */
 
-static int open_dst(follower *f)
+/* A log file just made: recorded as rktlet's, empty, before anything is written into it. */
+static int dst_made(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+{
+        follower *f = userdata;
+        f->dst_dev = lf->id.dev;
+        f->dst_ino = lf->id.ino;
+        f->dst_size = 0;
+        int r = progress_save(f);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "cannot record it in '%s': %s", f->progress,
+                                     strerror(-r));
+        return 0;
+}
+
+static int open_dst(rkl_logs *l, follower *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int fd;
-        if (rkl_log_file_open(f->log_directory, f->log_path, &fd, &err) < 0) {
+        rkl_log_file lf;
+        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
+        if (rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f, &lf,
+                              &err) < 0) {
                 trouble(f, "%s", err.msg);
                 return err.code;
         }
-        struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        if ((uint64_t)st.st_ino == f->dst_ino && (uint64_t)st.st_size > f->dst_size) {
+        if (!lf.created && lf.size > f->dst_size) {
                 /* Written after the last commit, before a crash: written again from the
                  * committed source offset, so cut here or it would be there twice. */
-                if (ftruncate(fd, (off_t)f->dst_size) < 0) {
+                if (ftruncate(lf.fd, (off_t)f->dst_size) < 0) {
                         int r = -errno;
-                        close(fd);
+                        close(lf.fd);
                         trouble(f, "cannot cut '%s/%s' back to its last commit: %s",
                                 f->log_directory, f->log_path, strerror(-r));
                         return r;
                 }
-        } else {
-                /* A new file (rotated, or removed by hand): appended to from here. */
-                f->dst_ino = (uint64_t)st.st_ino;
-                f->dst_size = (uint64_t)st.st_size;
+        } else if (!lf.created) {
+                f->dst_size = lf.size; /* shorter than committed: cut by hand, appended to */
         }
-        f->dst_fd = fd;
+        f->dst_fd = lf.fd;
         return 0;
 }
 
@@ -256,7 +275,7 @@ static int drain(rkl_logs *l, follower *f, bool final)
                 return 0;
         if (f->src_fd < 0 && (r = open_src(l, f)) < 0)
                 return r == -ENOENT ? 0 : r; /* not started yet, or never printed */
-        if (f->dst_fd < 0 && (r = open_dst(f)) < 0)
+        if (f->dst_fd < 0 && (r = open_dst(l, f)) < 0)
                 return r;
         /* Truncated since (rkt started the app again: iottymux opens it with O_TRUNC, the
          * same file, open here or not): from its start. */
@@ -425,22 +444,19 @@ static void do_reopen(rkl_logs *l, reopen_req *q)
         }
         (void)drain(l, f, false); /* trouble is logged; what is left goes to the new file */
         f->dst_fd = safe_close(f->dst_fd);
-        f->dst_ino = 0; /* whatever is at log_path now is a new file */
-        int fd;
-        int r = rkl_log_file_open(f->log_directory, f->log_path, &fd, &q->err);
+        /* kubelet renamed the file: a new one is made. Not renamed, it is the same one,
+         * appended to; anything else there is refused (rkl_log_file_open()). */
+        rkl_log_file lf;
+        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
+        int r = rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f,
+                                  &lf, &q->err);
         if (r < 0) {
                 q->result = r;
                 return;
         }
-        struct stat st;
-        if (fstat(fd, &st) < 0) {
-                q->result = rkl_error_set(&q->err, -errno, "cannot stat the new log file: %m");
-                close(fd);
-                return;
-        }
-        f->dst_fd = fd;
-        f->dst_ino = (uint64_t)st.st_ino;
-        f->dst_size = (uint64_t)st.st_size;
+        f->dst_fd = lf.fd;
+        if (!lf.created)
+                f->dst_size = lf.size;
         r = progress_save(f);
         if (r < 0)
                 q->result =
@@ -554,9 +570,10 @@ static void *logs_main(void *userdata)
         return NULL;
 }
 
-int rkl_logs_new(rkl_logs **ret, rkl_error *reterr)
+int rkl_logs_new(char *const *forbidden, rkl_logs **ret, rkl_error *reterr)
 {
         rkl_logs *l = rkl_xnew0(rkl_logs, 1);
+        l->forbidden = rkl_strv_copy(forbidden);
         pthread_mutex_init(&l->lock, NULL);
         l->followers = rkl_hashmap_new();
         l->by_wd = rkl_hashmap_new();
@@ -617,6 +634,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
         safe_close(l->inotify_fd);
         rkl_log_buf_done(&l->out);
         free(l->buf);
+        rkl_strv_free(l->forbidden);
         pthread_mutex_destroy(&l->lock);
         free(l);
         return NULL;
@@ -682,4 +700,36 @@ int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)
         target_done(&q->t);
         free(q);
         return r;
+}
+
+int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error *reterr)
+{
+        /* The follower's record, as a follower would read it: nobody follows a container
+         * that has not started. */
+        follower f = {
+            .id = (char *)t->container_id,
+            .progress = (char *)t->progress,
+            .src_fd = -EBADF,
+            .dst_fd = -EBADF,
+            .wd = -1,
+        };
+        progress_load(&f);
+        free(f.trouble);
+        _cleanup_free_ char *dir = rkl_xstrdup(t->progress);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = 0;
+                int r = rkl_mkdir_p(dir, 0700);
+                if (r < 0)
+                        return rkl_error_set(reterr, r, "cannot create '%s': %s", dir,
+                                             strerror(-r));
+        }
+        rkl_log_file lf;
+        rkl_log_file_id ours = {f.dst_dev, f.dst_ino};
+        int r = rkl_log_file_open(t->log_directory, t->log_path, forbidden, &ours, dst_made, &f,
+                                  &lf, reterr);
+        if (r < 0)
+                return r;
+        close(lf.fd);
+        return 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "base/macro.h"
@@ -33,8 +34,9 @@ typedef struct rkl_log_target {
 char *rkl_log_source_path(const char *state_dir, const char *sandbox_id, const char *app);
 char *rkl_log_progress_path(const char *state_dir, const char *sandbox_id, const char *app);
 
-/* Starts the follower thread. */
-int rkl_logs_new(rkl_logs **ret, rkl_error *reterr);
+/* Starts the follower thread. forbidden: the daemon's own directories (its state, rkt's
+ * data), where no log may go (NULL-terminated; copied). */
+int rkl_logs_new(char *const *forbidden, rkl_logs **ret, rkl_error *reterr);
 /* Stops it; what it has not copied yet is copied after the next start. */
 rkl_logs *rkl_logs_free(rkl_logs *l);
 RKL_DEFINE_CLEANUP(rkl_logs *, rkl_logs_free)
@@ -57,17 +59,49 @@ bool rkl_logs_finished(rkl_logs *l, const char *container_id);
  * -ESRCH when its log is finished (the container has exited). */
 int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr);
 
-/* Opens log_directory/log_path for appending, created (0640, and its missing parent
- * directories 0755) when absent; the path is resolved beneath log_directory, so that no
- * ".." or symlink leads out of it (-EXDEV). */
-int rkl_log_file_open(const char *log_directory, const char *log_path, int *ret_fd,
-                      rkl_error *reterr);
+/* Which file a log is: rktlet writes only into files it made, and records which they are
+ * (docs/logs.md). dev 0 is a record without a device (kept by an older rktlet): the inode
+ * alone then. */
+typedef struct rkl_log_file_id {
+        uint64_t dev, ino;
+} rkl_log_file_id;
 
-/* Checks a sandbox's log_directory: absolute, no "..", and neither the daemon's own
- * directories (forbidden, a NULL-terminated list) nor a system directory (/etc, /usr, /proc,
- * ...), nor below one, also once symlinks are resolved. "" is fine (no logs). -EINVAL with
- * the reason. */
+typedef struct rkl_log_file {
+        int fd; /* the caller's */
+        rkl_log_file_id id;
+        uint64_t size;
+        bool created; /* made by this open */
+} rkl_log_file;
+
+/* Called once a log file was made, before it is handed over: rktlet's record that it made
+ * it. When it fails, the file is removed again and the open fails with its error. */
+typedef int (*rkl_log_record_fn)(void *userdata, const rkl_log_file *f, rkl_error *reterr);
+
+/* Opens log_directory/log_path for appending. The directory is judged again as it resolves
+ * now (rkl_log_directory_check(), and the file's whole path as rkl_log_path_check() does);
+ * then the file is reached from / through the resolved directory without following any
+ * symlink, its missing directories made 0755, so that a symlink swapped in after the checks
+ * leads nowhere: -EXDEV. A file that is there is opened only when it is a regular file and
+ * ours names it (-EEXIST otherwise: nothing is written into a file rktlet did not make); one
+ * that is not is made (0640, root's) and recorded with record. */
+int rkl_log_file_open(const char *log_directory, const char *log_path, char *const *forbidden,
+                      const rkl_log_file_id *ours, rkl_log_record_fn record, void *userdata,
+                      rkl_log_file *ret, rkl_error *reterr);
+
+/* StartContainer's: makes t's log file, empty, unless the one rktlet made for t is there
+ * already, and records it in t's progress file, so that the follower (after a restart too)
+ * appends to it. -EEXIST for a file rktlet did not make for t, -EXDEV for a path that leads
+ * where no log may go. */
+int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error *reterr);
+
+/* Checks a sandbox's log_directory: absolute, no "." or "..", not "/", and neither the
+ * daemon's own directories (forbidden, a NULL-terminated list) nor a system directory (/etc,
+ * /usr, /proc, ...), nor below one, as given and once symlinks are resolved. "" is fine (no
+ * logs). -EINVAL with the reason. */
 int rkl_log_directory_check(const char *log_directory, char *const *forbidden, rkl_error *reterr);
-/* Checks a container's log_path: relative, no "." or ".." component, and inside
- * log_directory once the symlinks that exist are resolved. -EINVAL with the reason. */
-int rkl_log_path_check(const char *log_directory, const char *log_path, rkl_error *reterr);
+/* Checks a container's log_path: relative, no "." or ".." component; the file's whole path,
+ * its directory resolved, neither in the daemon's own directories nor in a system one; what
+ * exists of it plain directories beneath log_directory (no symlink). -EINVAL with the
+ * reason. */
+int rkl_log_path_check(const char *log_directory, const char *log_path, char *const *forbidden,
+                       rkl_error *reterr);

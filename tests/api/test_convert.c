@@ -333,12 +333,106 @@ static void test_container_seccomp(void **state)
         expect_container_error(&c, "masked_paths");
 }
 
+/* n entries of map type d (a string-to-string map's entry), keys "k<i>", values of
+ * value_len bytes. */
+static void **big_map(const ProtobufCMessageDescriptor *d, size_t n, size_t value_len)
+{
+        void **l = calloc(n + 1, sizeof(*l));
+        char *value = malloc(value_len + 1);
+        assert_non_null(l);
+        assert_non_null(value);
+        memset(value, 'v', value_len);
+        value[value_len] = 0;
+        for (size_t i = 0; i < n; i++) {
+                ProtobufCMessage *e = calloc(1, d->sizeof_message);
+                assert_non_null(e);
+                protobuf_c_message_init(d, e);
+                char *key = malloc(16);
+                assert_non_null(key);
+                (void)snprintf(key, 16, "k%zu", i);
+                *(char **)((char *)e + d->fields[0].offset) = key;
+                *(char **)((char *)e + d->fields[1].offset) = value;
+                l[i] = e;
+        }
+        l[n] = value; /* freed last */
+        return l;
+}
+
+static void big_map_free(const ProtobufCMessageDescriptor *d, void **l, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(*(char **)((char *)l[i] + d->fields[0].offset));
+                free(l[i]);
+        }
+        free(l[n]);
+        free(l);
+}
+
+/* A sandbox's or a container's labels and annotations: 256 KiB each at most, keys and values
+ * counted as Kubernetes counts an object's annotations (issue 27, item 4). */
+static void test_metadata_bytes(void **state)
+{
+        const ProtobufCMessageDescriptor
+            *pl = &runtime__v1__pod_sandbox_config__labels_entry__descriptor,
+            *pa = &runtime__v1__pod_sandbox_config__annotations_entry__descriptor,
+            *cl = &runtime__v1__container_config__labels_entry__descriptor,
+            *ca = &runtime__v1__container_config__annotations_entry__descriptor;
+        Runtime__V1__PodSandboxConfig c;
+        Runtime__V1__ContainerConfig cc;
+        rkl_pod_spec s = {0};
+        rkl_error err = RKL_ERROR_INIT;
+
+        /* 63 entries of 4 KiB and their keys: 258,227 bytes, just under; in both maps, since
+         * the cap is per map. */
+        void **l = big_map(pl, 63, 4096), **a = big_map(pa, 63, 4096);
+        pod_config(&c);
+        c.labels = (Runtime__V1__PodSandboxConfig__LabelsEntry **)l;
+        c.n_labels = 63;
+        c.annotations = (Runtime__V1__PodSandboxConfig__AnnotationsEntry **)a;
+        c.n_annotations = 63;
+        assert_int_equal(rkl_api_pod_spec_from_pb(&c, &s, &err), 0);
+        rkl_pod_spec_done(&s);
+        big_map_free(pl, l, 63);
+        big_map_free(pa, a, 63);
+
+        /* 64 of them: 262,326 bytes, over; refused naming the field and the limit. */
+        l = big_map(pl, 64, 4096);
+        a = big_map(pa, 64, 4096);
+        pod_config(&c);
+        c.annotations = (Runtime__V1__PodSandboxConfig__AnnotationsEntry **)a;
+        c.n_annotations = 64;
+        expect_pod_error(&c, "config.annotations");
+        assert_int_equal(rkl_api_pod_spec_from_pb(&c, &s, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "262144"));
+        pod_config(&c);
+        c.labels = (Runtime__V1__PodSandboxConfig__LabelsEntry **)l;
+        c.n_labels = 64;
+        expect_pod_error(&c, "config.labels");
+        big_map_free(pl, l, 64);
+        big_map_free(pa, a, 64);
+
+        /* A container's, the same. */
+        l = big_map(cl, 64, 4096);
+        a = big_map(ca, 64, 4096);
+        container_config(&cc);
+        cc.annotations = (Runtime__V1__ContainerConfig__AnnotationsEntry **)a;
+        cc.n_annotations = 64;
+        expect_container_error(&cc, "config.annotations");
+        container_config(&cc);
+        cc.labels = (Runtime__V1__ContainerConfig__LabelsEntry **)l;
+        cc.n_labels = 64;
+        expect_container_error(&cc, "config.labels");
+        big_map_free(cl, l, 64);
+        big_map_free(ca, a, 64);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pod_ok),           cmocka_unit_test(test_pod_bad),
             cmocka_unit_test(test_pod_host_network), cmocka_unit_test(test_container_ok),
             cmocka_unit_test(test_container_bad),    cmocka_unit_test(test_container_seccomp),
+            cmocka_unit_test(test_metadata_bytes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

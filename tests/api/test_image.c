@@ -134,6 +134,24 @@ static void test_in_use(void **state)
             who, "container 00000000000000000000000000000000000000000000000000000000000000c1");
         free(who);
         who = NULL;
+        /* Every user is named, up to 8, and how many more. */
+        const char *cid2 = "00000000000000000000000000000000000000000000000000000000000000c2";
+        put_container(f, cid2, "busybox", id);
+        assert_true(rkl_api_image_in_use(f->cache, f->images, id, &who));
+        assert_non_null(strstr(who, "containers "));
+        assert_non_null(strstr(who, cid));
+        assert_non_null(strstr(who, cid2));
+        free(who);
+        who = NULL;
+        for (int i = 3; i <= 10; i++) {
+                char more[RKL_ID_LEN + 1];
+                (void)snprintf(more, sizeof(more), "%062d%02d", 0, i);
+                put_container(f, more, "busybox", id);
+        }
+        assert_true(rkl_api_image_in_use(f->cache, f->images, id, &who));
+        assert_non_null(strstr(who, " and 2 more"));
+        free(who);
+        who = NULL;
         assert_false(rkl_api_image_in_use(f->cache, f->images, "sha512-ffff", &who));
         assert_null(who);
 }

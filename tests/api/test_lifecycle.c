@@ -10,18 +10,20 @@
 #include "api/container.h"
 #include "api/lookup.h"
 #include "api/sandbox.h"
+#include "api/stats.h"
 #include "api/status.h"
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
 #include "store/cache.h"
 #include "store/store.h"
 #include "store/db.h"
 
-static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
-
 typedef struct fixture {
         char dir[64], db_path[96];
+        char *state, *logs; /* the daemon's state directory; where pods' logs go */
+        rkl_api_config cfg;
         rkl_cache *cache;
         rkl_store *store;
         rkl_db *db; /* the store's: what the reconciler would write directly */
@@ -56,7 +58,10 @@ static int setup(void **state)
         assert_non_null(mkdtemp(f->dir));
         (void)snprintf(f->db_path, sizeof(f->db_path), "%s/rktlet.db", f->dir);
         f->arena = rkl_arena_new();
-        f->ctx = (rkl_api_ctx){.cfg = &cfg, .arena = f->arena};
+        f->state = rkl_xasprintf("%s/state", f->dir);
+        f->logs = rkl_xasprintf("%s/logs", f->dir);
+        f->cfg = (rkl_api_config){.version = "9.9.9", .state_dir = f->state};
+        f->ctx = (rkl_api_ctx){.cfg = &f->cfg, .arena = f->arena};
         state_open(f);
         *state = f;
         return 0;
@@ -66,13 +71,9 @@ static int teardown(void **state)
 {
         fixture *f = *state;
         state_close(f);
-        const char *const files[] = {"rktlet.db", "rktlet.db-wal", "rktlet.db-shm"};
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                char p[160];
-                (void)snprintf(p, sizeof(p), "%s/%s", f->dir, files[i]);
-                (void)unlink(p); /* absent when the connection removed it */
-        }
-        assert_int_equal(rmdir(f->dir), 0);
+        assert_int_equal(rkl_rm_rf_at(AT_FDCWD, f->dir), 0);
+        free(f->state);
+        free(f->logs);
         rkl_arena_free(f->arena);
         free(f);
         return 0;
@@ -136,7 +137,8 @@ typedef struct podcfg {
         bool host_network;
 } podcfg;
 
-static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const podcfg *p)
+/* p as a PodSandboxConfig; its log directory, when p names none, below logs. */
+static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const char *logs, const podcfg *p)
 {
         Runtime__V1__PodSandboxConfig *c = rkl_arena_newa(Runtime__V1__PodSandboxConfig, a, 1);
         runtime__v1__pod_sandbox_config__init(c);
@@ -147,8 +149,8 @@ static Runtime__V1__PodSandboxConfig *pod_config(rkl_arena *a, const podcfg *p)
         m->namespace_ = (char *)(p->ns ? p->ns : "default");
         m->attempt = p->attempt;
         c->metadata = m;
-        c->log_directory =
-            (char *)(p->log_directory ? p->log_directory : "/var/log/pods/default_web_uid-1");
+        c->log_directory = p->log_directory ? (char *)p->log_directory
+                                            : rkl_arena_printf(a, "%s/default_web_uid-1", logs);
         ENTRIES(a, Runtime__V1__PodSandboxConfig__LabelsEntry,
                 RUNTIME__V1__POD_SANDBOX_CONFIG__LABELS_ENTRY__INIT, p->labels, c->labels,
                 c->n_labels);
@@ -175,7 +177,7 @@ static int run_pod_r(fixture *f, const podcfg *p, char **ret_id, rkl_error *err)
 {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
-        req.config = pod_config(f->arena, p);
+        req.config = pod_config(f->arena, f->logs, p);
         int r = rkl_api_run_pod_sandbox(&f->ctx, &req, &resp, err);
         if (r >= 0) {
                 packs(&resp);
@@ -217,7 +219,9 @@ static Runtime__V1__ContainerConfig *container_config(rkl_arena *a, const contai
         static char *cmd[] = {(char *)"sleep", (char *)"1000"};
         c->command = cmd;
         c->n_command = 2;
-        c->log_path = (char *)(p->log_path ? p->log_path : "app/0.log");
+        /* kubelet's: <name>/<restart count>.log, one file a container. */
+        c->log_path = p->log_path ? (char *)p->log_path
+                                  : rkl_arena_printf(a, "%s/%u.log", m->name, p->attempt);
         ENTRIES(a, Runtime__V1__ContainerConfig__LabelsEntry,
                 RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, p->labels, c->labels,
                 c->n_labels);
@@ -468,7 +472,7 @@ static void test_run_pod_invalid(void **state)
         Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
         char *id;
 
-        req.config = pod_config(f->arena, &(podcfg){0});
+        req.config = pod_config(f->arena, f->logs, &(podcfg){0});
         req.runtime_handler = (char *)"runc";
         expect_error(rkl_api_run_pod_sandbox(&f->ctx, &req, &resp, &err), -EINVAL,
                      GRPC_STATUS_INVALID_ARGUMENT, "runtime_handler");
@@ -780,7 +784,8 @@ static void test_many_labels(void **state)
         assert_kvs(st.status->annotations, st.status->n_annotations, pairs);
         expect_ok(container_status(f, c, false, &cst, &err));
         assert_kvs(cst.status->labels, cst.status->n_labels, pairs);
-        assert_string_equal(cst.status->log_path, "/var/log/pods/default_web_uid-1/app/0.log");
+        assert_string_equal(cst.status->log_path,
+                            rkl_arena_printf(f->arena, "%s/default_web_uid-1/app/0.log", f->logs));
 }
 
 static void test_container_lifecycle(void **state)
@@ -793,7 +798,8 @@ static void test_container_lifecycle(void **state)
                                            "io.kubernetes.container.restartCount", "0", NULL};
         int64_t before = rkl_realtime_nsec();
 
-        char *pod = run_pod(f, &(podcfg){.log_directory = "/var/log/pods/ns_web_u"});
+        char *pod = run_pod(
+            f, &(podcfg){.log_directory = rkl_arena_printf(f->arena, "%s/ns_web_u", f->logs)});
         char *c = create_container(f, pod,
                                    &(containercfg){.name = "app",
                                                    .attempt = 2,
@@ -817,7 +823,8 @@ static void test_container_lifecycle(void **state)
         assert_string_equal(s->image_ref, "busybox");
         assert_string_equal(s->image_id, "busybox");
         assert_string_equal(s->reason, "");
-        assert_string_equal(s->log_path, "/var/log/pods/ns_web_u/app/2.log");
+        assert_string_equal(s->log_path,
+                            rkl_arena_printf(f->arena, "%s/ns_web_u/app/2.log", f->logs));
         assert_kvs(s->labels, s->n_labels, labels);
         assert_kvs(s->annotations, s->n_annotations, annotations);
         assert_int_equal(st.n_info, 0);
@@ -1193,6 +1200,152 @@ static void test_list_many(void **state)
         assert_int_equal(list_pods(f, NULL).n_items, 20);
 }
 
+/* The value of key in a map field's n entries, or NULL. */
+#define KV_GET(entries, n_entries, wanted)                                                         \
+        ({                                                                                         \
+                const char *_v = NULL;                                                             \
+                for (size_t _i = 0; _i < (n_entries) && !_v; _i++)                                 \
+                        if (streq((entries)[_i]->key, (wanted)))                                   \
+                                _v = (entries)[_i]->value;                                         \
+                _v;                                                                                \
+        })
+
+/* A List's answer fits what a client takes, whatever the objects hold: the largest items
+ * go out with less of their labels and annotations, kubelet's own kept longest (issue 27,
+ * item 4). */
+static void test_list_fits(void **state)
+{
+        fixture *f = *state;
+        rkl_api_config small = f->cfg;
+        rkl_error err = RKL_ERROR_INIT;
+        char *big = rkl_arena_alloc(f->arena, 8193);
+        memset(big, 'x', 8192);
+        big[8192] = 0;
+        const char *const annotations[] = {"io.kubernetes.pod.terminationGracePeriod", "30", "big",
+                                           big, NULL};
+        char *ids[8];
+        for (size_t i = 0; i < 8; i++) {
+                const char *labels[] = {"io.kubernetes.pod.name",
+                                        rkl_arena_printf(f->arena, "p%zu", i), "app", "web", NULL};
+                ids[i] = run_pod(f, &(podcfg){.name = rkl_arena_printf(f->arena, "p%zu", i),
+                                              .labels = labels,
+                                              .annotations = annotations});
+                const char *clabels[] = {"io.kubernetes.container.name", "c", "app", "web", NULL};
+                create_container(
+                    f, ids[i],
+                    &(containercfg){.name = "c", .labels = clabels, .annotations = annotations});
+        }
+        /* Whole, 8 items of 8 KiB fit 16 MiB. */
+        Runtime__V1__ListPodSandboxResponse l = list_pods(f, NULL);
+        assert_int_equal(l.n_items, 8);
+        for (size_t i = 0; i < 8; i++)
+                assert_non_null(KV_GET(l.items[i]->annotations, l.items[i]->n_annotations, "big"));
+
+        /* 40 KiB: about half go without the big annotation, every one with kubelet's. */
+        small.max_reply = 40 * 1024;
+        f->ctx.cfg = &small;
+        Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+        Runtime__V1__ListPodSandboxResponse resp = RUNTIME__V1__LIST_POD_SANDBOX_RESPONSE__INIT;
+        expect_ok(rkl_api_list_pod_sandbox(&f->ctx, &req, &resp, &err));
+        assert_true(f->ctx.raw_len <= small.max_reply);
+        l = *(Runtime__V1__ListPodSandboxResponse *)decode_raw(
+            f, &runtime__v1__list_pod_sandbox_response__descriptor);
+        assert_int_equal(l.n_items, 8);
+        size_t without = 0;
+        for (size_t i = 0; i < 8; i++) {
+                Runtime__V1__PodSandbox__AnnotationsEntry **a = l.items[i]->annotations;
+                size_t n = l.items[i]->n_annotations;
+                without += !KV_GET(a, n, "big");
+                assert_string_equal(KV_GET(a, n, "io.kubernetes.pod.terminationGracePeriod"), "30");
+                assert_int_equal(l.items[i]->n_labels, 2);
+        }
+        assert_true(without >= 4 && without < 8);
+
+        /* The 8 items take 1,528 bytes with kubelet's annotations only, 1,144 without any,
+         * 1,048 with kubelet's labels only, 800 without any. 1,100: no annotations, and some
+         * with kubelet's labels only. */
+        small.max_reply = 1100;
+        l = list_pods(f, NULL);
+        assert_int_equal(l.n_items, 8);
+        size_t kubelets_only = 0;
+        for (size_t i = 0; i < 8; i++) {
+                assert_int_equal(l.items[i]->n_annotations, 0);
+                assert_true(l.items[i]->n_labels == 1 || l.items[i]->n_labels == 2);
+                assert_string_equal(l.items[i]->labels[0]->key, "io.kubernetes.pod.name");
+                kubelets_only += l.items[i]->n_labels == 1;
+        }
+        assert_true(kubelets_only > 0);
+        /* 1,000: some with no labels either, every one there with its ID. */
+        small.max_reply = 1000;
+        l = list_pods(f, NULL);
+        assert_int_equal(l.n_items, 8);
+        size_t bare = 0;
+        for (size_t i = 0; i < 8; i++) {
+                assert_true(rkl_id_is_valid(l.items[i]->id));
+                bare += l.items[i]->n_labels == 0;
+        }
+        assert_true(bare > 0);
+
+        /* Containers the same way: at 40 KiB, every one with kubelet's annotation. */
+        small.max_reply = 40 * 1024;
+        Runtime__V1__ListContainersResponse c = list_containers(f, NULL);
+        assert_int_equal(c.n_containers, 8);
+        without = 0;
+        for (size_t i = 0; i < 8; i++) {
+                Runtime__V1__Container__AnnotationsEntry **a = c.containers[i]->annotations;
+                size_t n = c.containers[i]->n_annotations;
+                without += !KV_GET(a, n, "big");
+                assert_string_equal(KV_GET(a, n, "io.kubernetes.pod.terminationGracePeriod"), "30");
+        }
+        assert_true(without >= 4 && without < 8);
+
+        /* And the stats Lists, which the server packs: a sandbox's entry holds its
+         * containers' too. */
+        Runtime__V1__ListContainerStatsRequest csreq =
+            RUNTIME__V1__LIST_CONTAINER_STATS_REQUEST__INIT;
+        Runtime__V1__ListContainerStatsResponse csresp =
+            RUNTIME__V1__LIST_CONTAINER_STATS_RESPONSE__INIT;
+        expect_ok(rkl_api_list_container_stats(&f->ctx, &csreq, &csresp, &err));
+        assert_int_equal(csresp.n_stats, 8);
+        assert_true(runtime__v1__list_container_stats_response__get_packed_size(&csresp) <=
+                    small.max_reply);
+        without = 0;
+        for (size_t i = 0; i < 8; i++) {
+                Runtime__V1__ContainerAttributes *at = csresp.stats[i]->attributes;
+                without += !KV_GET(at->annotations, at->n_annotations, "big");
+                assert_non_null(KV_GET(at->annotations, at->n_annotations,
+                                       "io.kubernetes.pod.terminationGracePeriod"));
+        }
+        assert_true(without >= 4 && without < 8);
+        Runtime__V1__ListPodSandboxStatsRequest psreq =
+            RUNTIME__V1__LIST_POD_SANDBOX_STATS_REQUEST__INIT;
+        Runtime__V1__ListPodSandboxStatsResponse psresp =
+            RUNTIME__V1__LIST_POD_SANDBOX_STATS_RESPONSE__INIT;
+        expect_ok(rkl_api_list_pod_sandbox_stats(&f->ctx, &psreq, &psresp, &err));
+        assert_int_equal(psresp.n_stats, 8);
+        assert_true(runtime__v1__list_pod_sandbox_stats_response__get_packed_size(&psresp) <=
+                    small.max_reply);
+        for (size_t i = 0; i < 8; i++)
+                assert_non_null(KV_GET(psresp.stats[i]->attributes->annotations,
+                                       psresp.stats[i]->attributes->n_annotations,
+                                       "io.kubernetes.pod.terminationGracePeriod"));
+
+        /* Not even the IDs fit: RESOURCE_EXHAUSTED, saying so. */
+        small.max_reply = 100;
+        expect_error(rkl_api_list_pod_sandbox(&f->ctx, &req, &resp, &err), -EMSGSIZE,
+                     GRPC_STATUS_RESOURCE_EXHAUSTED, "even without labels and annotations");
+        assert_null(f->ctx.raw);
+
+        /* A filtered List (kubelet's, for one pod) is small: whole. */
+        small.max_reply = 40 * 1024;
+        Runtime__V1__PodSandboxFilter filter = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+        filter.id = ids[3];
+        l = list_pods(f, &filter);
+        assert_int_equal(l.n_items, 1);
+        assert_non_null(KV_GET(l.items[0]->annotations, l.items[0]->n_annotations, "big"));
+        f->ctx.cfg = &f->cfg;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1210,6 +1363,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_update_runtime_config, setup, teardown),
             cmocka_unit_test_setup_teardown(test_cache_follows_store, setup, teardown),
             cmocka_unit_test_setup_teardown(test_list_many, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_list_fits, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,10 @@ static void test_mapping(void **state)
         assert_int_equal(rkl_api_status_from_errno(-EOPNOTSUPP), GRPC_STATUS_UNIMPLEMENTED);
         assert_int_equal(rkl_api_status_from_errno(-ETIMEDOUT), GRPC_STATUS_DEADLINE_EXCEEDED);
         assert_int_equal(rkl_api_status_from_errno(-EIO), GRPC_STATUS_INTERNAL);
+        /* An image in use is not transient: a client must not retry RemoveImage as if the
+         * runtime were busy (issue 27, item 8). */
+        assert_int_equal(rkl_api_status_from_errno(-ETXTBSY), GRPC_STATUS_FAILED_PRECONDITION);
+        assert_int_equal(rkl_api_status_from_errno(-EBUSY), GRPC_STATUS_UNAVAILABLE);
         /* Never UNKNOWN: it defeats kubelet's fallbacks. */
         for (int e = 1; e < 200; e++)
                 assert_int_not_equal(rkl_api_status_from_errno(-e), GRPC_STATUS_UNKNOWN);

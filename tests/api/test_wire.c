@@ -1,5 +1,6 @@
 /* A NUL inside a string field is found on the wire, where protobuf-c's unpacked (NUL-
- * terminated) strings would silently cut it (issue 19, defect 2). */
+ * terminated) strings would silently cut it (issue 19, defect 2); a request that would cost
+ * too much to unpack is refused from its wire bytes (issue 27, item 1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,12 +109,146 @@ static void test_malformed_is_not_ours(void **state)
         free(buf);
 }
 
+/* The issue's ListContainersRequest: a filter with one label selector, n times. */
+static uint8_t *repeated_filter(size_t n, size_t *ret_len)
+{
+        static const uint8_t entry[] = {0x0a, 0x08, 0x22, 0x06, 0x0a, 0x01, 0x61, 0x12, 0x01, 0x62};
+        uint8_t *buf = malloc(n * sizeof(entry) + 1);
+        assert_non_null(buf);
+        for (size_t i = 0; i < n; i++)
+                memcpy(buf + i * sizeof(entry), entry, sizeof(entry));
+        *ret_len = n * sizeof(entry);
+        return buf;
+}
+
+static int check_list(const uint8_t *buf, size_t n, rkl_error *err)
+{
+        return rkl_api_wire_check(&runtime__v1__list_containers_request__descriptor, buf, n,
+                                  rkl_api_wire_limits_of("ListContainers"), err);
+}
+
+static void test_repeated_message_field(void **state)
+{
+        (void)state;
+        rkl_error err = RKL_ERROR_INIT;
+        size_t n;
+        /* 400 KB: past ListContainers' size, refused before the walk. */
+        uint8_t *buf = repeated_filter(40000, &n);
+        assert_int_equal(check_list(buf, n, &err), -EMSGSIZE);
+        assert_non_null(strstr(err.msg, "400000 bytes"));
+        assert_non_null(strstr(err.msg, "65536"));
+        free(buf);
+
+        /* Within its size, merged at each repeat: refused at the fifth. */
+        buf = repeated_filter(6000, &n);
+        err = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(check_list(buf, n, &err), -EINVAL);
+        assert_string_equal(err.msg, "'filter' occurs more than 4 times: a field that is not "
+                                     "repeated may occur at most 4 times");
+        free(buf);
+
+        /* A few encodings of one message, concatenated: the protocol's own merge. */
+        buf = repeated_filter(4, &n);
+        assert_int_equal(check_list(buf, n, &err), 0);
+        free(buf);
+}
+
+/* A CreateContainerRequest whose config holds its metadata six times: the path says where. */
+static void test_repeated_nested_field(void **state)
+{
+        (void)state;
+        uint8_t md[] = {0x0a, 0x03, 0x0a, 0x01, 'a'}; /* config.metadata { name: "a" } */
+        uint8_t buf[2 + 6 * sizeof(md)];
+        buf[0] = 0x12; /* config, field 2 */
+        buf[1] = 6 * sizeof(md);
+        for (size_t i = 0; i < 6; i++)
+                memcpy(buf + 2 + i * sizeof(md), md, sizeof(md));
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_api_wire_check(&runtime__v1__create_container_request__descriptor, buf,
+                                            sizeof(buf), rkl_api_wire_limits_of("CreateContainer"),
+                                            &err),
+                         -EINVAL);
+        assert_non_null(strstr(err.msg, "'config.metadata' occurs more than 4 times"));
+}
+
+/* Fields are counted at every depth, and a packed list's elements one by one. */
+static void test_field_count(void **state)
+{
+        (void)state;
+        rkl_error err = RKL_ERROR_INIT;
+        const rkl_api_wire_limits *lim = rkl_api_wire_limits_of("ListContainers");
+
+        /* One filter with 1,000 label selectors: 3,000 fields and more. */
+        size_t n_sel = 1000, inner = 2 + n_sel * 8;
+        uint8_t *buf = malloc(4 + inner);
+        size_t n = 0;
+        buf[n++] = 0x0a; /* filter, length as a 2-byte varint */
+        buf[n++] = (uint8_t)(0x80 | (inner & 0x7f));
+        buf[n++] = (uint8_t)(inner >> 7);
+        buf[n++] = 0x0a; /* filter.id = "" */
+        buf[n++] = 0x00;
+        for (size_t i = 0; i < n_sel; i++) {
+                const uint8_t sel[] = {0x22, 0x06, 0x0a, 0x01, 'a', 0x12, 0x01, 'b'};
+                memcpy(buf + n, sel, sizeof(sel));
+                n += sizeof(sel);
+        }
+        assert_true(n < lim->max_bytes);
+        assert_int_equal(check_list(buf, n, &err), -EMSGSIZE);
+        assert_non_null(strstr(err.msg, "more than 2048 fields"));
+        free(buf);
+
+        /* PortForwardRequest.port, packed: 3,000 one-byte varints in one field. */
+        uint8_t ports[3 + 3000];
+        ports[0] = 0x12;
+        ports[1] = (uint8_t)(0x80 | (3000 & 0x7f));
+        ports[2] = (uint8_t)(3000 >> 7);
+        memset(ports + 3, 0x50, 3000);
+        assert_int_equal(rkl_api_wire_check(&runtime__v1__port_forward_request__descriptor, ports,
+                                            sizeof(ports), rkl_api_wire_limits_of("PortForward"),
+                                            &err),
+                         -EMSGSIZE);
+        /* 2,000 of them are fine. */
+        ports[1] = (uint8_t)(0x80 | (2000 & 0x7f));
+        ports[2] = (uint8_t)(2000 >> 7);
+        assert_int_equal(rkl_api_wire_check(&runtime__v1__port_forward_request__descriptor, ports,
+                                            3 + 2000, rkl_api_wire_limits_of("PortForward"), &err),
+                         0);
+}
+
+/* The calls that carry configurations take more than the rest. */
+static void test_limits_by_method(void **state)
+{
+        (void)state;
+        const rkl_api_wire_limits *list = rkl_api_wire_limits_of("ListContainers"),
+                                  *run = rkl_api_wire_limits_of("RunPodSandbox"),
+                                  *create = rkl_api_wire_limits_of("CreateContainer");
+        assert_true(list->max_bytes < run->max_bytes && run->max_bytes < create->max_bytes);
+        assert_true(create->max_bytes <= 4u << 20);
+        assert_true(list->max_fields < run->max_fields);
+        assert_ptr_equal(rkl_api_wire_limits_of("PullImage"), run);
+        assert_ptr_equal(rkl_api_wire_limits_of("Version"), list);
+
+        /* A NUL is still found, with its path. */
+        size_t n;
+        uint8_t *buf = packed("nulXx", "app", "abc", &n);
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_api_wire_check(&runtime__v1__create_container_request__descriptor, buf,
+                                            n, create, &err),
+                         -EINVAL);
+        assert_string_equal(err.msg, "'config.metadata.name' holds a NUL byte");
+        free(buf);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_clean_request),
             cmocka_unit_test(test_nul_named_by_its_path),
             cmocka_unit_test(test_malformed_is_not_ours),
+            cmocka_unit_test(test_repeated_message_field),
+            cmocka_unit_test(test_repeated_nested_field),
+            cmocka_unit_test(test_field_count),
+            cmocka_unit_test(test_limits_by_method),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -232,7 +232,7 @@ static void test_pull_status_remove(void **state)
         assert_false(rkl_images_container_uses(im, "", "", id));
 
         /* Refused while in use, then gone with all its names; again: still fine. */
-        assert_int_equal(rkl_images_remove(im, "busybox", in_use_yes, id, &err), -EBUSY);
+        assert_int_equal(rkl_images_remove(im, "busybox", in_use_yes, id, &err), -ETXTBSY);
         assert_non_null(strstr(err.msg, "in use by container c0ffee"));
         assert_int_equal(rkl_images_remove(im, "busybox", in_use_yes, id2, &err), 0);
         assert_int_equal(rkl_images_status(im, "busybox", &i, &err), -ENOENT);
@@ -271,6 +271,59 @@ static void test_pull_status_remove(void **state)
         assert_int_equal(rkl_images_pull(im, "Nope", NULL, &bad, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "lowercase"));
         assert_int_equal(rkl_images_status(im, "a b", &i, &err), -EINVAL);
+        rkl_images_free(im);
+}
+
+/* A tag belongs to one image: once the image holding it is removed, the tag names nothing,
+ * even though rkt still holds an older image of that name (issue 27, item 7). */
+static void test_removed_tag_stays_gone(void **state)
+{
+        env *e = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_image *i = NULL;
+        rkl_image **l = NULL;
+        size_t n = 0;
+
+        /* An older busybox in rkt's store, fetched by hand. */
+        _cleanup_free_ char *dir_flag = rkl_xasprintf("--dir=%s", e->data);
+        run(RKL_STRV(e->wrapper, dir_flag, "image", "fetch", "--full", "docker://busybox"));
+        rkl_images *im = images_new(e);
+        _cleanup_free_ char *old = NULL;
+        assert_int_equal(rkl_images_resolve(im, "busybox", &old), 0);
+
+        /* Pulled: the tag moves to the new image; removed by its ID: the tag goes with it. */
+        _cleanup_free_ char *id = pull(im, "busybox", NULL);
+        assert_string_not_equal(id, old);
+        i = status(im, "busybox");
+        assert_string_equal(i->id, id);
+        rkl_image_free(i);
+        assert_int_equal(rkl_images_remove(im, id, NULL, NULL, &err), 0);
+        assert_int_equal(rkl_images_status(im, "busybox", &i, &err), -ENOENT);
+        _cleanup_free_ char *none = NULL;
+        assert_int_equal(rkl_images_resolve(im, "docker.io/library/busybox:latest", &none),
+                         -ENOENT);
+        /* The older image stays, untagged. */
+        i = status(im, old);
+        assert_strv(i->repo_tags, NULL, NULL);
+        rkl_image_free(i);
+        assert_int_equal(rkl_images_list(im, NULL, &l, &n, &err), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0]->id, old);
+        rkl_image_array_free(l, n);
+
+        /* Whatever rkt keeps: after a refresh, and after a restart. */
+        assert_int_equal(rkl_images_refresh(im, &err), 0);
+        assert_int_equal(rkl_images_status(im, "busybox", &i, &err), -ENOENT);
+        rkl_images_free(im);
+        im = images_new(e);
+        assert_int_equal(rkl_images_status(im, "busybox", &i, &err), -ENOENT);
+
+        /* A pull gives it a holder again. */
+        _cleanup_free_ char *again = pull(im, "busybox", NULL);
+        i = status(im, "busybox");
+        assert_string_equal(i->id, again);
+        assert_strv(i->repo_tags, "docker.io/library/busybox:latest", NULL);
+        rkl_image_free(i);
         rkl_images_free(im);
 }
 
@@ -433,6 +486,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_pull_status_remove, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_removed_tag_stays_gone, setup, teardown),
             cmocka_unit_test_setup_teardown(test_digest, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth_and_mirror, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),

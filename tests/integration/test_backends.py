@@ -8,6 +8,7 @@ built; CI sets RKL_RKT so it always runs there."""
 import ipaddress
 import os
 import re
+import tempfile
 import unittest
 
 import grpc
@@ -44,6 +45,9 @@ class Scenario:
         self.rs = pbg.RuntimeServiceStub(ch)
         self.im = pbg.ImageServiceStub(ch)
         self.seen = []
+        # A log directory of this run's own: each backend's daemon writes only into log files
+        # it made (and the trap's line must be this run's).
+        self.logs = tempfile.mkdtemp(prefix="e2e_both-", dir=harness.LOG_ROOT)
 
     def see(self, what, value):
         self.seen.append((what, value))
@@ -80,7 +84,7 @@ class Scenario:
             "finished": st.finished_at > 0,
             "finished after started": st.finished_at >= st.started_at,
             "labels": dict(st.labels),
-            "log_path": st.log_path,
+            "log_path": os.path.relpath(st.log_path, self.logs),  # each run its own dir
         })
 
     def run(self):
@@ -97,7 +101,7 @@ class Scenario:
 
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="both", uid="both-uid", namespace="e2e"),
-            hostname="both", log_directory=harness.LOG_ROOT + "/e2e_both",
+            hostname="both", log_directory=self.logs,
             labels={"app": "both"}, annotations={"note": "kept as given"})
         sid = self.rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg),
                                     timeout=10).pod_sandbox_id
@@ -136,7 +140,7 @@ class Scenario:
                                self.wait_state(cids[name], pb.CONTAINER_EXITED), image_id)
         # Stopped only once its trap is set: on a busy machine the shell may not have run it
         # when the container is first seen running (its log says when).
-        log = os.path.join(harness.LOG_ROOT, "e2e_both", "stubborn.log")
+        log = os.path.join(self.logs, "stubborn.log")
         harness.wait_for("stubborn's trap", lambda: os.path.exists(log) and
                          " ready" in open(log).read(), timeout=60, interval=0.1)
         for name, timeout in (("term", 10), ("stubborn", 1)):

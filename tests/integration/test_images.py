@@ -214,6 +214,27 @@ class ImagesTest(unittest.TestCase):
         self.assertEqual(st.id, pid)
         self.assertEqual(list(st.repo_tags), ["registry.k8s.io/pause:3.9"])
 
+    def test_removed_tag_stays_gone(self):
+        """A tag belongs to one image: once the image holding it is removed, ImageStatus of
+        the tag answers nothing, though rkt keeps an older image of that name."""
+        old = self.env.fetch("docker://busybox")  # by hand, behind rktlet's back
+        bid = self.pull("busybox")
+        self.assertNotEqual(bid, old)
+        self.assertEqual(self.status("busybox").image.id, bid)
+        self.remove(bid)
+        self.assertFalse(self.status("busybox").HasField("image"))
+        # The older image is still there, untagged; and so after a restart.
+        self.assertEqual([(i.id, list(i.repo_tags)) for i in self.list()], [(old, [])])
+        self.assertEqual(self.env.daemon.stop(), 0, self.env.daemon.log())
+        self.env.daemon.start()
+        ch = self.env.daemon.channel()
+        self.addCleanup(ch.close)
+        self.img = pbg.ImageServiceStub(ch)
+        self.assertFalse(self.status("busybox").HasField("image"))
+        # A pull gives the tag a holder again.
+        again = self.pull("busybox")
+        self.assertEqual(self.status("busybox").image.id, again)
+
     def test_image_in_use_and_container_image_id(self):
         bid = self.pull("busybox")
         cfg = pb.PodSandboxConfig(
@@ -240,8 +261,10 @@ class ImagesTest(unittest.TestCase):
         c = self.rs.ListContainers(pb.ListContainersRequest(), timeout=10).containers[0]
         self.assertEqual(c.image_ref, bid)
 
-        # rkt would remove it from under the pod: refused while the container exists.
-        details = self.assert_code(grpc.StatusCode.UNAVAILABLE, self.remove, "busybox")
+        # rkt would remove it from under the pod: refused while the container exists, for
+        # good (FAILED_PRECONDITION: a client must not retry it as if the runtime were busy),
+        # naming the container.
+        details = self.assert_code(grpc.StatusCode.FAILED_PRECONDITION, self.remove, "busybox")
         self.assertIn("in use by container " + cid, details)
         self.assertEqual(self.status(bid).image.id, bid)
 

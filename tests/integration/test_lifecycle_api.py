@@ -26,13 +26,18 @@ ANNOTATIONS = {"kubernetes.io/config.seen": "2026-11-21T07:00:00.000000000Z",
                "note": "naïve — “quoted”\nmulti-line\ttabbed", "blank": ""}
 
 
+# The pods' log directories, below one of each test's own: a daemon writes only into log
+# files it made, not into another test's daemon's.
+LOGS = harness.LOG_ROOT
+
+
 def pod_config(name="web", uid="uid-1", namespace="default", attempt=0, labels=None,
                annotations=None, log_directory=None, host_network=False):
     cfg = pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=name, uid=uid, namespace=namespace,
                                        attempt=attempt),
         hostname=name,
-        log_directory=log_directory or harness.LOG_ROOT + "/%s_%s_%s" % (namespace, name, uid),
+        log_directory=log_directory or LOGS + "/%s_%s_%s" % (namespace, name, uid),
         labels=LABELS if labels is None else labels,
         annotations=ANNOTATIONS if annotations is None else annotations)
     if host_network:
@@ -69,6 +74,8 @@ class LifecycleApiTest(unittest.TestCase):
         subprocess.run(["rm", "-rf", cls.tmp])
 
     def setUp(self):
+        global LOGS
+        LOGS = tempfile.mkdtemp(prefix="logs-", dir=harness.LOG_ROOT)
         self.d = self.start_daemon(harness.workdir(self))
         self.rs = self.connect(self.d)
 
@@ -276,7 +283,7 @@ class LifecycleApiTest(unittest.TestCase):
         self.assertEqual(len(self.pods()), 16)
 
     def test_container_lifecycle(self):
-        pod = self.run_pod(log_directory=harness.LOG_ROOT + "/ns_web_u")
+        pod = self.run_pod(log_directory=LOGS + "/ns_web_u")
         labels = {"io.kubernetes.container.name": "app", "ünïcode": "✓", "e": ""}
         annotations = {"io.kubernetes.container.restartCount": "2", "x": ""}
         before = time.time_ns()
@@ -292,7 +299,7 @@ class LifecycleApiTest(unittest.TestCase):
         self.assertEqual(st.image.image, "busybox")
         self.assertEqual(st.image_ref, "busybox")
         self.assertEqual(st.image_id, "busybox")
-        self.assertEqual(st.log_path, harness.LOG_ROOT + "/ns_web_u/app/2.log")
+        self.assertEqual(st.log_path, LOGS + "/ns_web_u/app/2.log")
         self.assertEqual(dict(st.labels), labels)
         self.assertEqual(dict(st.annotations), annotations)
         c = self.ctrs()

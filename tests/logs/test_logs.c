@@ -30,7 +30,7 @@
 
 typedef struct fixture {
         char dir[64];
-        char *src, *progress, *logdir, *log;
+        char *src, *progress, *logdir, *log, *state;
         rkl_logs *logs;
         rkl_log_target t;
 } fixture;
@@ -42,6 +42,7 @@ static int setup(void **state)
         assert_non_null(mkdtemp(f->dir));
         _cleanup_free_ char *pod = rkl_xasprintf("%s/state/pods/p1/logs", f->dir);
         assert_int_equal(rkl_mkdir_p(pod, 0755), 0);
+        f->state = rkl_xasprintf("%s/state", f->dir);
         f->src = rkl_xasprintf("%s/app.log", pod);
         f->progress = rkl_xasprintf("%s/app.progress", pod);
         f->logdir = rkl_xasprintf("%s/pods/ns_name_uid", f->dir);
@@ -63,6 +64,7 @@ static int teardown(void **state)
         rkl_logs_free(f->logs);
         (void)rkl_rm_rf_at(AT_FDCWD, f->dir);
         free(f->src);
+        free(f->state);
         free(f->progress);
         free(f->logdir);
         free(f->log);
@@ -73,7 +75,7 @@ static int teardown(void **state)
 static void start(fixture *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        assert_int_equal(rkl_logs_new(&f->logs, &err), 0);
+        assert_int_equal(rkl_logs_new(RKL_STRV(f->state), &f->logs, &err), 0);
         rkl_logs_sync(f->logs, &f->t, 1);
 }
 
@@ -173,15 +175,16 @@ static void wait_content(const char *path, const char *want)
 }
 
 typedef struct progress {
-        uint64_t src_off, dst_ino, dst_size, punched;
+        uint64_t src_off, dst_dev, dst_ino, dst_size, punched;
         int done;
 } progress;
 
 static bool progress_read(const char *path, progress *p)
 {
         _cleanup_free_ char *s = slurp(path, NULL);
-        return s && sscanf(s, "1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d", &p->src_off,
-                           &p->dst_ino, &p->dst_size, &p->punched, &p->done) == 5;
+        return s && sscanf(s, "2 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d",
+                           &p->src_off, &p->dst_dev, &p->dst_ino, &p->dst_size, &p->punched,
+                           &p->done) == 6;
 }
 
 /* Polls until the progress file says the whole source is in the CRI file (and, with done,
@@ -406,7 +409,7 @@ static void test_reopen_unknown(void **state)
          * never a crash, and the next sync decides. */
         fixture *f = *state;
         rkl_error err = RKL_ERROR_INIT;
-        assert_int_equal(rkl_logs_new(&f->logs, &err), 0);
+        assert_int_equal(rkl_logs_new(RKL_STRV(f->state), &f->logs, &err), 0);
         int r = rkl_logs_reopen(f->logs, &f->t, &err);
         assert_true(r == 0 || r == -ENOENT);
         rkl_logs_sync(f->logs, &f->t, 1);
@@ -618,6 +621,12 @@ static void test_log_directory_check(void **state)
         assert_dir_refused(st_link, forbidden);
         _cleanup_free_ char *st_sub = rkl_xasprintf("%s/state-link/pods", f->dir);
         assert_dir_refused(st_sub, forbidden);
+        /* A symlink to / is / (issue 27, item 2): refused as / itself is. */
+        _cleanup_free_ char *root_link = rkl_xasprintf("%s/root-link", f->dir);
+        assert_int_equal(symlink("/", root_link), 0);
+        assert_dir_refused(root_link, forbidden);
+        _cleanup_free_ char *root_slash = rkl_xasprintf("%s/root-link/", f->dir);
+        assert_dir_refused(root_slash, forbidden);
         /* A daemon directory not made yet, named through a symlink. */
         _cleanup_free_ char *real = rkl_xasprintf("%s/real", f->dir);
         assert_int_equal(rkl_mkdir_p(real, 0755), 0);
@@ -640,20 +649,20 @@ static void test_log_directory_check(void **state)
         assert_dir_accepted("/var/log/pods/x", NULL);
 }
 
-static void assert_path_refused(const char *dir, const char *path)
+static void assert_path_refused(const char *dir, const char *path, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_path_check(dir, path, &err);
+        int r = rkl_log_path_check(dir, path, forbidden, &err);
         if (r != -EINVAL)
                 print_error("log_path '%s': %d, expected -EINVAL\n", path, r);
         assert_int_equal(r, -EINVAL);
         assert_true(err.msg[0] != 0);
 }
 
-static void assert_path_accepted(const char *dir, const char *path)
+static void assert_path_accepted(const char *dir, const char *path, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_path_check(dir, path, &err);
+        int r = rkl_log_path_check(dir, path, forbidden, &err);
         if (r != 0)
                 print_error("log_path '%s': %s\n", path, err.msg);
         assert_int_equal(r, 0);
@@ -662,50 +671,72 @@ static void assert_path_accepted(const char *dir, const char *path)
 static void test_log_path_check(void **state)
 {
         fixture *f = *state;
+        char *const *none = NULL;
         _cleanup_free_ char *c = rkl_xasprintf("%s/c", f->logdir);
         assert_int_equal(rkl_mkdir_p(c, 0755), 0);
         _cleanup_free_ char *outside = rkl_xasprintf("%s/outside", f->dir);
         assert_int_equal(rkl_mkdir_p(outside, 0755), 0);
 
-        assert_path_refused(f->logdir, "/var/log/x.log");
-        assert_path_refused(f->logdir, "../x.log");
-        assert_path_refused(f->logdir, "c/../../x.log");
-        assert_path_refused(f->logdir, "c/..");
-        assert_path_refused(f->logdir, "./x.log");
-        assert_path_refused(f->logdir, "c/./x.log");
-        assert_path_refused(f->logdir, "a//b");
-        assert_path_refused(f->logdir, ".");
+        assert_path_refused(f->logdir, "/var/log/x.log", none);
+        assert_path_refused(f->logdir, "../x.log", none);
+        assert_path_refused(f->logdir, "c/../../x.log", none);
+        assert_path_refused(f->logdir, "c/..", none);
+        assert_path_refused(f->logdir, "./x.log", none);
+        assert_path_refused(f->logdir, "c/./x.log", none);
+        assert_path_refused(f->logdir, "a//b", none);
+        assert_path_refused(f->logdir, ".", none);
         /* Without a directory on disk, the same words are refused. */
-        assert_path_refused("", "../x.log");
-        assert_path_refused(NULL, "/x.log");
+        assert_path_refused("", "../x.log", none);
+        assert_path_refused(NULL, "/x.log", none);
 
-        /* Through a symlink leading out: absolute, relative, and further down. */
+        /* Through a symlink leading out: absolute, relative, and further down; and one that
+         * stays inside, since what it points to can change after the check. */
         _cleanup_free_ char *out = rkl_xasprintf("%s/out", f->logdir);
         assert_int_equal(symlink(outside, out), 0);
-        assert_path_refused(f->logdir, "out/x.log");
-        assert_path_refused(f->logdir, "out/new/x.log");
+        assert_path_refused(f->logdir, "out/x.log", none);
+        assert_path_refused(f->logdir, "out/new/x.log", none);
         _cleanup_free_ char *up = rkl_xasprintf("%s/c/up", f->logdir);
         assert_int_equal(symlink("../..", up), 0);
-        assert_path_refused(f->logdir, "c/up/x.log");
+        assert_path_refused(f->logdir, "c/up/x.log", none);
         _cleanup_free_ char *file_link = rkl_xasprintf("%s/c/link.log", f->logdir);
         _cleanup_free_ char *target = rkl_xasprintf("%s/f.log", outside);
         assert_int_equal(symlink(target, file_link), 0);
-        assert_path_refused(f->logdir, "c/link.log");
-
-        /* Normal ones, existing or not, and a symlink that stays inside. */
-        assert_path_accepted(f->logdir, "name.log");
-        assert_path_accepted(f->logdir, "c/0.log");
-        assert_path_accepted(f->logdir, "c/sub/dir/1.log");
-        assert_path_accepted(f->logdir, "new/0.log");
-        assert_path_accepted(f->logdir, "c/.hidden.log");
-        assert_path_accepted(f->logdir, "c/x..log");
+        assert_path_refused(f->logdir, "c/link.log", none);
         _cleanup_free_ char *in = rkl_xasprintf("%s/in", f->logdir);
         assert_int_equal(symlink("c", in), 0);
-        assert_path_accepted(f->logdir, "in/0.log");
-        assert_path_accepted("", "c/0.log");
+        assert_path_refused(f->logdir, "in/0.log", none);
+
+        /* The daemon's own directories below the log directory (issue 27, item 3): its
+         * database, a file not made yet, rkt's data; named through a symlink to the log
+         * directory too. */
+        _cleanup_free_ char *db = rkl_xasprintf("%s/rktlet.db", f->state);
+        append_str(db, "SQLite format 3");
+        _cleanup_free_ char *rkt = rkl_xasprintf("%s/rkt", f->dir);
+        char *const forbidden[] = {f->state, rkt, NULL};
+        assert_path_refused(f->dir, "state/rktlet.db", forbidden);
+        assert_path_refused(f->dir, "state/x.log", forbidden);
+        assert_path_refused(f->dir, "state", forbidden);
+        assert_path_refused(f->dir, "rkt/cas/x.log", forbidden);
+        _cleanup_free_ char *dir_link = rkl_xasprintf("%s/outside/dir-link", f->dir);
+        assert_int_equal(symlink(f->dir, dir_link), 0);
+        assert_path_refused(dir_link, "state/rktlet.db", forbidden);
+        assert_path_accepted(f->dir, "state-not/x.log", forbidden);
+        /* A directory whose resolution has moved into the daemon's since: refused too. */
+        _cleanup_free_ char *moved = rkl_xasprintf("%s/moved", f->dir);
+        assert_int_equal(symlink(f->state, moved), 0);
+        assert_path_refused(moved, "x.log", forbidden);
+
+        /* Normal ones, existing directories or not. */
+        assert_path_accepted(f->logdir, "name.log", forbidden);
+        assert_path_accepted(f->logdir, "c/0.log", forbidden);
+        assert_path_accepted(f->logdir, "c/sub/dir/1.log", forbidden);
+        assert_path_accepted(f->logdir, "new/0.log", forbidden);
+        assert_path_accepted(f->logdir, "c/.hidden.log", forbidden);
+        assert_path_accepted(f->logdir, "c/x..log", forbidden);
+        assert_path_accepted("", "c/0.log", forbidden);
         _cleanup_free_ char *missing = rkl_xasprintf("%s/missing", f->dir);
-        assert_path_accepted(missing, "c/0.log");
-        assert_path_accepted(f->logdir, "");
+        assert_path_accepted(missing, "c/0.log", forbidden);
+        assert_path_accepted(f->logdir, "", forbidden);
 }
 
 static void assert_nothing_in(const char *dir)
@@ -717,17 +748,41 @@ static void assert_nothing_in(const char *dir)
                 assert_true(streq(de->d_name, ".") || streq(de->d_name, ".."));
 }
 
+static int recorded(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+{
+        *(rkl_log_file_id *)userdata = lf->id;
+        return 0;
+}
+
+static int not_recorded(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+{
+        return rkl_error_set(reterr, -EIO, "no record");
+}
+
+static int file_open(const char *dir, const char *path, char *const *forbidden,
+                     rkl_log_file_id *ours, int *ret_fd, rkl_error *err)
+{
+        rkl_log_file lf;
+        int r = rkl_log_file_open(dir, path, forbidden, ours, recorded, ours, &lf, err);
+        if (r >= 0)
+                *ret_fd = lf.fd;
+        return r;
+}
+
 static void test_file_open(void **state)
 {
         fixture *f = *state;
         rkl_error err = RKL_ERROR_INIT;
+        char *const forbidden[] = {f->state, NULL};
+        rkl_log_file_id id = {0}, none = {0};
         int fd = -1;
 
-        /* Made with its parents, 0640, whatever the umask. */
+        /* Made with its parents, 0640, whatever the umask, and recorded. */
         mode_t old = umask(0);
-        assert_int_equal(rkl_log_file_open(f->logdir, "c/d/0.log", &fd, &err), 0);
+        assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &id, &fd, &err), 0);
         umask(old);
         assert_true(fd >= 0);
+        assert_true(id.ino != 0);
         assert_int_equal(write(fd, "x\n", 2), 2);
         close(fd);
         _cleanup_free_ char *made = rkl_xasprintf("%s/c/d/0.log", f->logdir);
@@ -736,39 +791,140 @@ static void test_file_open(void **state)
         _cleanup_free_ char *d = rkl_xasprintf("%s/c/d", f->logdir);
         assert_int_equal(stat(d, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0755);
-        /* Again: appended to. */
-        assert_int_equal(rkl_log_file_open(f->logdir, "c/d/0.log", &fd, &err), 0);
+        /* Again, as the file rktlet made: appended to. */
+        assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &id, &fd, &err), 0);
         assert_int_equal(write(fd, "y\n", 2), 2);
         close(fd);
         _cleanup_free_ char *s = slurp(made, NULL);
         assert_string_equal(s, "x\ny\n");
+        /* Without the record, or with another's, it is someone else's: not written. */
+        assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &none, &fd, &err), -EEXIST);
+        rkl_log_file_id other = {id.dev, id.ino + 1};
+        assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &other, &fd, &err), -EEXIST);
+        _cleanup_free_ char *s2 = slurp(made, NULL);
+        assert_string_equal(s2, "x\ny\n");
+        /* A record without a device (an older rktlet's): the inode. */
+        rkl_log_file_id legacy = {0, id.ino};
+        assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &legacy, &fd, &err), 0);
+        close(fd);
 
-        assert_int_equal(rkl_log_file_open(f->logdir, "", &fd, &err), -EINVAL);
-        assert_int_equal(rkl_log_file_open("", "c/0.log", &fd, &err), -EINVAL);
+        /* A file made whose record fails is not left behind. */
+        rkl_log_file lf;
+        assert_int_equal(rkl_log_file_open(f->logdir, "c/d/1.log", forbidden, &none, not_recorded,
+                                           NULL, &lf, &err),
+                         -EIO);
+        _cleanup_free_ char *unrecorded = rkl_xasprintf("%s/c/d/1.log", f->logdir);
+        assert_int_equal(access(unrecorded, F_OK), -1);
+
+        /* A FIFO is not a log file, and is not waited on. */
+        _cleanup_free_ char *fifo = rkl_xasprintf("%s/c/fifo.log", f->logdir);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        struct stat fst;
+        assert_int_equal(stat(fifo, &fst), 0);
+        rkl_log_file_id fifo_id = {fst.st_dev, fst.st_ino};
+        assert_int_equal(file_open(f->logdir, "c/fifo.log", forbidden, &fifo_id, &fd, &err),
+                         -EEXIST);
+
+        assert_int_equal(file_open(f->logdir, "", forbidden, &none, &fd, &err), -EINVAL);
+        assert_int_equal(file_open("", "c/0.log", forbidden, &none, &fd, &err), -EINVAL);
 
         /* Checked, then a component swapped for a symlink out of it: refused at the open. */
         _cleanup_free_ char *outside = rkl_xasprintf("%s/outside", f->dir);
         assert_int_equal(rkl_mkdir_p(outside, 0755), 0);
         _cleanup_free_ char *s_dir = rkl_xasprintf("%s/s", f->logdir);
         assert_int_equal(rkl_mkdir_p(s_dir, 0755), 0);
-        assert_int_equal(rkl_log_path_check(f->logdir, "s/0.log", &err), 0);
+        assert_int_equal(rkl_log_path_check(f->logdir, "s/0.log", forbidden, &err), 0);
         assert_int_equal(rmdir(s_dir), 0);
         assert_int_equal(symlink(outside, s_dir), 0);
         fd = -1;
-        assert_int_equal(rkl_log_file_open(f->logdir, "s/0.log", &fd, &err), -EXDEV);
+        assert_int_equal(file_open(f->logdir, "s/0.log", forbidden, &none, &fd, &err), -EXDEV);
         assert_int_equal(fd, -1);
-        assert_int_equal(rkl_log_file_open(f->logdir, "s/new/0.log", &fd, &err), -EXDEV);
+        assert_int_equal(file_open(f->logdir, "s/new/0.log", forbidden, &none, &fd, &err), -EXDEV);
         assert_nothing_in(outside);
 
         /* A relative symlink up and out, and the file itself a symlink. */
         _cleanup_free_ char *up = rkl_xasprintf("%s/c/up", f->logdir);
         assert_int_equal(symlink("../../../outside", up), 0);
-        assert_int_equal(rkl_log_file_open(f->logdir, "c/up/0.log", &fd, &err), -EXDEV);
+        assert_int_equal(file_open(f->logdir, "c/up/0.log", forbidden, &none, &fd, &err), -EXDEV);
         _cleanup_free_ char *file_link = rkl_xasprintf("%s/c/1.log", f->logdir);
         _cleanup_free_ char *target = rkl_xasprintf("%s/1.log", outside);
         assert_int_equal(symlink(target, file_link), 0);
-        assert_int_equal(rkl_log_file_open(f->logdir, "c/1.log", &fd, &err), -EXDEV);
+        assert_int_equal(file_open(f->logdir, "c/1.log", forbidden, &none, &fd, &err), -EXDEV);
         assert_nothing_in(outside);
+
+        /* The log directory itself checked, then swapped for a symlink into the daemon's own
+         * directory (issue 27, items 2 and 3): judged again as it resolves at the open. */
+        _cleanup_free_ char *swapped = rkl_xasprintf("%s/swapped", f->dir);
+        assert_int_equal(rkl_mkdir_p(swapped, 0755), 0);
+        assert_int_equal(rkl_log_directory_check(swapped, forbidden, &err), 0);
+        assert_int_equal(rmdir(swapped), 0);
+        assert_int_equal(symlink(f->state, swapped), 0);
+        assert_int_equal(file_open(swapped, "x.log", forbidden, &none, &fd, &err), -EXDEV);
+        _cleanup_free_ char *in_state = rkl_xasprintf("%s/x.log", f->state);
+        assert_int_equal(access(in_state, F_OK), -1);
+        /* Its parent, holding the daemon's directory: the file's whole path is judged. */
+        assert_int_equal(file_open(f->dir, "state/y.log", forbidden, &none, &fd, &err), -EXDEV);
+        _cleanup_free_ char *in_state2 = rkl_xasprintf("%s/y.log", f->state);
+        assert_int_equal(access(in_state2, F_OK), -1);
+}
+
+/* StartContainer's file: made and recorded in the progress file, so that the follower
+ * appends to it, after a restart too; a file rktlet did not make is refused. */
+static void test_file_make(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char *const forbidden[] = {f->state, NULL};
+
+        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), 0);
+        assert_mode_0640(f->log);
+        progress p = {0};
+        assert_true(progress_read(f->progress, &p));
+        struct stat st;
+        assert_int_equal(stat(f->log, &st), 0);
+        assert_int_equal(p.dst_ino, (uint64_t)st.st_ino);
+        assert_int_equal(p.dst_dev, (uint64_t)st.st_dev);
+        /* Again (a repeated StartContainer): the same file. */
+        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), 0);
+
+        append_lines(f->src, 0, 2);
+        start(f);
+        _cleanup_free_ char *a = expected(0, 2, NULL);
+        wait_content(f->log, a);
+        stop(f);
+        append_lines(f->src, 2, 3);
+        start(f);
+        _cleanup_free_ char *b = expected(0, 3, NULL);
+        wait_content(f->log, b);
+        stop(f);
+
+        /* Someone else's file at another container's path: refused, untouched. */
+        f->t.log_path = "c/other.log";
+        f->t.progress = f->src; /* any other progress: this one has no record of it */
+        _cleanup_free_ char *other = rkl_xasprintf("%s/c/other.log", f->logdir);
+        append_str(other, "someone's\n");
+        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), -EEXIST);
+        _cleanup_free_ char *o = slurp(other, NULL);
+        assert_string_equal(o, "someone's\n");
+}
+
+/* A file of someone else's where the log goes, at the follower's first open: nothing is
+ * written into it; once it is gone, the log is made and has everything. */
+static void test_foreign_file(void **state)
+{
+        fixture *f = *state;
+        _cleanup_free_ char *c = rkl_xasprintf("%s/c", f->logdir);
+        assert_int_equal(rkl_mkdir_p(c, 0755), 0);
+        append_str(f->log, "someone's\n");
+        append_lines(f->src, 0, 2);
+        start(f);
+        /* Given the follower's tick to try, twice. */
+        (void)nanosleep(&(struct timespec){.tv_sec = 2, .tv_nsec = 500 * 1000 * 1000}, NULL);
+        _cleanup_free_ char *s = slurp(f->log, NULL);
+        assert_string_equal(s, "someone's\n");
+        assert_int_equal(unlink(f->log), 0);
+        _cleanup_free_ char *a = expected(0, 2, NULL);
+        wait_content(f->log, a);
 }
 
 static void test_paths(void **state)
@@ -797,6 +953,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_path_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_file_open, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_file_make, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_foreign_file, setup, teardown),
             cmocka_unit_test(test_paths),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
