@@ -297,6 +297,8 @@ int rkl_cni_result_ips(const char *result, char ***ret, rkl_error *reterr)
                             rkl_json_get_string(ip, "address", 128, &a, NULL) < 0 || isempty(a))
                                 continue;
                         _cleanup_free_ char *addr = rkl_xstrndup(a, strcspn(a, "/"));
+                        if (!*addr)
+                                continue; /* "/24": no address */
                         rkl_strv_push(strchr(addr, ':') ? &v6 : &v4, addr);
                 }
         }
