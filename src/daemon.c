@@ -291,6 +291,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         /* Before the API server: Exec's URLs name its address. */
         rkl_stream_config sc = {
             .address = cfg->stream_address,
+            .netns = cfg->stream_netns,
             .token_ttl_usec = cfg->stream_token_ttl_usec,
         };
         r = rkl_stream_server_new(&sc, &d->stream, reterr);

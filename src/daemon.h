@@ -32,6 +32,7 @@ typedef struct rkl_daemon_config {
         char *const *registry_mirrors;       /* "HOST=URL" entries, tried in order before HOST */
         const char *metrics_address;         /* "IPV4:PORT" for /metrics; NULL: none */
         const char *stream_address;          /* "IPV4:PORT" of the streaming server */
+        const char *stream_netns;            /* the namespace it listens in; NULL: ours */
         uint64_t stream_token_ttl_usec;      /* 0: the stream module's default (60 s) */
 } rkl_daemon_config;
 

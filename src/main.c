@@ -59,6 +59,7 @@ static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
 static char **arg_registry_mirrors;
 static char *arg_metrics_address;
 static char *arg_stream_address;
+static char *arg_stream_netns;
 static uint64_t arg_stream_token_ttl_usec; /* 0: the stream module's default */
 
 static void help(void)
@@ -102,6 +103,8 @@ static void help(void)
                "  --metrics-address IPV4:PORT\n"
                "                          serve Prometheus metrics at http://IPV4:PORT/metrics,\n"
                "                          e.g. 127.0.0.1:9101 (default: off)\n"
+               "  --stream-netns PATH     listen for streams in that network namespace instead\n"
+               "                          of the daemon's own (e.g. /proc/PID/ns/net)\n"
                "  --stream-address IPV4:PORT\n"
                "                          serve Exec, Attach and PortForward streams there\n"
                "                          (default 127.0.0.1:0: a free port on loopback)\n"
@@ -167,6 +170,7 @@ enum {
         ARG_REGISTRY_MIRROR,
         ARG_METRICS_ADDRESS,
         ARG_STREAM_ADDRESS,
+        ARG_STREAM_NETNS,
         ARG_STREAM_TOKEN_TTL,
         ARG_LOG_LEVEL,
         ARG_CONFIG,
@@ -203,6 +207,7 @@ static const option_def option_defs[] = {
     {"registry-mirror", required_argument, ARG_REGISTRY_MIRROR, true},
     {"metrics-address", required_argument, ARG_METRICS_ADDRESS, true},
     {"stream-address", required_argument, ARG_STREAM_ADDRESS, true},
+    {"stream-netns", required_argument, ARG_STREAM_NETNS, true},
     /* Hidden, for tests: how long a streaming URL stays good, in seconds. */
     {"stream-token-ttl", required_argument, ARG_STREAM_TOKEN_TTL, false},
     {"log-level", required_argument, ARG_LOG_LEVEL, true},
@@ -348,6 +353,10 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 if (r < 0)
                         return r;
                 arg_metrics_address = rkl_xstrdup(value);
+                break;
+        case ARG_STREAM_NETNS:
+                free(arg_stream_netns);
+                arg_stream_netns = isempty(value) ? NULL : absolute(value);
                 break;
         case ARG_STREAM_ADDRESS:
                 r = rkl_stream_address_check(value, reterr);
@@ -500,6 +509,7 @@ static void args_free(void)
         rkl_strv_free(arg_registry_mirrors);
         free(arg_metrics_address);
         free(arg_stream_address);
+        free(arg_stream_netns);
 }
 
 static int run(void)
@@ -560,6 +570,7 @@ static int run(void)
             .listen_fd = listen_fd,
             .metrics_address = arg_metrics_address,
             .stream_address = arg_stream_address ? arg_stream_address : "127.0.0.1:0",
+            .stream_netns = arg_stream_netns,
             .stream_token_ttl_usec = arg_stream_token_ttl_usec,
             .state_dir = arg_state_dir,
             .sync_full = arg_sync_full,

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -249,6 +250,55 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return handle(cls, conn, url);
 }
 
+typedef struct listen_args {
+        const char *netns;
+        struct sockaddr_in sa;
+        int fd; /* the socket, or -errno */
+        const char *step;
+} listen_args;
+
+/* On a thread of its own: setns() moves only the calling thread, and a socket stays in the
+ * namespace it was made in. */
+static void *listen_in_netns(void *userdata)
+{
+        listen_args *a = userdata;
+        _cleanup_close_ int ns = open(a->netns, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = -EBADF;
+        int one = 1;
+        a->fd = -EIO;
+        if (ns < 0) {
+                a->fd = -errno, a->step = "open";
+        } else if (setns(ns, CLONE_NEWNET) < 0) {
+                a->fd = -errno, a->step = "setns";
+        } else if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+                a->fd = -errno, a->step = "socket";
+        } else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+                   bind(fd, (struct sockaddr *)&a->sa, sizeof(a->sa)) < 0) {
+                a->fd = -errno, a->step = "bind";
+        } else if (listen(fd, 64) < 0) {
+                a->fd = -errno, a->step = "listen";
+        } else {
+                a->fd = TAKE_FD(fd);
+        }
+        return NULL;
+}
+
+static int listen_socket(const char *netns, const struct sockaddr_in *sa, rkl_error *reterr)
+{
+        listen_args a = {.netns = netns, .sa = *sa};
+        pthread_t t;
+        int k = pthread_create(&t, NULL, listen_in_netns, &a);
+        if (k != 0)
+                return rkl_error_set(reterr, -k, "cannot start a thread: %s", strerror(k));
+        pthread_join(t, NULL);
+        if (a.fd < 0)
+                return rkl_error_set(reterr, a.fd,
+                                     "cannot listen in the network namespace '%s' "
+                                     "(%s): %s",
+                                     netns, a.step, strerror(-a.fd));
+        return a.fd;
+}
+
 int rkl_stream_server_new(const rkl_stream_config *c, rkl_stream_server **ret, rkl_error *reterr)
 {
         struct sockaddr_in sa;
@@ -274,11 +324,25 @@ int rkl_stream_server_new(const rkl_stream_config *c, rkl_stream_server **ret, r
                 rkl_stream_server_free(s);
                 return r;
         }
-        s->mhd = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
-            on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * s->max_sessions), MHD_OPTION_END);
+        int listen_fd = -1;
+        if (c->netns && (listen_fd = listen_socket(c->netns, &sa, reterr)) < 0) {
+                rkl_stream_server_free(s);
+                return listen_fd;
+        }
+        /* libmicrohttpd takes a given socket over (and closes it) once it started. */
+        const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_UPGRADE;
+        if (listen_fd >= 0)
+                s->mhd = MHD_start_daemon(
+                    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,
+                    (MHD_socket)listen_fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * s->max_sessions), MHD_OPTION_END);
+        else
+                s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                                          &sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                          MHD_OPTION_CONNECTION_LIMIT,
+                                          (unsigned)(2 * s->max_sessions), MHD_OPTION_END);
         if (!s->mhd) {
+                safe_close(listen_fd);
                 r = errno ? -errno : -EADDRNOTAVAIL;
                 rkl_error_set(reterr, r, "cannot serve streams on '%s': %s", c->address,
                               strerror(-r));

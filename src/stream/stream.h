@@ -22,6 +22,9 @@ typedef struct rkl_stream_config {
         unsigned max_sessions;      /* connections at once; 0: 64 */
         uint64_t idle_timeout_usec; /* a session with no traffic ends; 0: 4 h (kubelet's) */
         const char *exec_helper;    /* the rktlet binary; NULL: /proc/self/exe */
+        /* A network namespace (its path) to listen in instead of the daemon's: for a daemon
+         * in a namespace of its own whose clients are elsewhere. NULL: the daemon's. */
+        const char *netns;
 } rkl_stream_config;
 
 typedef struct rkl_stream_server rkl_stream_server;

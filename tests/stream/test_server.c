@@ -8,7 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -118,10 +123,73 @@ static void test_server(void **state)
         free(u3);
 }
 
+/* A connection to the server's port from this thread's network namespace: 0, or -errno. */
+static int dial(const rkl_stream_server *s)
+{
+        unsigned port;
+        assert_int_equal(sscanf(rkl_stream_server_address(s), "127.0.0.1:%u", &port), 1);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+/* --stream-netns: the daemon stays where it is, its streams are served in another namespace
+ * (the throwaway node's daemon lives in its host's namespace; crictl runs on the machine). */
+static void test_server_in_other_netns(void **state)
+{
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t holder = fork();
+        assert_true(holder >= 0);
+        if (holder == 0) {
+                char c = 0;
+                if (unshare(CLONE_NEWNET) < 0 || system("ip link set lo up") != 0)
+                        _exit(1);
+                (void)!write(p[1], &c, 1);
+                pause();
+                _exit(0);
+        }
+        close(p[1]);
+        char c;
+        if (read(p[0], &c, 1) != 1) {
+                waitpid(holder, NULL, 0);
+                close(p[0]);
+                skip(); /* no privilege for a network namespace here */
+        }
+        close(p[0]);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)holder);
+
+        rkl_stream_server *s = NULL;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_stream_config cfg = {.address = "127.0.0.1:0", .netns = path};
+        assert_int_equal(rkl_stream_server_new(&cfg, &s, &err), 0);
+        /* Not here; there. */
+        assert_int_equal(dial(s), -ECONNREFUSED);
+        int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        int other = open(path, O_RDONLY | O_CLOEXEC);
+        assert_int_equal(setns(other, CLONE_NEWNET), 0);
+        assert_int_equal(dial(s), 0);
+        assert_int_equal(setns(self, CLONE_NEWNET), 0);
+        close(self);
+        close(other);
+        rkl_stream_server_free(s);
+
+        cfg.netns = "/nonexistent/ns";
+        assert_int_equal(rkl_stream_server_new(&cfg, &s, &err), -ENOENT);
+        assert_non_null(strstr(err.msg, "/nonexistent/ns"));
+        kill(holder, SIGKILL);
+        waitpid(holder, NULL, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_server),
+            cmocka_unit_test(test_server_in_other_netns),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
