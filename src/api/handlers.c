@@ -68,6 +68,8 @@ THUNK(rkl_api_list_pod_sandbox_stats, Runtime__V1__ListPodSandboxStatsRequest,
       Runtime__V1__ListPodSandboxStatsResponse)
 THUNK(rkl_api_update_container_resources, Runtime__V1__UpdateContainerResourcesRequest,
       Runtime__V1__UpdateContainerResourcesResponse)
+THUNK(rkl_api_update_pod_sandbox_resources, Runtime__V1__UpdatePodSandboxResourcesRequest,
+      Runtime__V1__UpdatePodSandboxResourcesResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -96,6 +98,7 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "PodSandboxStats", rkl_api_pod_sandbox_stats_thunk},
     {"RuntimeService", "ListPodSandboxStats", rkl_api_list_pod_sandbox_stats_thunk},
     {"RuntimeService", "UpdateContainerResources", rkl_api_update_container_resources_thunk},
+    {"RuntimeService", "UpdatePodSandboxResources", rkl_api_update_pod_sandbox_resources_thunk},
     {"RuntimeService", "ExecSync", rkl_api_exec_sync_thunk},
     {"RuntimeService", "Exec", rkl_api_exec_thunk},
     {"RuntimeService", "Attach", rkl_api_attach_thunk},

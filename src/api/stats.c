@@ -339,6 +339,39 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
                                        "sandboxes", &last_warned, reterr);
 }
 
+/* kubelet has resized the pod's own cgroup parent already (in-place resize); the pod's cgroup
+ * is rktlet's unit, held to these limits too, so that a pod is never above what kubelet
+ * granted it. overhead is what the runtime itself costs beside the containers: rktlet adds
+ * none, and checks it only. */
+int rkl_api_update_pod_sandbox_resources(rkl_api_ctx *ctx,
+                                         const Runtime__V1__UpdatePodSandboxResourcesRequest *req,
+                                         Runtime__V1__UpdatePodSandboxResourcesResponse *resp,
+                                         rkl_error *reterr)
+{
+        char id[RKL_ID_LEN + 1];
+        rkl_resources res = {0}, overhead;
+        int r = rkl_api_pod_resolve(ctx, "pod_sandbox_id", req->pod_sandbox_id, id, reterr);
+        if (r < 0)
+                return r;
+        if (req->overhead && (r = rkl_api_resources_from_pb(req->overhead, &overhead, reterr)) < 0)
+                return rkl_error_prefix(reterr, "overhead");
+        if (!req->resources)
+                return 0;
+        if ((r = rkl_api_resources_from_pb(req->resources, &res, reterr)) < 0)
+                return rkl_error_prefix(reterr, "resources");
+        if (res.cpuset_cpus)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "resources.cpuset_cpus: a pod's CPUs are its containers' "
+                                     "(UpdateContainerResources)");
+        r = rkl_store_pod_set_resources(ctx->store, id, &res, reterr);
+        if (r == -ENOENT)
+                return rkl_error_set(reterr, -ENOENT, "sandbox %s not found", id);
+        if (r < 0)
+                return r;
+        rkl_api_kick(ctx);
+        return 0;
+}
+
 int rkl_api_update_container_resources(rkl_api_ctx *ctx,
                                        const Runtime__V1__UpdateContainerResourcesRequest *req,
                                        Runtime__V1__UpdateContainerResourcesResponse *resp,

@@ -16,6 +16,10 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
                                    const Runtime__V1__ListPodSandboxStatsRequest *req,
                                    Runtime__V1__ListPodSandboxStatsResponse *resp,
                                    rkl_error *reterr);
+int rkl_api_update_pod_sandbox_resources(rkl_api_ctx *ctx,
+                                         const Runtime__V1__UpdatePodSandboxResourcesRequest *req,
+                                         Runtime__V1__UpdatePodSandboxResourcesResponse *resp,
+                                         rkl_error *reterr);
 int rkl_api_update_container_resources(rkl_api_ctx *ctx,
                                        const Runtime__V1__UpdateContainerResourcesRequest *req,
                                        Runtime__V1__UpdateContainerResourcesResponse *resp,

@@ -84,6 +84,8 @@ typedef struct rkl_pod_spec {
         bool host_network;
         bool privileged;
         char *runtime_handler;
+        /* The pod's own limits (UpdatePodSandboxResources), on the pod's cgroup; 0: unset. */
+        int64_t cpu_period, cpu_quota, cpu_shares, memory_limit;
 } rkl_pod_spec;
 
 void rkl_pod_spec_done(rkl_pod_spec *s);

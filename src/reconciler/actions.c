@@ -402,6 +402,8 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
 
         if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
                 rkl_cgroup_unit_remove(a->unit_name);
+        if (a->kind == ACT_POD_RM && a->result >= 0)
+                rkl_reconciler__pod_limits_forget(r, a->key);
         if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
                 /* The pod and its network are gone; its last statuses are in the store. */
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =

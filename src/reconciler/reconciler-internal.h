@@ -133,6 +133,7 @@ struct rkl_reconciler {
          * a crash the first start that fails sets it again, one attempt later. */
         rkl_hashmap *undo;
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
+        rkl_hashmap *pod_limits; /* sandbox ID -> the pod's own limits last applied (the same) */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
         rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
         rkl_reconciler_net *net; /* pod networking (network.c); NULL with rkt's own (--net) */
@@ -191,7 +192,12 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
 void rkl_reconciler__limits_forget(rkl_reconciler *r, const char *id);
 /* The app's own memory cgroup as last seen running (NULL: not seen since the start). */
 const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id);
+/* Both maps: the containers' and the pods'. */
 void rkl_reconciler__limits_free_all(rkl_reconciler *r);
+/* Puts a running sandbox's own limits (UpdatePodSandboxResources) on its unit, unless these
+ * very values were put there already since the start of the daemon. */
+void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *rec);
+void rkl_reconciler__pod_limits_forget(rkl_reconciler *r, const char *id);
 /* Hands the stats collector what runs now. */
 void rkl_reconciler__stats_refresh(rkl_reconciler *r);
 

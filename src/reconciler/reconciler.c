@@ -188,6 +188,7 @@ static void pass(rkl_reconciler *r)
                         continue;
 
                 rkl_reconciler__net_step_running(r, rec, p);
+                rkl_reconciler__pod_limits_sync(r, rec);
                 rkl_view_filter f = {.sandbox_id = rec->id};
                 rkl_container_view **containers;
                 size_t n;
@@ -468,6 +469,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->in_flight = rkl_hashmap_new();
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
+        r->pod_limits = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
         rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "cgroup.h"
+#include "unit.h"
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -104,6 +105,11 @@ const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id)
         return a ? a->memory_dir : NULL;
 }
 
+typedef struct pod_applied {
+        char id[RKL_ID_LEN + 1];
+        char *key;
+} pod_applied;
+
 void rkl_reconciler__limits_free_all(rkl_reconciler *r)
 {
         size_t i = 0;
@@ -111,6 +117,13 @@ void rkl_reconciler__limits_free_all(rkl_reconciler *r)
         while (rkl_hashmap_iterate(r->limits, &i, NULL, &v))
                 applied_free(v);
         rkl_hashmap_free(r->limits);
+        i = 0;
+        while (rkl_hashmap_iterate(r->pod_limits, &i, NULL, &v)) {
+                pod_applied *a = v;
+                free(a->key);
+                free(a);
+        }
+        rkl_hashmap_free(r->pod_limits);
 }
 
 void rkl_reconciler__stats_refresh(rkl_reconciler *r)
@@ -163,4 +176,51 @@ void rkl_reconciler__stats_refresh(rkl_reconciler *r)
 int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 {
         return rkl_cgroup_stats_dirs(supervisor, app, ret);
+}
+
+/* ---- The pod's own limits ---- */
+
+void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        const rkl_pod_spec *s = &rec->spec;
+        if (!s->cpu_shares && !s->cpu_quota && !s->memory_limit)
+                return; /* none asked for */
+        if (!r->bus || !rec->unit_name)
+                return;
+        _cleanup_free_ char *key =
+            rkl_xasprintf("%" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64, s->cpu_shares,
+                          s->cpu_period, s->cpu_quota, s->memory_limit);
+        const pod_applied *done = rkl_hashmap_get(r->pod_limits, rec->id);
+        if (done && streq(done->key, key))
+                return;
+        rkl_unit_limits l = {
+            .cpu_shares = s->cpu_shares > 0 ? (uint64_t)s->cpu_shares : 0,
+            .cpu_quota_usec = s->cpu_quota > 0 ? (uint64_t)s->cpu_quota : 0,
+            /* CFS's default period when none was given */
+            .cpu_period_usec = s->cpu_period > 0 ? (uint64_t)s->cpu_period : 100000,
+            .memory_bytes = s->memory_limit > 0 ? (uint64_t)s->memory_limit : 0,
+        };
+        rkl_error err = RKL_ERROR_INIT;
+        if (rkl_unit_set_limits(r->bus, rec->unit_name, &l, &err) < 0) {
+                /* Tried again at the next pass. */
+                rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: cannot set its limits: %s",
+                                       rec->id, err.msg);
+                return;
+        }
+        rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: limits set on %s: %s", rec->id,
+                            rec->unit_name, key);
+        rkl_reconciler__pod_limits_forget(r, rec->id);
+        pod_applied *a = rkl_xnew0(pod_applied, 1);
+        memcpy(a->id, rec->id, sizeof(a->id));
+        a->key = TAKE_PTR(key);
+        rkl_hashmap_put(r->pod_limits, a->id, a);
+}
+
+void rkl_reconciler__pod_limits_forget(rkl_reconciler *r, const char *id)
+{
+        pod_applied *a = rkl_hashmap_remove(r->pod_limits, id);
+        if (a) {
+                free(a->key);
+                free(a);
+        }
 }

@@ -314,6 +314,46 @@ int rkl_unit_stop(sd_bus *bus, const char *name, rkl_error *reterr)
         return 0;
 }
 
+static int append_u64(sd_bus_message *m, const char *name, uint64_t v)
+{
+        return sd_bus_message_append(m, "(sv)", name, "t", v);
+}
+
+int rkl_unit_set_limits(sd_bus *bus, const char *name, const rkl_unit_limits *l, rkl_error *reterr)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
+                                               "SetUnitProperties");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sb", name, 1);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        /* Shares only: systemd writes them as cpu.shares on v1 and turns them into a weight
+         * on v2, while a CPUWeight= beside them would win on v1 too, scaled. */
+        if (r >= 0 && l->cpu_shares)
+                r = append_u64(m, "CPUShares", l->cpu_shares);
+        if (r >= 0 && l->cpu_quota_usec && l->cpu_period_usec) {
+                r = append_u64(m, "CPUQuotaPeriodUSec", l->cpu_period_usec);
+                if (r >= 0)
+                        r = append_u64(m, "CPUQuotaPerSecUSec",
+                                       l->cpu_quota_usec * USEC_PER_SEC / l->cpu_period_usec);
+        }
+        if (r >= 0 && l->memory_bytes) {
+                r = append_u64(m, "MemoryLimit", l->memory_bytes);
+                if (r >= 0)
+                        r = append_u64(m, "MemoryMax", l->memory_bytes);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "cannot build SetUnitProperties: %s", strerror(-r));
+        r = sd_bus_call(bus, m, 0, &e, NULL);
+        if (r < 0)
+                return bus_error(reterr, is_no_such_unit(&e) ? -ENOENT : r, &e, name);
+        return 0;
+}
+
 int rkl_unit_kill(sd_bus *bus, const char *name, const char *who, int sig, rkl_error *reterr)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;

@@ -43,6 +43,17 @@ int rkl_unit_start(sd_bus *bus, const rkl_unit_spec *spec, uint64_t timeout_usec
 /* StopUnit in "replace" mode, without waiting for the job. -ENOENT when no such unit is
  * loaded (already stopped and collected). */
 int rkl_unit_stop(sd_bus *bus, const char *name, rkl_error *reterr);
+/* A unit's limits; 0 leaves one as it is. */
+typedef struct rkl_unit_limits {
+        uint64_t cpu_shares;     /* cgroup v1's shares (2 to 262144): CPUShares= */
+        uint64_t cpu_quota_usec; /* per period: CPUQuota= */
+        uint64_t cpu_period_usec;
+        uint64_t memory_bytes; /* MemoryLimit= (v1) and MemoryMax= (v2) */
+} rkl_unit_limits;
+
+/* SetUnitProperties (runtime): systemd writes them into whichever hierarchies its cgroup is
+ * in, and keeps them through its own reloads, which a write to cgroupfs would not survive. */
+int rkl_unit_set_limits(sd_bus *bus, const char *name, const rkl_unit_limits *l, rkl_error *reterr);
 /* Sends a signal to the unit's processes (who: "main" or "all"). */
 int rkl_unit_kill(sd_bus *bus, const char *name, const char *who, int sig, rkl_error *reterr);
 

@@ -73,6 +73,7 @@ typedef enum rkl_db__stmt_id {
         STMT_POD_SET_OBSERVED,
         STMT_POD_SET_RKT_UUID,
         STMT_POD_SET_UNIT_NAME,
+        STMT_POD_SET_RESOURCES,
         STMT_POD_RECORD_ERROR,
         STMT_POD_CLEAR_ERROR,
         STMT_POD_DELETE,

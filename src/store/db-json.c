@@ -139,6 +139,10 @@ char *rkl_db__pod_config_to_json(const rkl_pod_spec *spec)
         put_bool(o, "host_network", spec->host_network);
         put_bool(o, "privileged", spec->privileged);
         put_str(o, "runtime_handler", spec->runtime_handler);
+        put_int(o, "cpu_period", spec->cpu_period);
+        put_int(o, "cpu_quota", spec->cpu_quota);
+        put_int(o, "cpu_shares", spec->cpu_shares);
+        put_int(o, "memory_limit", spec->memory_limit);
         return to_string(o);
 }
 
@@ -379,7 +383,11 @@ int rkl_db__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error
             (r = get_map(o, "sysctls", &spec->sysctls, reterr)) < 0 ||
             (r = get_bool(o, "host_network", &spec->host_network, reterr)) < 0 ||
             (r = get_bool(o, "privileged", &spec->privileged, reterr)) < 0 ||
-            (r = get_str(o, "runtime_handler", &spec->runtime_handler, reterr)) < 0)
+            (r = get_str(o, "runtime_handler", &spec->runtime_handler, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_period", &spec->cpu_period, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_quota", &spec->cpu_quota, reterr)) < 0 ||
+            (r = get_i64(o, "cpu_shares", &spec->cpu_shares, reterr)) < 0 ||
+            (r = get_i64(o, "memory_limit", &spec->memory_limit, reterr)) < 0)
                 return r;
 
         json_object *ports;

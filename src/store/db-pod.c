@@ -346,6 +346,26 @@ int rkl_db_pod_set_unit_name(rkl_db *s, const char *pod_id, const char *unit, rk
                                   rkl_db__bind_one_text, unit, NULL, NULL, reterr);
 }
 
+static int bind_pod_resources(sqlite3_stmt *st, const void *arg)
+{
+        const rkl_resources *res = arg;
+        rkl_db__bind_int(st, 2, res->cpu_period);
+        rkl_db__bind_int(st, 3, res->cpu_quota);
+        rkl_db__bind_int(st, 4, res->cpu_shares);
+        rkl_db__bind_int(st, 5, res->memory_limit);
+        return 6;
+}
+
+int rkl_db_pod_set_resources(rkl_db *s, const char *pod_id, const rkl_resources *res,
+                             rkl_error *reterr)
+{
+        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
+        if (r < 0)
+                return r;
+        return rkl_db__update_one(s, STMT_POD_SET_RESOURCES, "sandbox", pod_id, bind_pod_resources,
+                                  res, NULL, NULL, reterr);
+}
+
 int rkl_db_pod_record_error(rkl_db *s, const char *pod_id, const char *error, int64_t next_retry_ns,
                             rkl_error *reterr)
 {

@@ -50,6 +50,9 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
                               "reason = ?8, message = ?9, additional_ips = ?10, version = ?11 "
                               "WHERE id = ?1",
     [STMT_POD_SET_RKT_UUID] = "UPDATE sandbox SET rkt_uuid = ?2, version = ?3 WHERE id = ?1",
+    [STMT_POD_SET_RESOURCES] =
+        "UPDATE sandbox SET config = json_set(config, '$.cpu_period', ?2, '$.cpu_quota', ?3, "
+        "'$.cpu_shares', ?4, '$.memory_limit', ?5), version = ?6 WHERE id = ?1",
     [STMT_POD_SET_UNIT_NAME] = "UPDATE sandbox SET unit_name = ?2, version = ?3 "
                                "WHERE id = ?1",
     [STMT_POD_RECORD_ERROR] = "UPDATE sandbox SET attempts = attempts + 1, last_error = ?2, "

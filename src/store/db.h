@@ -173,6 +173,10 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
 int rkl_db_pod_set_rkt_uuid(rkl_db *s, const char *pod_id, const char *uuid, rkl_error *reterr);
 /* unit: systemd unit name, or NULL to forget it. */
 int rkl_db_pod_set_unit_name(rkl_db *s, const char *pod_id, const char *unit, rkl_error *reterr);
+/* UpdatePodSandboxResources: the pod's own limits, in its config (cpuset_cpus and
+ * oom_score_adj of res are not the pod's and are not kept). */
+int rkl_db_pod_set_resources(rkl_db *s, const char *pod_id, const rkl_resources *res,
+                             rkl_error *reterr);
 /* A failed attempt: attempts++, last_error, next retry (realtime ns). Returns the new
  * attempt count. The backoff policy is the caller's. */
 int rkl_db_pod_record_error(rkl_db *s, const char *pod_id, const char *error, int64_t next_retry_ns,

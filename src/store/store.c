@@ -315,6 +315,12 @@ int rkl_store_pod_set_rkt_uuid(rkl_store *st, const char *pod_id, const char *uu
         return after_pod_write(st, pod_id, rkl_db_pod_set_rkt_uuid(st->db, pod_id, uuid, reterr));
 }
 
+int rkl_store_pod_set_resources(rkl_store *st, const char *pod_id, const rkl_resources *res,
+                                rkl_error *reterr)
+{
+        return after_pod_write(st, pod_id, rkl_db_pod_set_resources(st->db, pod_id, res, reterr));
+}
+
 int rkl_store_pod_set_unit_name(rkl_store *st, const char *pod_id, const char *unit,
                                 rkl_error *reterr)
 {

@@ -58,6 +58,8 @@ int rkl_store_pod_set_observed(rkl_store *st, const char *pod_id, const rkl_pod_
                                rkl_error *reterr);
 int rkl_store_pod_set_rkt_uuid(rkl_store *st, const char *pod_id, const char *uuid,
                                rkl_error *reterr);
+int rkl_store_pod_set_resources(rkl_store *st, const char *pod_id, const rkl_resources *res,
+                                rkl_error *reterr);
 int rkl_store_pod_set_unit_name(rkl_store *st, const char *pod_id, const char *unit,
                                 rkl_error *reterr);
 int rkl_store_pod_record_error(rkl_store *st, const char *pod_id, const char *error,

@@ -8,6 +8,8 @@ import signal
 import time
 import unittest
 
+import grpc
+
 import harness
 
 pb, pbg = harness.stubs()
@@ -354,6 +356,49 @@ class WaitTest(RealRktBase):
         self.assertEqual(self.pod(sid).state, pb.SANDBOX_NOTREADY)
         self.assertEqual(self.ctr(quick).state, pb.CONTAINER_EXITED)
         self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        self.assert_nothing_left()
+
+
+class PodResourcesTest(RealRktBase):
+    """UpdatePodSandboxResources (in-place pod resize): the pod's own limits on its unit's
+    cgroups, as systemd writes them."""
+
+    def cgroup_value(self, sid, controller, name):
+        path = "/sys/fs/cgroup/%s/system.slice/rktlet-%s.service/%s" % (controller, sid, name)
+        r = self.env.run("cat", path, check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def test_update_pod_sandbox_resources(self):
+        self.pull()
+        sid, _, _ = self.run_pod("resized")
+        res = pb.LinuxContainerResources(memory_limit_in_bytes=256 << 20, cpu_period=100000,
+                                         cpu_quota=50000, cpu_shares=512)
+        self.rs.UpdatePodSandboxResources(pb.UpdatePodSandboxResourcesRequest(
+            pod_sandbox_id=sid, resources=res,
+            overhead=pb.LinuxContainerResources(memory_limit_in_bytes=1 << 20)), timeout=10)
+        harness.wait_for("the pod's memory limit", lambda: self.cgroup_value(
+            sid, "memory", "memory.limit_in_bytes") == str(256 << 20), timeout=30)
+        self.assertEqual(self.cgroup_value(sid, "cpu", "cpu.cfs_quota_us"), "50000")
+        self.assertEqual(self.cgroup_value(sid, "cpu", "cpu.shares"), "512")
+        # Raised again, as a resize does.
+        res.memory_limit_in_bytes = 512 << 20
+        self.rs.UpdatePodSandboxResources(pb.UpdatePodSandboxResourcesRequest(
+            pod_sandbox_id=sid, resources=res), timeout=10)
+        harness.wait_for("the raised memory limit", lambda: self.cgroup_value(
+            sid, "memory", "memory.limit_in_bytes") == str(512 << 20), timeout=30)
+        for req, code in (
+                (pb.UpdatePodSandboxResourcesRequest(pod_sandbox_id="f" * 64, resources=res),
+                 grpc.StatusCode.NOT_FOUND),
+                (pb.UpdatePodSandboxResourcesRequest(pod_sandbox_id=sid, resources=pb.
+                                                     LinuxContainerResources(cpuset_cpus="0")),
+                 grpc.StatusCode.INVALID_ARGUMENT),
+                (pb.UpdatePodSandboxResourcesRequest(pod_sandbox_id=sid, resources=pb.
+                                                     LinuxContainerResources(cpu_shares=-5)),
+                 grpc.StatusCode.INVALID_ARGUMENT)):
+            with self.assertRaises(grpc.RpcError) as e:
+                self.rs.UpdatePodSandboxResources(req, timeout=10)
+            self.assertEqual(e.exception.code(), code, e.exception.details())
+        self.stop_remove(sid)
         self.assert_nothing_left()
 
 
