@@ -5,6 +5,7 @@
 #include "logs.h"
 #include "lookup.h"
 #include "wait.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -197,14 +198,6 @@ static Runtime__V1__ImageSpec *image_pb(Runtime__V1__ImageSpec *img, char *image
         return img;
 }
 
-static json_object *strv_json(char *const *l)
-{
-        json_object *j = json_object_new_array();
-        RKL_STRV_FOREACH (s, l)
-                json_object_array_add(j, json_object_new_string(*s));
-        return j;
-}
-
 /* What the reconciler knows and kubelet's fields cannot say: for people debugging. The
  * environment is left out: it often carries secrets. */
 static json_object *container_info(const rkl_container_view *v)
@@ -228,8 +221,8 @@ static json_object *container_info(const rkl_container_view *v)
         json_object_object_add(j, "message", rkl_api_json_str(o->message));
         json_object_object_add(j, "image", rkl_api_json_str(c->spec.image));
         json_object_object_add(j, "imageRef", rkl_api_json_str(o->image_ref));
-        json_object_object_add(j, "command", strv_json(c->spec.command));
-        json_object_object_add(j, "args", strv_json(c->spec.args));
+        json_object_object_add(j, "command", rkl_json_new_strv(c->spec.command));
+        json_object_object_add(j, "args", rkl_json_new_strv(c->spec.args));
         json_object_object_add(j, "logPath", rkl_api_json_str(v->log_path));
         json_object_object_add(j, "createdAt", rkl_api_json_ns(o->created_ns));
         json_object_object_add(j, "startedAt", rkl_api_json_ns(o->started_ns));

@@ -2,6 +2,7 @@
 
 #include "convert.h"
 #include "pb.h"
+#include "base/json.h"
 #include "base/alloc.h"
 #include "base/imageref.h"
 #include "base/log.h"
@@ -126,15 +127,12 @@ int rkl_api_image_status(rkl_api_ctx *ctx, const Runtime__V1__ImageStatusRequest
         resp->image = image_pb(a, i);
 
         if (req->verbose) {
-                json_object *o = json_object_new_object(), *arr;
+                json_object *o = json_object_new_object();
                 json_object_object_add(o, "id", rkl_api_json_str(i->id));
                 json_object_object_add(o, "name", rkl_api_json_str(i->name));
                 json_object_object_add(o, "size", json_object_new_int64((int64_t)i->size));
                 json_object_object_add(o, "importedAt", rkl_api_json_ns(i->import_time_ns));
-                arr = json_object_new_array();
-                RKL_STRV_FOREACH (s, i->exec)
-                        json_object_array_add(arr, json_object_new_string(*s));
-                json_object_object_add(o, "exec", arr);
+                json_object_object_add(o, "exec", rkl_json_new_strv(i->exec));
                 json_object_object_add(o, "workingDir", rkl_api_json_str(i->working_dir));
                 json_object_object_add(o, "user",
                                        i->has_uid ? json_object_new_int64(i->uid)

@@ -132,3 +132,12 @@ bool rkl_hashmap_iterate(const rkl_hashmap *m, size_t *i, const char **ret_key, 
                 }
         return false;
 }
+
+rkl_hashmap *rkl_hashmap_free_values(rkl_hashmap *m, void (*free_value)(void *v))
+{
+        size_t i = 0;
+        void *v;
+        while (m && rkl_hashmap_iterate(m, &i, NULL, &v))
+                free_value(v);
+        return rkl_hashmap_free(m);
+}

@@ -9,6 +9,8 @@ typedef struct rkl_hashmap rkl_hashmap;
 
 rkl_hashmap *rkl_hashmap_new(void);
 rkl_hashmap *rkl_hashmap_free(rkl_hashmap *m); /* does not free values */
+/* Frees every value with free_value, then the map. */
+rkl_hashmap *rkl_hashmap_free_values(rkl_hashmap *m, void (*free_value)(void *v));
 void *rkl_hashmap_get(const rkl_hashmap *m, const char *key);
 /* Inserts or replaces; returns the value replaced, or NULL. */
 void *rkl_hashmap_put(rkl_hashmap *m, const char *key, void *value);

@@ -73,3 +73,13 @@ int rkl_json_get_int(json_object *o, const char *key, int64_t *ret, rkl_error *r
                 return rkl_error_set(reterr, -EBADMSG, "'%s' is out of range", key);
         return 0;
 }
+
+json_object *rkl_json_new_strv(char *const *l)
+{
+        json_object *a = json_object_new_array();
+        if (!a)
+                rkl_oom();
+        for (char *const *s = l; s && *s; s++)
+                json_object_array_add(a, json_object_new_string(*s));
+        return a;
+}

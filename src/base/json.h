@@ -17,5 +17,7 @@ int rkl_json_parse(const char *buf, size_t len, size_t max, json_object **ret, r
  * embedded NUL or more than max bytes. */
 int rkl_json_get_string(json_object *o, const char *key, size_t max, const char **ret,
                         rkl_error *reterr);
+/* A new JSON array of the strings of l (NULL: empty). */
+json_object *rkl_json_new_strv(char *const *l);
 /* An integer member; 0 when absent or null. */
 int rkl_json_get_int(json_object *o, const char *key, int64_t *ret, rkl_error *reterr);

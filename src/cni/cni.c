@@ -18,14 +18,6 @@ static const char *protocol_name(rkl_protocol p)
         return p == RKL_PROTOCOL_UDP ? "udp" : p == RKL_PROTOCOL_SCTP ? "sctp" : "tcp";
 }
 
-static json_object *strv_json(char *const *l)
-{
-        json_object *a = json_object_new_array();
-        RKL_STRV_FOREACH (s, l)
-                json_object_array_add(a, json_object_new_string(*s));
-        return a;
-}
-
 static json_object *capabilities_of(const rkl_cni_pod *pod)
 {
         json_object *caps = json_object_new_object();
@@ -70,9 +62,9 @@ static json_object *capabilities_of(const rkl_cni_pod *pod)
 
         if (pod->dns_servers || pod->dns_searches || pod->dns_options) {
                 json_object *d = json_object_new_object();
-                json_object_object_add(d, "servers", strv_json(pod->dns_servers));
-                json_object_object_add(d, "searches", strv_json(pod->dns_searches));
-                json_object_object_add(d, "options", strv_json(pod->dns_options));
+                json_object_object_add(d, "servers", rkl_json_new_strv(pod->dns_servers));
+                json_object_object_add(d, "searches", rkl_json_new_strv(pod->dns_searches));
+                json_object_object_add(d, "options", rkl_json_new_strv(pod->dns_options));
                 json_object_object_add(caps, "dns", d);
         }
         return caps;

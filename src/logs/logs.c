@@ -624,10 +624,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
                 target_done(&q->t);
                 free(q);
         }
-        i = 0;
-        while (rkl_hashmap_iterate(l->finished, &i, NULL, &v))
-                free(v);
-        rkl_hashmap_free(l->finished);
+        rkl_hashmap_free_values(l->finished, free);
         if (l->has_pending)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);

@@ -166,6 +166,11 @@ void rkl_reconciler__net_health(rkl_reconciler *r, rkl_health *h)
 
 /* ---- Records ---- */
 
+static void record_free(void *v)
+{
+        rkl_pod_network_free(v);
+}
+
 static rkl_pod_network *record_get(rkl_reconciler *r, const char *id)
 {
         return r->net ? rkl_hashmap_get(r->net->records, id) : NULL;
@@ -276,15 +281,8 @@ void rkl_reconciler__net_free(rkl_reconciler *r)
         if (!n)
                 return;
         rkl_reconciler__net_stop(r);
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(n->records, &i, NULL, &v))
-                rkl_pod_network_free(v);
-        rkl_hashmap_free(n->records);
-        i = 0;
-        while (rkl_hashmap_iterate(n->retries, &i, NULL, &v))
-                free(v);
-        rkl_hashmap_free(n->retries);
+        rkl_hashmap_free_values(n->records, record_free);
+        rkl_hashmap_free_values(n->retries, free);
         rkl_hashmap_free(n->unchecked);
         rkl_cni_config_free(n->config);
         free(n->why);

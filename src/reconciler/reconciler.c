@@ -556,14 +556,10 @@ void rkl_reconciler_stop(rkl_reconciler *r)
         r->running = false;
 }
 
-/* For maps whose values are plain allocations. */
-static void hashmap_free_free(rkl_hashmap *m)
+static void seen_free(void *v)
 {
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(m, &i, NULL, &v))
-                free(v);
-        rkl_hashmap_free(m);
+        rkl_poddir_pod_done(v);
+        free(v);
 }
 
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
@@ -572,16 +568,10 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
                 return NULL;
         rkl_reconciler_stop(r);
         r->pool = rkl_workpool_free(r->pool);
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
-                rkl_poddir_pod_done(v);
-                free(v);
-        }
-        rkl_hashmap_free(r->seen);
+        rkl_hashmap_free_values(r->seen, seen_free);
         rkl_hashmap_free(r->in_flight);
-        hashmap_free_free(r->undo);
-        hashmap_free_free(r->boot_looks);
+        rkl_hashmap_free_values(r->undo, free);
+        rkl_hashmap_free_values(r->boot_looks, free);
         rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);
         rkl_oom_log_free(r->oom_log);

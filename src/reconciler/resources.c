@@ -40,8 +40,9 @@ typedef struct applied {
         char *memory_dir; /* the app's own memory cgroup, for its OOM kills once it exited */
 } applied;
 
-static void applied_free(applied *a)
+static void applied_free(void *v)
 {
+        applied *a = v;
         if (a) {
                 free(a->key);
                 free(a->memory_dir);
@@ -110,20 +111,19 @@ typedef struct pod_applied {
         char *key;
 } pod_applied;
 
-void rkl_reconciler__limits_free_all(rkl_reconciler *r)
+static void pod_applied_free(void *v)
 {
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(r->limits, &i, NULL, &v))
-                applied_free(v);
-        rkl_hashmap_free(r->limits);
-        i = 0;
-        while (rkl_hashmap_iterate(r->pod_limits, &i, NULL, &v)) {
-                pod_applied *a = v;
+        pod_applied *a = v;
+        if (a) {
                 free(a->key);
                 free(a);
         }
-        rkl_hashmap_free(r->pod_limits);
+}
+
+void rkl_reconciler__limits_free_all(rkl_reconciler *r)
+{
+        rkl_hashmap_free_values(r->limits, applied_free);
+        rkl_hashmap_free_values(r->pod_limits, pod_applied_free);
 }
 
 void rkl_reconciler__stats_refresh(rkl_reconciler *r)
@@ -218,9 +218,5 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
 
 void rkl_reconciler__pod_limits_forget(rkl_reconciler *r, const char *id)
 {
-        pod_applied *a = rkl_hashmap_remove(r->pod_limits, id);
-        if (a) {
-                free(a->key);
-                free(a);
-        }
+        pod_applied_free(rkl_hashmap_remove(r->pod_limits, id));
 }

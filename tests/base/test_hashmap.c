@@ -2,12 +2,32 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "base/alloc.h"
 #include "base/hashmap.h"
 
 /* Against a trivially correct model, through growth and many deletions. */
+static int freed;
+
+static void count_free(void *v)
+{
+        freed++;
+        free(v);
+}
+
+static void test_free_values(void **state)
+{
+        rkl_hashmap *m = rkl_hashmap_new();
+        static const char *const keys[] = {"a", "b", "c"};
+        for (size_t i = 0; i < 3; i++)
+                rkl_hashmap_put(m, keys[i], rkl_xstrdup(keys[i]));
+        assert_null(rkl_hashmap_free_values(m, count_free));
+        assert_int_equal(freed, 3);
+        assert_null(rkl_hashmap_free_values(NULL, count_free));
+}
+
 static void test_against_model(void **state)
 {
         enum { N = 3000 };
@@ -51,6 +71,7 @@ static void test_against_model(void **state)
 
 int main(void)
 {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_against_model)};
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_against_model),
+                                           cmocka_unit_test(test_free_values)};
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "base/fileio.h"
 #include "base/model.h"
 #include "base/parse.h"
+#include "base/json.h"
 #include "base/strv.h"
 #include "base/utf8.h"
 
@@ -83,6 +84,17 @@ static void test_strv(void **state)
         rkl_strv_push(&m, "x");
         _cleanup_free_ char *k = rkl_strv_join(m, ", ");
         assert_string_equal(k, ", x");
+}
+
+static void test_json_strv(void **state)
+{
+        json_object *a = rkl_json_new_strv(RKL_STRV("x", "y"));
+        assert_string_equal(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN),
+                            "[\"x\",\"y\"]");
+        json_object_put(a);
+        a = rkl_json_new_strv(NULL);
+        assert_int_equal(json_object_array_length(a), 0);
+        json_object_put(a);
 }
 
 static void test_quantity(void **state)
@@ -159,8 +171,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_error_prefix), cmocka_unit_test(test_parse),
             cmocka_unit_test(test_utf8),         cmocka_unit_test(test_strv),
-            cmocka_unit_test(test_quantity),     cmocka_unit_test(test_fileio),
-            cmocka_unit_test(test_model_tables),
+            cmocka_unit_test(test_quantity),     cmocka_unit_test(test_json_strv),
+            cmocka_unit_test(test_fileio),       cmocka_unit_test(test_model_tables),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
