@@ -398,6 +398,16 @@ static void test_check(void **state)
 
 /* ---- Faults ---- */
 
+/* What the fault plugins are run against: no namespace of a pod's. */
+static rkl_cni_runtime fault_runtime(void)
+{
+        return (rkl_cni_runtime){.container_id = (char *)"c1",
+                                 .netns = (char *)"/nonexistent",
+                                 .ifname = (char *)"eth0",
+                                 .args = (char *)"IgnoreUnknown=1",
+                                 .capabilities = (char *)"{}"};
+}
+
 static rkl_cni_config *one_plugin(const char *type)
 {
         _cleanup_free_ char *text = rkl_xasprintf(
@@ -412,11 +422,7 @@ static int run_add(fixture *f, const char *type, uint64_t timeout_usec, rkl_erro
 {
         _cleanup_(rkl_cni_config_freep) rkl_cni_config *c = one_plugin(type);
         rkl_cni_exec x = exec_of(f, timeout_usec);
-        rkl_cni_runtime rt = {.container_id = (char *)"c1",
-                              .netns = (char *)"/nonexistent",
-                              .ifname = (char *)"eth0",
-                              .args = (char *)"IgnoreUnknown=1",
-                              .capabilities = (char *)"{}"};
+        rkl_cni_runtime rt = fault_runtime();
         _cleanup_free_ char *result = NULL;
         int r = rkl_cni_add(c, &x, &rt, &result, err);
         if (r == 0)
@@ -491,11 +497,7 @@ static void test_del_goes_on(void **state)
         _cleanup_(rkl_cni_config_freep) rkl_cni_config *c = NULL;
         assert_int_equal(rkl_cni_config_parse(text, strlen(text), "t", &c, &err), 0);
         rkl_cni_exec x = exec_of(f, 5 * USEC_PER_SEC);
-        rkl_cni_runtime rt = {.container_id = (char *)"c1",
-                              .netns = (char *)"/nonexistent",
-                              .ifname = (char *)"eth0",
-                              .args = (char *)"IgnoreUnknown=1",
-                              .capabilities = (char *)"{}"};
+        rkl_cni_runtime rt = fault_runtime();
         assert_int_equal(rkl_cni_del(c, &x, &rt, NULL, &err), -EIO);
         assert_non_null(strstr(err.msg, "plugin 'second' (DEL) failed with exit status 3"));
         assert_int_equal(access(ran, F_OK), 0); /* the first still ran */
@@ -513,11 +515,7 @@ static void test_del_skips_missing(void **state)
         _cleanup_(rkl_cni_config_freep) rkl_cni_config *c = NULL;
         assert_int_equal(rkl_cni_config_parse(text, strlen(text), "t", &c, &err), 0);
         rkl_cni_exec x = exec_of(f, 5 * USEC_PER_SEC);
-        rkl_cni_runtime rt = {.container_id = (char *)"c1",
-                              .netns = (char *)"/nonexistent",
-                              .ifname = (char *)"eth0",
-                              .args = (char *)"IgnoreUnknown=1",
-                              .capabilities = (char *)"{}"};
+        rkl_cni_runtime rt = fault_runtime();
         assert_int_equal(rkl_cni_del(c, &x, &rt, NULL, &err), 1);
         assert_string_equal(err.msg, "not installed, skipped: gone");
         assert_int_equal(access(ran, F_OK), 0);
