@@ -93,128 +93,119 @@ static void fds_close(int *fds, size_t n)
                 fds[i] = safe_close(fds[i]);
 }
 
-int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result *ret,
-                  rkl_error *reterr)
-{
-        static const rkl_spawn_opts defaults = {.max_output = 1 << 20};
-        _cleanup_close_ int out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
-        _cleanup_close_ int pidfd = -EBADF;
+/* What posix_spawn is given: the file actions and attributes, and the copies of the fds
+ * they dup2 from; released together whatever happens. */
+typedef struct launch {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
-        int p[2], r;
-        pid_t pid;
+        int pass[16], std[3];
+        size_t n_pass;
+} launch;
 
-        assert(argv && argv[0]);
-        if (!o)
-                o = &defaults;
-        assert(o->n_pass_fds <= 16);
+static void launch_done(launch *l)
+{
+        posix_spawn_file_actions_destroy(&l->fa);
+        posix_spawnattr_destroy(&l->attr);
+        fds_close(l->pass, l->n_pass);
+        fds_close(l->std, 3);
+}
 
-        for (int i = 0; !o->stdio && i < 2; i++) {
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
-                *(i == 0 ? &out_r : &err_r) = p[0];
-                *(i == 0 ? &out_w : &err_w) = p[1];
-        }
+/* Sets up l for a child whose stdio is in, out, err (-1: /dev/null). */
+static int launch_init(launch *l, const rkl_spawn_opts *o, int in, int out, int err,
+                       rkl_error *reterr)
+{
+        *l = (launch){.std = {-1, -1, -1}};
+        posix_spawn_file_actions_init(&l->fa);
+        posix_spawnattr_init(&l->attr);
         /* Passed fds are copied above the slots they go to first, so that no dup2 clobbers
          * another's source (and dup2 onto itself, which keeps O_CLOEXEC, never happens). */
-        int pass[16];
-        size_t n_pass = 0;
-        for (; n_pass < o->n_pass_fds; n_pass++) {
-                pass[n_pass] = fcntl(o->pass_fds[n_pass], F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds);
-                if (pass[n_pass] < 0) {
-                        r = -errno;
-                        fds_close(pass, n_pass);
-                        return rkl_error_set(reterr, r, "fcntl: %s", strerror(-r));
-                }
+        for (; l->n_pass < o->n_pass_fds; l->n_pass++) {
+                int fd = fcntl(o->pass_fds[l->n_pass], F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds);
+                if (fd < 0)
+                        return rkl_error_set(reterr, -errno, "fcntl: %s", strerror(errno));
+                l->pass[l->n_pass] = fd;
         }
-
-        posix_spawn_file_actions_init(&fa);
-        int in = o->stdio ? o->stdio[0] : o->stdin_fd ? *o->stdin_fd : -1;
-        int out = o->stdio ? o->stdio[1] : out_w;
-        int err = o->stdio ? o->stdio[2] : err_w;
         /* The slots 0 to 2 go first: a given fd at 0 to 2 must be read before it is
          * replaced, and dup2 onto itself keeps O_CLOEXEC, so each is copied up first. */
-        int std[3] = {-1, -1, -1};
+        const int given[3] = {in, out, err};
+        for (int i = 0; i < 3; i++)
+                if (given[i] >= 0 &&
+                    (l->std[i] = fcntl(given[i], F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds)) < 0)
+                        return rkl_error_set(reterr, -errno, "fcntl: %s", strerror(errno));
         for (int i = 0; i < 3; i++) {
-                int fd = i == 0 ? in : i == 1 ? out : err;
-                if (fd >= 0 && (std[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3 + (int)o->n_pass_fds)) < 0) {
-                        r = -errno;
-                        fds_close(std, 3);
-                        fds_close(pass, n_pass);
-                        posix_spawn_file_actions_destroy(&fa);
-                        return rkl_error_set(reterr, r, "fcntl: %s", strerror(-r));
-                }
-        }
-        for (int i = 0; i < 3; i++) {
-                if (std[i] >= 0)
-                        posix_spawn_file_actions_adddup2(&fa, std[i], i);
+                if (l->std[i] >= 0)
+                        posix_spawn_file_actions_adddup2(&l->fa, l->std[i], i);
                 else
-                        posix_spawn_file_actions_addopen(&fa, i, "/dev/null",
+                        posix_spawn_file_actions_addopen(&l->fa, i, "/dev/null",
                                                          i == 0 ? O_RDONLY : O_WRONLY, 0);
         }
-        for (size_t i = 0; i < n_pass; i++)
-                posix_spawn_file_actions_adddup2(&fa, pass[i], 3 + (int)i);
-        posix_spawn_file_actions_addchdir_np(&fa, o->cwd ? o->cwd : "/");
+        for (size_t i = 0; i < l->n_pass; i++)
+                posix_spawn_file_actions_adddup2(&l->fa, l->pass[i], 3 + (int)i);
+        posix_spawn_file_actions_addchdir_np(&l->fa, o->cwd ? o->cwd : "/");
         /* Belt and braces: every fd is O_CLOEXEC already. */
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + (int)n_pass);
+        posix_spawn_file_actions_addclosefrom_np(&l->fa, 3 + (int)l->n_pass);
 
         /* The child starts with default signal dispositions and an empty mask, whatever the
          * daemon's threads block. */
         sigset_t all, none;
         sigfillset(&all);
         sigemptyset(&none);
-        posix_spawnattr_init(&attr);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&l->attr, &all);
+        posix_spawnattr_setsigmask(&l->attr, &none);
         short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
         if (o->new_process_group) {
-                posix_spawnattr_setpgroup(&attr, 0);
+                posix_spawnattr_setpgroup(&l->attr, 0);
                 flags |= POSIX_SPAWN_SETPGROUP;
         }
-        posix_spawnattr_setflags(&attr, flags);
+        posix_spawnattr_setflags(&l->attr, flags);
+        return 0;
+}
 
+static int start_child(char *const argv[], const rkl_spawn_opts *o, int in, int out, int err,
+                       pid_t *ret_pid, rkl_error *reterr)
+{
+        _cleanup_(launch_done) launch l;
+        int r = launch_init(&l, o, in, out, err, reterr);
+        if (r < 0)
+                return r;
         mode_t old_umask = 0;
         if (o->set_umask) {
                 r = thread_umask_private();
-                if (r < 0) {
-                        posix_spawn_file_actions_destroy(&fa);
-                        posix_spawnattr_destroy(&attr);
-                        fds_close(pass, n_pass);
+                if (r < 0)
                         return rkl_error_set(reterr, r, "unshare(CLONE_FS): %s", strerror(-r));
-                }
                 old_umask = umask((mode_t)o->umask);
         }
-        r = posix_spawn(&pid, argv[0], &fa, &attr, argv, o->envp ? o->envp : environ);
+        r = posix_spawn(ret_pid, argv[0], &l.fa, &l.attr, argv, o->envp ? o->envp : environ);
         if (o->set_umask)
                 (void)umask(old_umask);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        fds_close(pass, n_pass);
-        fds_close(std, 3);
         if (r != 0)
                 return rkl_error_set(reterr, -r, "cannot run '%s': %s", argv[0], strerror(r));
-        out_w = safe_close(out_w);
-        err_w = safe_close(err_w);
+        return 0;
+}
 
-        pidfd = pidfd_open(pid, 0);
-        if (pidfd < 0) {
-                r = -errno;
-                (void)kill(pid, SIGKILL);
-                (void)waitpid(pid, NULL, 0);
-                return rkl_error_set(reterr, r, "pidfd_open: %s", strerror(-r));
-        }
+static void capture_done(capture *c)
+{
+        free(c->buf);
+        c->buf = NULL;
+}
 
-        capture cout = {.fd = out_r, .max = o->max_output ? o->max_output : (1 << 20)};
-        capture cerr = {.fd = err_r, .max = cout.max};
+typedef struct outcome {
+        bool timed_out, cancelled;
+} outcome;
+
+/* Until the child exited and both pipes closed (a grandchild holding a pipe must not keep us
+ * past the deadline either): the deadline (SIGTERM, then SIGKILL after the grace, or the
+ * caller's tree kill), the cancel poll, the output. */
+static int supervise(const rkl_spawn_opts *o, pid_t pid, int pidfd, capture *cout, capture *cerr,
+                     outcome *ret, rkl_error *reterr)
+{
         bool exited = false, timed_out = false, killed = false, cancelled = false;
         uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
         uint64_t timeout = o->timeout_usec ? o->timeout_usec : USEC_INFINITY;
         uint64_t grace = o->kill_grace_usec ? o->kill_grace_usec : 2 * USEC_PER_SEC;
         uint64_t drain_until = 0; /* the tree was ended after the child exited: pipes by then */
 
-        /* Wait for the exit and for both pipes to close: a grandchild holding a pipe must
-         * not keep us past the deadline either. */
-        while (!exited || cout.fd >= 0 || cerr.fd >= 0) {
+        while (!exited || cout->fd >= 0 || cerr->fd >= 0) {
                 struct pollfd pfd[3];
                 int n = 0, wait_ms = -1;
 
@@ -227,10 +218,10 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
                         drain_until = now + grace;
                 }
 
-                if (cout.fd >= 0)
-                        pfd[n++] = (struct pollfd){.fd = cout.fd, .events = POLLIN};
-                if (cerr.fd >= 0)
-                        pfd[n++] = (struct pollfd){.fd = cerr.fd, .events = POLLIN};
+                if (cout->fd >= 0)
+                        pfd[n++] = (struct pollfd){.fd = cout->fd, .events = POLLIN};
+                if (cerr->fd >= 0)
+                        pfd[n++] = (struct pollfd){.fd = cerr->fd, .events = POLLIN};
                 if (!exited)
                         pfd[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 
@@ -246,11 +237,8 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
 
                 int k = poll(pfd, (nfds_t)n, wait_ms);
                 if (k < 0 && errno != EINTR) {
-                        r = -errno;
+                        int r = -errno;
                         end_now(o, pid, pidfd);
-                        (void)waitpid(pid, NULL, 0);
-                        free(cout.buf);
-                        free(cerr.buf);
                         return rkl_error_set(reterr, r, "poll: %s", strerror(-r));
                 }
                 if (o->cancelled && !killed && o->cancelled(o->userdata)) {
@@ -277,31 +265,69 @@ int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result 
                 for (int i = 0; i < n; i++) {
                         if (!pfd[i].revents)
                                 continue;
-                        if (pfd[i].fd == pidfd) {
+                        if (pfd[i].fd == pidfd)
                                 exited = true;
-                        } else if (pfd[i].fd == cout.fd) {
-                                if (!capture_read(&cout))
-                                        cout.fd = -1;
-                        } else if (pfd[i].fd == cerr.fd) {
-                                if (!capture_read(&cerr))
-                                        cerr.fd = -1;
-                        }
+                        else if (pfd[i].fd == cout->fd && !capture_read(cout))
+                                cout->fd = -1;
+                        else if (pfd[i].fd == cerr->fd && !capture_read(cerr))
+                                cerr->fd = -1;
                 }
         }
+        *ret = (outcome){.timed_out = timed_out, .cancelled = cancelled};
+        return 0;
+}
 
+int rkl_spawn_run(char *const argv[], const rkl_spawn_opts *o, rkl_spawn_result *ret,
+                  rkl_error *reterr)
+{
+        static const rkl_spawn_opts defaults = {.max_output = 1 << 20};
+        _cleanup_close_ int out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
+        _cleanup_close_ int pidfd = -EBADF;
+        int p[2], r;
+        pid_t pid;
+
+        assert(argv && argv[0]);
+        if (!o)
+                o = &defaults;
+        assert(o->n_pass_fds <= 16);
+
+        for (int i = 0; !o->stdio && i < 2; i++) {
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return rkl_error_set(reterr, -errno, "pipe: %s", strerror(errno));
+                *(i == 0 ? &out_r : &err_r) = p[0];
+                *(i == 0 ? &out_w : &err_w) = p[1];
+        }
+        int in = o->stdio ? o->stdio[0] : o->stdin_fd ? *o->stdin_fd : -1;
+        if ((r = start_child(argv, o, in, o->stdio ? o->stdio[1] : out_w,
+                             o->stdio ? o->stdio[2] : err_w, &pid, reterr)) < 0)
+                return r;
+        out_w = safe_close(out_w);
+        err_w = safe_close(err_w);
+
+        pidfd = pidfd_open(pid, 0);
+        if (pidfd < 0) {
+                r = -errno;
+                (void)kill(pid, SIGKILL);
+                (void)waitpid(pid, NULL, 0);
+                return rkl_error_set(reterr, r, "pidfd_open: %s", strerror(-r));
+        }
+
+        _cleanup_(capture_done)
+            capture cout = {.fd = out_r, .max = o->max_output ? o->max_output : (1 << 20)};
+        _cleanup_(capture_done) capture cerr = {.fd = err_r, .max = cout.max};
+        outcome done = {0};
+        r = supervise(o, pid, pidfd, &cout, &cerr, &done, reterr);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0) {
-                if (errno != EINTR) {
-                        r = -errno;
-                        free(cout.buf);
-                        free(cerr.buf);
-                        return rkl_error_set(reterr, r, "waitpid: %s", strerror(-r));
-                }
+                if (errno != EINTR)
+                        return rkl_error_set(reterr, -errno, "waitpid: %s", strerror(errno));
         }
+        if (r < 0)
+                return r;
 
         *ret = (rkl_spawn_result){
-            .timed_out = timed_out,
-            .cancelled = cancelled,
+            .timed_out = done.timed_out,
+            .cancelled = done.cancelled,
             .out_truncated = cout.truncated,
             .err_truncated = cerr.truncated,
         };
