@@ -271,7 +271,8 @@ class DaemonTest(unittest.TestCase):
                    "--registry-mirror": "docker.io=http://127.0.0.1:5000",
                    "--sandbox-ready-timeout": "30", "--rkt-timeout": "60",
                    "--metrics-address": "127.0.0.1:9101", "--stream-address": "127.0.0.1:0",
-                   "--config": ""}
+                   "--cni-conf-dir": "/tmp/cni", "--cni-bin-dir": "/usr/lib/cni",
+                   "--cni-timeout": "30", "--stream-netns": "/proc/self/ns/net", "--config": ""}
         import re
         text = subprocess.run([harness.DAEMON, "--help"], capture_output=True, text=True).stdout
         flags = re.findall(r"^\s+(--[a-z0-9-]+)( [A-Z=]+)?", text, re.M)
