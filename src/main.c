@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "check/check.h"
 #include "base/alloc.h"
 #include "base/conf.h"
 #include "base/crash.h"
@@ -65,8 +66,11 @@ static uint64_t arg_stream_token_ttl_usec; /* 0: the stream module's default */
 static void help(void)
 {
         printf("Usage: rktlet [OPTIONS]\n"
+               "       rktlet check [OPTIONS]\n"
                "\n"
-               "A Kubernetes CRI (runtime.v1) runtime that runs pods with rkt.\n"
+               "A Kubernetes CRI (runtime.v1) runtime that runs pods with rkt. 'check' says,\n"
+               "one line per check, whether this node can run pods with these options and\n"
+               "what to do when not; it exits 1 when a check fails.\n"
                "\n"
                "  --listen PATH           CRI socket (default " DEFAULT_LISTEN ")\n"
                "  --socket-group GROUP    group that may use the socket (default: root's)\n"
@@ -647,8 +651,43 @@ static int run(void)
         return 0;
 }
 
+/* `rktlet check`: the node against the options the daemon would run with. */
+static int check(void)
+{
+        rkl_check_config c = {
+            .rkt_path = arg_rkt_path,
+            .rkt_data_dir = arg_rkt_data_dir,
+            .stage1_name = arg_stage1_name,
+            .systemd_bus = arg_systemd_bus,
+            .net = arg_net,
+            .cni_conf_dir = arg_cni_conf_dir ? arg_cni_conf_dir : DEFAULT_CNI_CONF_DIR,
+            .cni_bin_dirs = arg_cni_bin_dirs ? arg_cni_bin_dirs : RKL_STRV(DEFAULT_CNI_BIN_DIRS),
+            .listen = arg_listen,
+            .socket_gid = arg_socket_gid,
+            .state_dir = arg_state_dir,
+            .mirrors = arg_registry_mirrors,
+            .proc = "/proc",
+            .cgroup = "/sys/fs/cgroup",
+        };
+        rkl_check_result *l = NULL;
+        size_t n = 0;
+        bool failed = false;
+
+        rkl_check_all(&c, &l, &n);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *line = rkl_check_format(&l[i]);
+                puts(line);
+                failed = failed || l[i].level == RKL_CHECK_FAIL;
+                rkl_check_result_done(&l[i]);
+        }
+        free(l);
+        (void)fflush(stdout);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char *argv[])
 {
+        bool check_only = false;
         int r;
 
         /* The ExecSync helper (exec/exec.h): the daemon runs it as /proc/self/exe, and it
@@ -658,6 +697,12 @@ int main(int argc, char *argv[])
                 return rkl_exec_in_main(argc - 1, argv + 1);
         if (argc > 1 && streq(argv[1], RKL_SYSCTL_COMMAND))
                 return rkl_rkt_sysctl_main(argc - 1, argv + 1);
+
+        if (argc > 1 && streq(argv[1], "check")) {
+                check_only = true;
+                argc--;
+                argv++;
+        }
 
         umask(0077);
         rkl_crash_points_init();
@@ -673,6 +718,11 @@ int main(int argc, char *argv[])
         if (!arg_rkt_path)
                 arg_rkt_path = find_in_path("rkt");
 
+        if (check_only) {
+                r = check();
+                args_free();
+                return r;
+        }
         r = run();
         args_free();
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -99,6 +99,10 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         } else if (!h.rkt_ok) {
                 reason = "RktUnavailable";
                 message = h.rkt_detail;
+        } else if (!h.rkt_patched) {
+                /* It would run pods, then lose log lines or break volumes: say so now. */
+                reason = "RktUnpatched";
+                message = h.rkt_patches;
         } else if (!h.systemd_ok) {
                 reason = "SystemdUnreachable";
                 message = h.systemd_detail;
@@ -107,8 +111,8 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         Runtime__V1__RuntimeStatus *st = rkl_arena_newa(Runtime__V1__RuntimeStatus, a, 1);
         runtime__v1__runtime_status__init(st);
         st->conditions = rkl_arena_newa(Runtime__V1__RuntimeCondition *, a, 2);
-        st->conditions[st->n_conditions++] =
-            condition(a, "RuntimeReady", h.rkt_ok && h.systemd_ok, reason, message);
+        st->conditions[st->n_conditions++] = condition(
+            a, "RuntimeReady", h.rkt_ok && h.rkt_patched && h.systemd_ok, reason, message);
         /* With CNI: ready once the configuration directory holds a usable network; with
          * rkt's own networking (--net): as ready as rkt is. */
         st->conditions[st->n_conditions++] =
@@ -135,6 +139,8 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
                 json_object_object_add(o, "usable", json_object_new_boolean(h.rkt_ok));
                 json_object_object_add(o, "version", json_str(h.rkt_version));
                 json_object_object_add(o, "detail", json_str(h.rkt_detail));
+                json_object_object_add(o, "patched", json_object_new_boolean(h.rkt_patched));
+                json_object_object_add(o, "patches", json_str(h.rkt_patches));
                 json_object_object_add(o, "probedAt", json_object_new_int64(h.probed_at));
                 info_add(a, resp, "rkt", o);
 

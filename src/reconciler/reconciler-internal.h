@@ -13,6 +13,7 @@
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/workpool.h"
+#include "rkt/build.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
 #include "rkt/watch.h"
@@ -106,6 +107,7 @@ struct rkl_reconciler {
         int thread_error;
         atomic_bool images_unlisted;  /* the last image list failed: again at the next probe */
         atomic_bool images_listing;   /* one is on the pool now */
+        atomic_bool probe_asked;      /* a listing finished: the stage1 in rkt's store to check */
         bool store_refused;           /* the store failed its check at start: act on nothing */
         atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
         action *done;                 /* finished actions, under lock */
@@ -123,6 +125,7 @@ struct rkl_reconciler {
         sd_event *event;
         sd_event_source *pass_source, *wake_source;
         sd_bus *bus;
+        rkl_rkt_build_memo rkt_memo; /* the rkt binary's sha256, for its build record */
         rkl_poddir_watch *watch;
         int pods_dirfd;
         rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */

@@ -58,6 +58,53 @@ void rkl_reconciler__schedule_pass(rkl_reconciler *r)
 
 /* ---- Probing rkt and systemd for Status ---- */
 
+/* The stage1 rkt's store holds under the name b records: rkt runs that one, not the file.
+ * Known once the image cache has been listed (a listing asks for a probe when it ends). */
+static int probe_stage1(rkl_reconciler *r, const rkl_rkt_build *b, rkl_error *reterr)
+{
+        rkl_image **l = NULL;
+        size_t n = 0;
+        int k = 0;
+
+        if (!b->stage1_name || !r->cfg.images || !rkl_images_wait_listed(r->cfg.images, 0) ||
+            rkl_images_list(r->cfg.images, NULL, &l, &n, NULL) < 0)
+                return 0;
+        for (size_t i = 0; i < n && k >= 0; i++)
+                k = rkl_rkt_build_check_stage1(b, l[i]->name, l[i]->id, reterr);
+        rkl_image_array_free(l, n);
+        return k;
+}
+
+/* Whether the rkt that said it is version, and the stage1 pods run, carry the fixes rktlet
+ * relies on: rkt's build record beside it lists them (rkt/build.h). Told at start and by
+ * every probe, so that an unpatched rkt shows in Status before it loses a log line. */
+static void probe_patches(rkl_reconciler *r, rkl_health *h, const char *version)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_rkt_build b = {0};
+
+        if (rkl_rkt_build_verify(r->cfg.rkt_path, version, rkl_rkt_patches_wanted,
+                                 rkl_rkt_n_patches_wanted, &r->rkt_memo, &b, &err) < 0) {
+                h->rkt_patches = rkl_xstrdup(err.msg);
+                return;
+        }
+        _cleanup_free_ char *summary = rkl_rkt_build_summary(&b);
+        if (r->cfg.stage1_name && !streq_ptr(r->cfg.stage1_name, b.stage1_name)) {
+                /* The operator's choice, of which the record knows nothing. */
+                h->rkt_patched = true;
+                h->rkt_patches = rkl_xasprintf("%s; stage1 '%s' (--stage1-name) not checked",
+                                               summary, r->cfg.stage1_name);
+        } else if (probe_stage1(r, &b, &err) < 0)
+                h->rkt_patches = rkl_xstrdup(err.msg);
+        else {
+                h->rkt_patched = true;
+                h->rkt_patches = b.stage1_name ? rkl_xasprintf("%s; stage1 %s %s", summary,
+                                                               b.stage1_name, b.stage1_id)
+                                               : TAKE_PTR(summary);
+        }
+        rkl_rkt_build_done(&b);
+}
+
 static void probe_rkt(rkl_reconciler *r, rkl_health *h)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -72,6 +119,7 @@ static void probe_rkt(rkl_reconciler *r, rkl_health *h)
                 return;
         }
         h->rkt_ok = true;
+        probe_patches(r, h, v.version);
         h->rkt_version = TAKE_PTR(v.version);
         h->rkt_detail = TAKE_PTR(v.text);
         rkl_rkt_version_done(&v);
@@ -112,9 +160,13 @@ static void probe(rkl_reconciler *r)
         h.probed_at = rkl_realtime_nsec();
 
         rkl_cache_get_health(r->cache, &old);
-        if (old.probed_at == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok) {
-                if (h.rkt_ok)
-                        rkl_log_info("rkt %s is usable", h.rkt_version);
+        if (old.probed_at == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok ||
+            old.rkt_patched != h.rkt_patched) {
+                if (h.rkt_ok && h.rkt_patched)
+                        rkl_log_info("rkt %s is usable, with %s", h.rkt_version, h.rkt_patches);
+                else if (h.rkt_ok)
+                        rkl_log_warning("rkt %s runs but lacks rktlet's fixes: %s", h.rkt_version,
+                                        h.rkt_patches);
                 else
                         rkl_log_warning("rkt is not usable: %s", h.rkt_detail);
                 if (h.systemd_ok)
@@ -138,6 +190,8 @@ static void pass(rkl_reconciler *r)
         r->wake_at_ns = 0;
         atomic_store(&r->kick_since_usec, 0);
         atomic_fetch_add(&r->n_passes, 1);
+        if (atomic_exchange(&r->probe_asked, false))
+                probe(r);
         if (!r->store || r->store_refused)
                 return;
         if (atomic_exchange(&r->checkpoint_asked, false)) {
@@ -252,7 +306,8 @@ static void list_images_run(void *userdata)
                 rkl_log_warning("%s, continuing with the images known so far", err.msg);
                 /* without rkt there is nothing to try again */
                 atomic_store(&r->images_unlisted, r->rkt != NULL);
-        }
+        } else if (!atomic_exchange(&r->probe_asked, true))
+                rkl_reconciler_kick(r);
         atomic_store(&r->images_listing, false);
 }
 

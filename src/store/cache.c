@@ -46,6 +46,7 @@ void rkl_health_done(rkl_health *h)
 {
         free(h->rkt_version);
         free(h->rkt_detail);
+        free(h->rkt_patches);
         free(h->systemd_version);
         free(h->systemd_detail);
         free(h->net_reason);
@@ -59,6 +60,7 @@ void rkl_health_copy(rkl_health *dst, const rkl_health *src)
         *dst = *src;
         dst->rkt_version = rkl_xstrdup(src->rkt_version);
         dst->rkt_detail = rkl_xstrdup(src->rkt_detail);
+        dst->rkt_patches = rkl_xstrdup(src->rkt_patches);
         dst->systemd_version = rkl_xstrdup(src->systemd_version);
         dst->systemd_detail = rkl_xstrdup(src->systemd_detail);
         dst->net_reason = rkl_xstrdup(src->net_reason);

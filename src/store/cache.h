@@ -21,6 +21,10 @@ typedef struct rkl_health {
         bool rkt_ok;
         char *rkt_version; /* "1.30.0" */
         char *rkt_detail;  /* the first lines of `rkt version`, or why rkt is unusable */
+        /* rkt and its stage1 carry the fixes rktlet relies on (rkt/build.h): the patch set,
+         * or what is missing and what to do. */
+        bool rkt_patched;
+        char *rkt_patches;
         bool systemd_ok;
         char *systemd_version;
         char *systemd_detail; /* why the bus is unusable */

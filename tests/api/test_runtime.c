@@ -48,6 +48,8 @@ static void set_health_net(fixture *f, bool rkt, bool systemd, bool net)
             .rkt_ok = rkt,
             .rkt_version = rkt ? (char *)"1.30.0" : NULL,
             .rkt_detail = rkt ? (char *)"rkt Version: 1.30.0" : (char *)"no rkt \xff here",
+            .rkt_patched = rkt,
+            .rkt_patches = rkt ? (char *)"8 patches" : NULL,
             .systemd_ok = systemd,
             .systemd_version = systemd ? (char *)"252" : NULL,
             .systemd_detail = systemd ? NULL : (char *)"cannot connect",
@@ -145,6 +147,33 @@ static void test_status_not_ready(void **state)
         assert_non_null(strstr(find(&resp, "NetworkReady")->message, "/etc/cni/net.d"));
 }
 
+/* An rkt without rktlet's fixes runs, and Status says it must not be used. */
+static void test_status_unpatched(void **state)
+{
+        fixture *f = *state;
+        Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
+        Runtime__V1__StatusResponse resp = RUNTIME__V1__STATUS_RESPONSE__INIT;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_health h = {
+            .rkt_ok = true,
+            .rkt_version = (char *)"1.30.0",
+            .rkt_patched = false,
+            .rkt_patches = (char *)"rkt '/usr/bin/rkt' lacks fixes rktlet relies on: built "
+                                   "without stderr-fd",
+            .systemd_ok = true,
+            .net_ok = true,
+            .probed_at = 1,
+        };
+
+        rkl_cache_set_health(f->cache, &h);
+        req.verbose = true;
+        assert_int_equal(rkl_api_status(&f->ctx, &req, &resp, &err), 0);
+        assert_false(find(&resp, "RuntimeReady")->status);
+        assert_string_equal(find(&resp, "RuntimeReady")->reason, "RktUnpatched");
+        assert_non_null(strstr(find(&resp, "RuntimeReady")->message, "without stderr-fd"));
+        assert_non_null(strstr(resp.info[1]->value, "\"patched\":false"));
+}
+
 static void test_runtime_config(void **state)
 {
         fixture *f = *state;
@@ -173,6 +202,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_version, setup, teardown),
             cmocka_unit_test_setup_teardown(test_status_ready, setup, teardown),
             cmocka_unit_test_setup_teardown(test_status_not_ready, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_status_unpatched, setup, teardown),
             cmocka_unit_test_setup_teardown(test_runtime_config, setup, teardown),
             cmocka_unit_test(test_every_method_known),
         };

@@ -188,7 +188,7 @@ def workdir(test):
 
 def fake_rkt(directory, version="1.30.0"):
     """A stand-in for the rkt binary that only answers `version` (the simulator replaces it
-    where pods are needed)."""
+    where pods are needed), with a build record saying it carries rktlet's patches."""
     path = os.path.join(directory, "rkt")
     with open(path, "w") as f:
         f.write("#!/bin/sh\n"
@@ -196,7 +196,25 @@ def fake_rkt(directory, version="1.30.0"):
                 "  echo 'rkt Version: %s'; echo 'appc Version: 0.8.11'; exit 0; }; done\n"
                 "echo 'rkt: unknown command' >&2; exit 254\n" % version)
     os.chmod(path, 0o755)
+    write_rkt_record(path, version)
     return path
+
+
+def write_rkt_record(rkt, version="1.30.0"):
+    """Writes the build record beside the test double rkt (src/rkt/build.h), as
+    scripts/build-rkt writes one beside a real rkt: the binary's sha256 and rktlet's patches
+    (packaging/rkt/), without which the daemon reports it unpatched."""
+    import glob
+    import hashlib
+
+    def sha256(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    lines = ["rkt %s %s" % (version, sha256(rkt))]
+    for p in sorted(glob.glob(os.path.join(SOURCE_DIR, "packaging", "rkt", "*.patch"))):
+        lines.append("patch %s %s" % (sha256(p), os.path.basename(p)))
+    with open(rkt + ".patches", "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def test_images():

@@ -79,6 +79,7 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(info, {})
         _, info = self.conditions(rs, verbose=True)
         self.assertIn('"usable":true', info["rkt"])
+        self.assertIn('"patched":true', info["rkt"])
         self.assertIn('"reachable":true', info["systemd"])
         self.assertIn(self.rkt, info["config"])
 
@@ -102,6 +103,35 @@ class DaemonTest(unittest.TestCase):
         conds, _ = self.conditions(rs)
         self.assertFalse(conds["RuntimeReady"].status)
         self.assertIn("exit status 2", conds["RuntimeReady"].message)
+
+    def test_status_rkt_unpatched(self):
+        """An rkt without rktlet's fixes runs, and Status says at once what it lacks: a copy
+        without its build record, then one whose record lacks a patch."""
+        wd = harness.workdir(self)
+        copy = os.path.join(wd, "elsewhere", "rkt")
+        os.makedirs(os.path.dirname(copy))
+        subprocess.run(["cp", self.rkt, copy], check=True)
+        d = self.daemon(rkt_path=copy, extra=["--probe-interval", "1"]).start()
+        rs, _ = self.runtime(d)
+        conds, info = self.conditions(rs, verbose=True)
+        self.assertFalse(conds["RuntimeReady"].status)
+        self.assertEqual(conds["RuntimeReady"].reason, "RktUnpatched")
+        self.assertIn("has no build record '%s.patches'" % copy, conds["RuntimeReady"].message)
+        self.assertIn('"patched":false', info["rkt"])
+        self.assertIn("lacks rktlet's fixes", d.log())
+
+        harness.write_rkt_record(copy)
+        with open(copy + ".patches") as f:
+            record = [line for line in f if "stream-drain.patch" not in line]
+        with open(copy + ".patches", "w") as f:
+            f.writelines(record)
+        harness.wait_for("the record read again", lambda: "without stream-drain" in self.conditions(
+            rs)[0]["RuntimeReady"].message, timeout=15)
+        self.assertEqual(self.conditions(rs)[0]["RuntimeReady"].reason, "RktUnpatched")
+
+        harness.write_rkt_record(copy)
+        harness.wait_for("RuntimeReady", lambda: self.conditions(rs)[0]["RuntimeReady"].status,
+                         timeout=15)
 
     def test_status_systemd_unreachable(self):
         wd = harness.workdir(self)

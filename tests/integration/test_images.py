@@ -45,6 +45,7 @@ def start_env(test, profile=None):
     with open(wrapper, "w") as f:
         f.write(WRAPPER.format(log=log, sim=harness.RKT_SIM))
     os.chmod(wrapper, 0o755)
+    harness.write_rkt_record(wrapper)
     images = private_images(d)
     env = harness.SimEnv(test, profile=profile,
                          extra=["--rkt-path", wrapper, "--registry-mirror", MIRROR])
