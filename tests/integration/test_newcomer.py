@@ -34,7 +34,10 @@ class NewcomerTest(unittest.TestCase):
         if not rkt:
             self.skipTest("the real rkt cannot be built here: " + why)
         self.dir = os.path.join(harness.workdir(self), "try")
-        self.env = dict(os.environ, RKTLET_TRY_DIR=self.dir, RKTLET_BUILD_DIR=harness.BUILD_DIR)
+        # The rkt the other tests use (scripts/build-rkt's, the same build setup would make
+        # again into the node's directory), and the build those tests run.
+        self.env = dict(os.environ, RKTLET_TRY_DIR=self.dir, RKTLET_BUILD_DIR=harness.BUILD_DIR,
+                        RKTLET_RKT=rkt)
         self.addCleanup(subprocess.run, [os.path.join(harness.SOURCE_DIR, "scripts", "setup"),
                                          "--stop"], env=self.env, capture_output=True)
 
@@ -46,14 +49,17 @@ class NewcomerTest(unittest.TestCase):
         out = setup.stdout.strip().splitlines()
         self.assertEqual(out[-1], os.path.join(self.dir, "rktlet.sock"), setup.stdout)
         self.assertIn("backend: the real rkt", setup.stdout)
+        self.assertIn("setup: rktlet check:", setup.stdout)
         self.assertIn("export CRI_CONFIG_FILE=%s/crictl.yaml" % self.dir, setup.stdout)
         with open(os.path.join(self.dir, "host", "cgroup-name")) as f:
             self.cgroup_name = f.read().strip()
 
         script = walk_through().replace(DEFAULT_DIR, self.dir)
         # The lines as a person pastes them: one shell, in the source directory, on this
-        # machine's network namespace; `set -x` shows which line said what.
-        r = subprocess.run(["bash", "-x", "-c", script], cwd=harness.SOURCE_DIR, env=self.env,
+        # machine's network namespace; -x shows which line said what, -e stops at the first
+        # that fails.
+        r = subprocess.run(["bash", "-e", "-x", "-c", script], cwd=harness.SOURCE_DIR,
+                           env=self.env,
                            capture_output=True, text=True, timeout=600)
         said = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, said[-5000:])
