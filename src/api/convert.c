@@ -437,13 +437,10 @@ static int seccomp_from(const Runtime__V1__LinuxContainerSecurityContext *sc, rk
         return 0;
 }
 
-static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
+/* Who the app runs as: user, group, supplemental groups and their policy. */
+static int identity_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                          rkl_container_spec *s, rkl_error *reterr)
 {
-        int r;
-        s->privileged = sc->privileged;
-        s->readonly_rootfs = sc->readonly_rootfs;
-        s->no_new_privs = sc->no_new_privs;
         if (sc->run_as_user) {
                 if (sc->run_as_user->value < 0 || sc->run_as_user->value > UINT32_MAX - 1)
                         return rkl_error_set(reterr, -EINVAL,
@@ -451,8 +448,8 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                 s->has_run_as_user = true;
                 s->run_as_user = sc->run_as_user->value;
         }
-        r = check("linux.security_context.run_as_username", sc->run_as_username, 256,
-                  CHECK_NO_DASH | CHECK_NO_COMMA | CHECK_NO_SPACE, reterr);
+        int r = check("linux.security_context.run_as_username", sc->run_as_username, 256,
+                      CHECK_NO_DASH | CHECK_NO_COMMA | CHECK_NO_SPACE, reterr);
         if (r < 0)
                 return r;
         if (!isempty(sc->run_as_username)) {
@@ -485,32 +482,44 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                                              i);
                 s->supplemental_groups[s->n_supplemental_groups++] = sc->supplemental_groups[i];
         }
-        if (sc->capabilities) {
-                const Runtime__V1__Capability *c = sc->capabilities;
-                r = strv_from("linux.security_context.capabilities.add_capabilities",
-                              c->add_capabilities, c->n_add_capabilities, 64, 64, CHECK_REQUIRED,
-                              &s->caps_add, reterr);
-                if (r >= 0)
-                        r = strv_from("linux.security_context.capabilities.drop_capabilities",
-                                      c->drop_capabilities, c->n_drop_capabilities, 64, 64,
-                                      CHECK_REQUIRED, &s->caps_drop, reterr);
-                if (r < 0)
-                        return r;
-                RKL_STRV_FOREACH (p, s->caps_add)
+        if (sc->supplemental_groups_policy == RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Strict)
+                s->supplemental_groups_strict = true;
+        else if (sc->supplemental_groups_policy != RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Merge)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.supplemental_groups_policy: unknown "
+                                     "value %d",
+                                     (int)sc->supplemental_groups_policy);
+        return 0;
+}
+
+static int capabilities_from(const Runtime__V1__Capability *c, rkl_container_spec *s,
+                             rkl_error *reterr)
+{
+        int r =
+            strv_from("linux.security_context.capabilities.add_capabilities", c->add_capabilities,
+                      c->n_add_capabilities, 64, 64, CHECK_REQUIRED, &s->caps_add, reterr);
+        if (r >= 0)
+                r = strv_from("linux.security_context.capabilities.drop_capabilities",
+                              c->drop_capabilities, c->n_drop_capabilities, 64, 64, CHECK_REQUIRED,
+                              &s->caps_drop, reterr);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < 2; k++)
+                RKL_STRV_FOREACH (p, k ? s->caps_drop : s->caps_add)
                         if (!is_cap_name(*p))
                                 return rkl_error_set(reterr, -EINVAL,
                                                      "linux.security_context.capabilities: '%s' "
                                                      "is not a capability",
                                                      *p);
-                RKL_STRV_FOREACH (p, s->caps_drop)
-                        if (!is_cap_name(*p))
-                                return rkl_error_set(reterr, -EINVAL,
-                                                     "linux.security_context.capabilities: '%s' "
-                                                     "is not a capability",
-                                                     *p);
-        }
-        /* They go into a systemd unit (rkt/command.c): a plain path, nothing systemd would
-         * read as a quote, a separator or a specifier. */
+        return 0;
+}
+
+/* masked_paths and readonly_paths go into a systemd unit (rkt/command.c): a plain path,
+ * nothing systemd would read as a quote, a separator or a specifier. */
+static int paths_from(const Runtime__V1__LinuxContainerSecurityContext *sc, rkl_container_spec *s,
+                      rkl_error *reterr)
+{
+        int r;
         if ((r = strv_from("linux.security_context.masked_paths", sc->masked_paths,
                            sc->n_masked_paths, RKL_MAX_MOUNTS, RKL_MAX_PATH,
                            CHECK_REQUIRED | CHECK_ABSOLUTE | CHECK_NO_DOTDOT | CHECK_NO_SPACE,
@@ -527,52 +536,56 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                                                      "linux.security_context.%s: '%.64s' has a "
                                                      "character rkt's units cannot take",
                                                      k ? "readonly_paths" : "masked_paths", *p);
-        r = seccomp_from(sc, s, reterr);
-        if (r < 0)
-                return r;
-        r = apparmor_check(sc->apparmor, sc->apparmor_profile, "linux.security_context", reterr);
-        if (r < 0)
+        return 0;
+}
+
+static int namespaces_check(const Runtime__V1__NamespaceOption *ns, rkl_error *reterr)
+{
+        /* Every app of a rkt pod shares the pod's PID namespace (the pod's systemd is its PID
+         * 1): CONTAINER, kubelet's default, runs as POD does (docs/security.md). */
+        if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE ||
+            ns->pid == RUNTIME__V1__NAMESPACE_MODE__TARGET)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.namespace_options.pid: "
+                                     "a rkt app has its pod's PID namespace only");
+        /* NODE is the pod's too when the pod is on the host's network: checked against the
+         * sandbox by CreateContainer (rkl_api_create_container). */
+        if (ns->network != RUNTIME__V1__NAMESPACE_MODE__POD &&
+            ns->network != RUNTIME__V1__NAMESPACE_MODE__CONTAINER &&
+            ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.namespace_options.network: "
+                                     "a rkt app has its pod's network namespace only");
+        if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__POD &&
+            ns->ipc != RUNTIME__V1__NAMESPACE_MODE__CONTAINER)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.namespace_options.ipc: "
+                                     "a rkt app has its pod's IPC namespace only");
+        if (ns->userns_options && ns->userns_options->mode != RUNTIME__V1__NAMESPACE_MODE__NODE)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "linux.security_context.namespace_options."
+                                     "userns_options: rktlet runs no user namespaces");
+        return 0;
+}
+
+static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
+                         rkl_container_spec *s, rkl_error *reterr)
+{
+        int r;
+        s->privileged = sc->privileged;
+        s->readonly_rootfs = sc->readonly_rootfs;
+        s->no_new_privs = sc->no_new_privs;
+        if ((r = identity_from(sc, s, reterr)) < 0 ||
+            (sc->capabilities && (r = capabilities_from(sc->capabilities, s, reterr)) < 0) ||
+            (r = paths_from(sc, s, reterr)) < 0 || (r = seccomp_from(sc, s, reterr)) < 0 ||
+            (r = apparmor_check(sc->apparmor, sc->apparmor_profile, "linux.security_context",
+                                reterr)) < 0 ||
+            (sc->namespace_options && (r = namespaces_check(sc->namespace_options, reterr)) < 0))
                 return r;
         if (selinux_set(sc->selinux_options))
                 return rkl_error_set(reterr, -EINVAL,
                                      "linux.security_context.selinux_options: rkt's stage1 "
                                      "applies no SELinux labels");
-        if (sc->supplemental_groups_policy == RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Strict)
-                s->supplemental_groups_strict = true;
-        else if (sc->supplemental_groups_policy != RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Merge)
-                return rkl_error_set(reterr, -EINVAL,
-                                     "linux.security_context.supplemental_groups_policy: unknown "
-                                     "value %d",
-                                     (int)sc->supplemental_groups_policy);
-        if (sc->namespace_options) {
-                const Runtime__V1__NamespaceOption *ns = sc->namespace_options;
-                /* Every app of a rkt pod shares the pod's PID namespace (the pod's systemd is
-                 * its PID 1): CONTAINER, kubelet's default, runs as POD does
-                 * (docs/security.md). */
-                if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE ||
-                    ns->pid == RUNTIME__V1__NAMESPACE_MODE__TARGET)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.security_context.namespace_options.pid: "
-                                             "a rkt app has its pod's PID namespace only");
-                /* NODE is the pod's too when the pod is on the host's network: checked
-                 * against the sandbox by CreateContainer (rkl_api_create_container). */
-                if (ns->network != RUNTIME__V1__NAMESPACE_MODE__POD &&
-                    ns->network != RUNTIME__V1__NAMESPACE_MODE__CONTAINER &&
-                    ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.security_context.namespace_options.network: "
-                                             "a rkt app has its pod's network namespace only");
-                if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__POD &&
-                    ns->ipc != RUNTIME__V1__NAMESPACE_MODE__CONTAINER)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.security_context.namespace_options.ipc: "
-                                             "a rkt app has its pod's IPC namespace only");
-                if (ns->userns_options &&
-                    ns->userns_options->mode != RUNTIME__V1__NAMESPACE_MODE__NODE)
-                        return rkl_error_set(reterr, -EINVAL,
-                                             "linux.security_context.namespace_options."
-                                             "userns_options: rktlet runs no user namespaces");
-        }
         return 0;
 }
 
