@@ -113,7 +113,15 @@ static int on_conf_dir(sd_event_source *s, int fd, uint32_t revents, void *userd
 static void watch_conf_dir(rkl_reconciler *r)
 {
         rkl_reconciler_net *n = r->net;
-        int k = rkl_mkdir_p(r->cfg.cni_conf_dir, 0755);
+        struct stat st;
+        int k = 0;
+        if (stat(r->cfg.cni_conf_dir, &st) < 0) {
+                /* World-readable, as every tool that reads it expects: the daemon's own umask
+                 * (0077) would take that away. */
+                k = rkl_mkdir_p(r->cfg.cni_conf_dir, 0755);
+                if (k >= 0 && chmod(r->cfg.cni_conf_dir, 0755) < 0)
+                        k = -errno;
+        }
         if (k < 0)
                 rkl_log_warning("cannot create '%s': %s: a configuration put there is seen at the "
                                 "next probe only",
