@@ -160,11 +160,10 @@ class KubeletTest(unittest.TestCase):
         print("\n[figure] %d pods of kubelet's workers running after %.1f s" % (
             n_pods, t_all_running))
 
-        stop = threading.Event()
         rotations = {"n": 0}
         probe_misses = []
 
-        def relist():
+        def relist(stop):
             tick = 0
             while not stop.is_set():
                 k.c("ListPodSandbox", pb.ListPodSandboxRequest())
@@ -175,7 +174,7 @@ class KubeletTest(unittest.TestCase):
                 tick += 1
                 stop.wait(1)
 
-        def probes(pod):
+        def probes(stop, pod):
             # Each pod's liveness probe, at its own phase in the period.
             stop.wait(PROBE_PERIOD * (pods.index(pod) / len(pods)))
             while not stop.is_set():
@@ -188,7 +187,7 @@ class KubeletTest(unittest.TestCase):
                     probe_misses.append((pod.name, r.exit_code, time.monotonic() - t0))
                 stop.wait(PROBE_PERIOD)
 
-        def sync_loop():
+        def sync_loop(stop):
             """The pod workers' syncs: restart crashed containers with attempt + 1 and
             garbage-collect dead ones beyond the last; rotate logs past their size."""
             while not stop.is_set():
@@ -213,13 +212,22 @@ class KubeletTest(unittest.TestCase):
                         rotations["n"] += 1
                 stop.wait(1)
 
-        threads = [threading.Thread(target=relist), threading.Thread(target=sync_loop)]
-        threads += [threading.Thread(target=probes, args=(p,)) for p in pods]
-        for t in threads:
-            t.start()
-        # Half way: image GC, then kubelet restarts (the client goes away and comes back,
-        # finding its pods by relisting).
-        stop.wait(seconds / 2)
+        def run_kubelet(seconds):
+            """kubelet's loops for a while: they all end when it stops (a restart too)."""
+            stop = threading.Event()
+            threads = [threading.Thread(target=relist, args=(stop,)),
+                       threading.Thread(target=sync_loop, args=(stop,))]
+            threads += [threading.Thread(target=probes, args=(stop, p)) for p in pods]
+            for t in threads:
+                t.start()
+            stop.wait(seconds)
+            stop.set()
+            for t in threads:
+                t.join(120)
+
+        run_kubelet(seconds / 2)
+        # Image GC, then kubelet restarts: its loops end, the client goes away and comes back,
+        # finding its pods by relisting.
         fs = k.c("ImageFsInfo", pb.ImageFsInfoRequest())
         self.assertTrue(fs.image_filesystems)
         used = {c.image_ref for c in k.c("ListContainers", pb.ListContainersRequest()).containers}
@@ -235,10 +243,7 @@ class KubeletTest(unittest.TestCase):
         found = {s.metadata.name: s.id for s in k.c(
             "ListPodSandbox", pb.ListPodSandboxRequest()).items}
         self.assertEqual(found, {p.name: p.sid for p in pods})
-        stop.wait(seconds / 2)
-        stop.set()
-        for t in threads:
-            t.join(120)
+        run_kubelet(seconds / 2)
         cpu1, t_end = cpu_seconds(pid), time.monotonic()
         rss = rss_kib(pid)
 
