@@ -36,6 +36,7 @@
 #define DEL_HOLDS_POD 3
 
 typedef struct del_retry {
+        char id[RKL_ID_LEN + 1]; /* the map's key: a map borrows its keys */
         uint32_t attempts;
         int64_t next_ns;
 } del_retry;
@@ -46,9 +47,11 @@ struct rkl_reconciler_net {
         rkl_cni_exec exec;
         int inotify_fd;
         sd_event_source *source;
-        rkl_hashmap *records;   /* sandbox ID -> rkl_pod_network*: sandbox_network's rows */
-        rkl_hashmap *retries;   /* sandbox ID -> del_retry*: DELs that failed */
-        rkl_hashmap *unchecked; /* sandbox IDs whose ready network was found at the start */
+        rkl_hashmap *records; /* sandbox ID -> rkl_pod_network*: sandbox_network's rows */
+        rkl_hashmap *retries; /* sandbox ID -> del_retry*: DELs that failed */
+        /* Sandboxes whose ready network was found at the start: their records, whose IDs
+         * are the keys (a record is dropped from here before it is freed). */
+        rkl_hashmap *unchecked;
 };
 
 /* Journal fields of a line about the sandbox id, whose record may be gone. */
@@ -215,8 +218,12 @@ static int record_put(rkl_reconciler *r, rkl_pod_network *n)
                 rkl_pod_network_free(n);
                 return k;
         }
+        /* The maps borrow their keys from the record: the old one leaves both first. */
+        bool unchecked = rkl_hashmap_remove(r->net->unchecked, n->sandbox_id) != NULL;
         rkl_pod_network_free(rkl_hashmap_remove(r->net->records, n->sandbox_id));
         rkl_hashmap_put(r->net->records, n->sandbox_id, n);
+        if (unchecked)
+                rkl_hashmap_put(r->net->unchecked, n->sandbox_id, n);
         return 0;
 }
 
@@ -228,9 +235,10 @@ static int record_forget(rkl_reconciler *r, const char *id)
                 rkl_reconciler__write_failed("sandbox", id, "that its network is gone", k, &err);
                 return k;
         }
-        rkl_pod_network_free(rkl_hashmap_remove(r->net->records, id));
-        free(rkl_hashmap_remove(r->net->retries, id));
+        /* The maps borrow their keys from their entries: out of both before either goes. */
         rkl_hashmap_remove(r->net->unchecked, id);
+        free(rkl_hashmap_remove(r->net->retries, id));
+        rkl_pod_network_free(rkl_hashmap_remove(r->net->records, id));
         return 0;
 }
 
@@ -586,7 +594,8 @@ static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
         del_retry *d = rkl_hashmap_get(r->net->retries, a->key);
         if (!d) {
                 d = rkl_xnew0(del_retry, 1);
-                rkl_hashmap_put(r->net->retries, a->net->sandbox_id, d);
+                memcpy(d->id, a->key, sizeof(d->id));
+                rkl_hashmap_put(r->net->retries, d->id, d);
         }
         d->attempts++;
         d->next_ns = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(d->attempts);
