@@ -583,8 +583,8 @@ static int run(void)
             .rkt_data_dir = arg_rkt_data_dir,
             .systemd_bus = arg_systemd_bus,
             .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir ? arg_cni_conf_dir : DEFAULT_CNI_CONF_DIR,
-            .cni_bin_dirs = arg_cni_bin_dirs ? arg_cni_bin_dirs : RKL_STRV(DEFAULT_CNI_BIN_DIRS),
+            .cni_conf_dir = arg_cni_conf_dir,
+            .cni_bin_dirs = arg_cni_bin_dirs,
             .cni_timeout_usec = arg_cni_timeout_usec,
             .stage1_name = arg_stage1_name,
             .max_actions = arg_max_actions,
@@ -660,8 +660,8 @@ static int check(void)
             .stage1_name = arg_stage1_name,
             .systemd_bus = arg_systemd_bus,
             .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir ? arg_cni_conf_dir : DEFAULT_CNI_CONF_DIR,
-            .cni_bin_dirs = arg_cni_bin_dirs ? arg_cni_bin_dirs : RKL_STRV(DEFAULT_CNI_BIN_DIRS),
+            .cni_conf_dir = arg_cni_conf_dir,
+            .cni_bin_dirs = arg_cni_bin_dirs,
             .listen = arg_listen,
             .socket_gid = arg_socket_gid,
             .state_dir = arg_state_dir,
@@ -709,6 +709,7 @@ int main(int argc, char *argv[])
         arg_listen = rkl_xstrdup(DEFAULT_LISTEN);
         arg_state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
         arg_rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
+        arg_cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
 
         r = parse_argv(argc, argv);
         if (r <= 0) {
@@ -717,6 +718,9 @@ int main(int argc, char *argv[])
         }
         if (!arg_rkt_path)
                 arg_rkt_path = find_in_path("rkt");
+        /* A repeatable option's default applies only when neither flags nor file gave it. */
+        if (!arg_cni_bin_dirs)
+                arg_cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
 
         if (check_only) {
                 r = check();
