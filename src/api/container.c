@@ -243,15 +243,8 @@ static json_object *container_info(const rkl_container_view *v)
         return j;
 }
 
-int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
-                             Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
+Runtime__V1__ContainerStatus *rkl_api_container_status_pb(rkl_arena *a, const rkl_container_view *v)
 {
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        rkl_arena *a = ctx->arena;
-
-        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
-        if (r < 0)
-                return r;
         const rkl_container_record *c = v->rec;
         const rkl_container_observed *o = &c->observed;
 
@@ -297,7 +290,19 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         }
         /* kubelet and critest open it directly: the full host path. */
         st->log_path = rkl_api_pb_str(a, v->log_path);
-        resp->status = st;
+        return st;
+}
+
+int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
+                             Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        rkl_arena *a = ctx->arena;
+
+        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+        if (r < 0)
+                return r;
+        resp->status = rkl_api_container_status_pb(a, v);
 
         if (req->verbose) {
                 Runtime__V1__ContainerStatusResponse__InfoEntry *e =

@@ -2,6 +2,7 @@
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
 #include "container.h"
+#include "events.h"
 #include "exec.h"
 #include "image.h"
 #include "logs.h"
@@ -68,6 +69,8 @@ THUNK(rkl_api_list_pod_sandbox_stats, Runtime__V1__ListPodSandboxStatsRequest,
       Runtime__V1__ListPodSandboxStatsResponse)
 THUNK(rkl_api_update_container_resources, Runtime__V1__UpdateContainerResourcesRequest,
       Runtime__V1__UpdateContainerResourcesResponse)
+THUNK(rkl_api_get_container_events, Runtime__V1__GetEventsRequest,
+      Runtime__V1__ContainerEventResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -100,6 +103,7 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "Exec", rkl_api_exec_thunk},
     {"RuntimeService", "Attach", rkl_api_attach_thunk},
     {"RuntimeService", "PortForward", rkl_api_port_forward_thunk},
+    {"RuntimeService", "GetContainerEvents", rkl_api_get_container_events_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

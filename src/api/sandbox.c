@@ -162,15 +162,8 @@ static json_object *pod_info(const rkl_pod_record *p)
         return j;
 }
 
-int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatusRequest *req,
-                               Runtime__V1__PodSandboxStatusResponse *resp, rkl_error *reterr)
+Runtime__V1__PodSandboxStatus *rkl_api_pod_status_pb(rkl_arena *a, const rkl_pod_view *v)
 {
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
-        rkl_arena *a = ctx->arena;
-
-        int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
-        if (r < 0)
-                return r;
         const rkl_pod_record *p = v->rec;
 
         Runtime__V1__PodSandboxStatus *st = rkl_arena_newa(Runtime__V1__PodSandboxStatus, a, 1);
@@ -208,7 +201,21 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         RKL_API_PB_KVS(a, &p->spec.annotations, Runtime__V1__PodSandboxStatus__AnnotationsEntry,
                        RUNTIME__V1__POD_SANDBOX_STATUS__ANNOTATIONS_ENTRY__INIT, st->annotations,
                        st->n_annotations);
-        resp->status = st;
+        return st;
+}
+
+int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatusRequest *req,
+                               Runtime__V1__PodSandboxStatusResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
+        rkl_arena *a = ctx->arena;
+
+        int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
+        if (r < 0)
+                return r;
+        const rkl_pod_record *p = v->rec;
+
+        resp->status = rkl_api_pod_status_pb(a, v);
         resp->timestamp = rkl_realtime_nsec();
 
         if (req->verbose) {
