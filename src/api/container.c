@@ -4,7 +4,9 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
+#include "page.h"
 #include "wait.h"
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -359,25 +361,34 @@ static void container_views_release(container_views *p)
         rkl_container_views_unref(p->v, p->n);
 }
 
+/* The cache's filter of a List or Stream request's (cf may be NULL): the selector's
+ * strings stay the request's. */
+static void container_filter(rkl_arena *a, const Runtime__V1__ContainerFilter *cf,
+                             rkl_view_filter *f, rkl_kvs *selector)
+{
+        *f = (rkl_view_filter){0};
+        *selector = (rkl_kvs){0};
+        if (!cf)
+                return;
+        f->id = cf->id;
+        f->sandbox_id = cf->pod_sandbox_id;
+        if (cf->state) {
+                f->by_state = true;
+                f->state = (int)cf->state->state;
+        }
+        RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, selector);
+        f->label_selector = selector;
+}
+
 int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersRequest *req,
                             Runtime__V1__ListContainersResponse *resp, rkl_error *reterr)
 {
         _cleanup_(container_views_release) container_views l = {0};
         rkl_arena *a = ctx->arena;
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
+        rkl_view_filter f;
+        rkl_kvs selector;
 
-        if (req->filter) {
-                const Runtime__V1__ContainerFilter *cf = req->filter;
-                f.id = cf->id;
-                f.sandbox_id = cf->pod_sandbox_id;
-                if (cf->state) {
-                        f.by_state = true;
-                        f.state = (int)cf->state->state;
-                }
-                RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, &selector);
-                f.label_selector = &selector;
-        }
+        container_filter(a, req->filter, &f, &selector);
         int r = rkl_cache_container_list(ctx->cache, &f, &l.v, &l.n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
@@ -387,4 +398,38 @@ int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersR
                 items[i] = container_wire(l.v[i]);
         rkl_api_pb_raw_repeated(ctx, 1 /* ListContainersResponse.containers */, items, l.n);
         return 0;
+}
+
+static const rkl_blob *container_page_item(void *userdata, size_t i, rkl_arena *a,
+                                           rkl_error *reterr)
+{
+        return container_wire(((container_views *)userdata)->v[i]);
+}
+
+static void container_views_free(void *userdata)
+{
+        container_views_release(userdata);
+        free(userdata);
+}
+
+int rkl_api_stream_containers(rkl_api_ctx *ctx, const Runtime__V1__StreamContainersRequest *req,
+                              Runtime__V1__StreamContainersResponse *resp, rkl_error *reterr)
+{
+        rkl_view_filter f;
+        rkl_kvs selector;
+        container_views *l = rkl_xnew0(container_views, 1);
+
+        /* The containers as ListContainers takes them, items as it encodes them. */
+        container_filter(ctx->arena, req->filter, &f, &selector);
+        int r = rkl_cache_container_list(ctx->cache, &f, &l->v, &l->n);
+        if (r < 0) {
+                free(l);
+                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
+        }
+        rkl_api_page_list pages = {.field = 1 /* StreamContainersResponse.containers */,
+                                   .n = l->n,
+                                   .item = container_page_item,
+                                   .userdata = l,
+                                   .free = container_views_free};
+        return rkl_api_page_stream(ctx, &pages);
 }

@@ -22,3 +22,6 @@ typedef struct rkl_container_view rkl_container_view;
 /* A container's CRI status as ContainerStatus answers it (without the verbose info), in a. */
 Runtime__V1__ContainerStatus *rkl_api_container_status_pb(rkl_arena *a,
                                                           const rkl_container_view *v);
+/* ListContainers' answer in pages (page.h). */
+int rkl_api_stream_containers(rkl_api_ctx *ctx, const Runtime__V1__StreamContainersRequest *req,
+                              Runtime__V1__StreamContainersResponse *resp, rkl_error *reterr);

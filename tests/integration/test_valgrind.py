@@ -87,6 +87,10 @@ class ValgrindTest(unittest.TestCase):
                                      timeout=30).container_id
             rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=30)
             rs.ListContainers(pb.ListContainersRequest(), timeout=30)
+            list(rs.StreamPodSandboxes(pb.StreamPodSandboxesRequest(), timeout=30))
+            list(rs.StreamContainers(pb.StreamContainersRequest(), timeout=30))
+            list(rs.StreamContainerStats(pb.StreamContainerStatsRequest(), timeout=30))
+            list(rs.StreamPodSandboxStats(pb.StreamPodSandboxStatsRequest(), timeout=30))
             rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
                                 timeout=30)
             rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid, verbose=True),
