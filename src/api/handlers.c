@@ -1,6 +1,7 @@
 /* Which CRI methods rktlet implements. A method missing here answers UNIMPLEMENTED naming
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
+#include "checkpoint.h"
 #include "container.h"
 #include "events.h"
 #include "exec.h"
@@ -80,6 +81,10 @@ THUNK(rkl_api_stream_container_stats, Runtime__V1__StreamContainerStatsRequest,
 THUNK(rkl_api_stream_pod_sandbox_stats, Runtime__V1__StreamPodSandboxStatsRequest,
       Runtime__V1__StreamPodSandboxStatsResponse)
 THUNK(rkl_api_stream_images, Runtime__V1__StreamImagesRequest, Runtime__V1__StreamImagesResponse)
+THUNK(rkl_api_checkpoint_container, Runtime__V1__CheckpointContainerRequest,
+      Runtime__V1__CheckpointContainerResponse)
+THUNK(rkl_api_checkpoint_pod, Runtime__V1__CheckpointPodRequest, Runtime__V1__CheckpointPodResponse)
+THUNK(rkl_api_restore_pod, Runtime__V1__RestorePodRequest, Runtime__V1__RestorePodResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -117,6 +122,10 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "StreamContainers", rkl_api_stream_containers_thunk},
     {"RuntimeService", "StreamContainerStats", rkl_api_stream_container_stats_thunk},
     {"RuntimeService", "StreamPodSandboxStats", rkl_api_stream_pod_sandbox_stats_thunk},
+    /* Answered, to say why they cannot be done (checkpoint.h). */
+    {"RuntimeService", "CheckpointContainer", rkl_api_checkpoint_container_thunk},
+    {"RuntimeService", "CheckpointPod", rkl_api_checkpoint_pod_thunk},
+    {"RuntimeService", "RestorePod", rkl_api_restore_pod_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},

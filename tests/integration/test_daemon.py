@@ -167,6 +167,19 @@ class DaemonTest(unittest.TestCase):
                     self.assertIn("%s/%s" % (service, name), e.details())
         self.assertGreaterEqual(implemented, 3)
 
+    def test_checkpoint_says_why(self):
+        """rkt 1.30 has no checkpoint and restore: the three calls say so."""
+        d = self.daemon().start()
+        rs, _ = self.runtime(d)
+        for call, req in ((rs.CheckpointContainer, pb.CheckpointContainerRequest(
+                              container_id="abc", location="/tmp/x.tar")),
+                          (rs.CheckpointPod, pb.CheckpointPodRequest(pod_sandbox_id="abc")),
+                          (rs.RestorePod, pb.RestorePodRequest(path="/tmp/x"))):
+            with self.assertRaises(grpc.RpcError) as cm:
+                call(req, timeout=5)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+            self.assertIn("no CRIU integration", cm.exception.details())
+
     def test_garbage_payload(self):
         d = self.daemon().start()
         _, ch = self.runtime(d)
