@@ -3,6 +3,7 @@
 #include "api.h"
 #include "checkpoint.h"
 #include "container.h"
+#include "cri-metrics.h"
 #include "events.h"
 #include "exec.h"
 #include "image.h"
@@ -85,6 +86,12 @@ THUNK(rkl_api_checkpoint_container, Runtime__V1__CheckpointContainerRequest,
       Runtime__V1__CheckpointContainerResponse)
 THUNK(rkl_api_checkpoint_pod, Runtime__V1__CheckpointPodRequest, Runtime__V1__CheckpointPodResponse)
 THUNK(rkl_api_restore_pod, Runtime__V1__RestorePodRequest, Runtime__V1__RestorePodResponse)
+THUNK(rkl_api_list_metric_descriptors, Runtime__V1__ListMetricDescriptorsRequest,
+      Runtime__V1__ListMetricDescriptorsResponse)
+THUNK(rkl_api_list_pod_sandbox_metrics, Runtime__V1__ListPodSandboxMetricsRequest,
+      Runtime__V1__ListPodSandboxMetricsResponse)
+THUNK(rkl_api_stream_pod_sandbox_metrics, Runtime__V1__StreamPodSandboxMetricsRequest,
+      Runtime__V1__StreamPodSandboxMetricsResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -122,6 +129,9 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "StreamContainers", rkl_api_stream_containers_thunk},
     {"RuntimeService", "StreamContainerStats", rkl_api_stream_container_stats_thunk},
     {"RuntimeService", "StreamPodSandboxStats", rkl_api_stream_pod_sandbox_stats_thunk},
+    {"RuntimeService", "ListMetricDescriptors", rkl_api_list_metric_descriptors_thunk},
+    {"RuntimeService", "ListPodSandboxMetrics", rkl_api_list_pod_sandbox_metrics_thunk},
+    {"RuntimeService", "StreamPodSandboxMetrics", rkl_api_stream_pod_sandbox_metrics_thunk},
     /* Answered, to say why they cannot be done (checkpoint.h). */
     {"RuntimeService", "CheckpointContainer", rkl_api_checkpoint_container_thunk},
     {"RuntimeService", "CheckpointPod", rkl_api_checkpoint_pod_thunk},

@@ -91,6 +91,9 @@ class ValgrindTest(unittest.TestCase):
             list(rs.StreamContainers(pb.StreamContainersRequest(), timeout=30))
             list(rs.StreamContainerStats(pb.StreamContainerStatsRequest(), timeout=30))
             list(rs.StreamPodSandboxStats(pb.StreamPodSandboxStatsRequest(), timeout=30))
+            rs.ListMetricDescriptors(pb.ListMetricDescriptorsRequest(), timeout=30)
+            rs.ListPodSandboxMetrics(pb.ListPodSandboxMetricsRequest(), timeout=30)
+            list(rs.StreamPodSandboxMetrics(pb.StreamPodSandboxMetricsRequest(), timeout=30))
             rs.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True),
                                 timeout=30)
             rs.ContainerStatus(pb.ContainerStatusRequest(container_id=cid, verbose=True),
