@@ -48,6 +48,7 @@ typedef struct rkl_api_config {
 } rkl_api_config;
 
 typedef struct rkl_api_call rkl_api_call;
+typedef struct rkl_api_stream_ops rkl_api_stream_ops;
 
 /* Per-call context. The arena lives as long as the call: responses point into it. */
 typedef struct rkl_api_ctx {
@@ -67,6 +68,9 @@ typedef struct rkl_api_ctx {
         /* Run again by rkl_api_defer_until() on a worker: answer with what there is, and
          * without ctx->store (NULL: the connection belongs to another thread). */
         bool late;
+        /* A streaming handler's answer (rkl_api_stream()): what the server sends from. */
+        const rkl_api_stream_ops *stream_ops;
+        void *stream_userdata;
 } rkl_api_ctx;
 
 /* A handler fills resp (already initialised for its type) and returns 0, or a -errno with
@@ -112,6 +116,34 @@ typedef void (*rkl_api_wait_fn)(void *userdata);
 int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata);
 /* True once the client cancelled or went away: the work may stop early. */
 bool rkl_api_call_cancelled(rkl_api_call *c);
+
+/* Server streaming (GetContainerEvents, the Stream* lists). The handler of a streaming
+ * method returns rkl_api_stream(ctx, ops, userdata); the server then sends the initial
+ * metadata, asks ops->next() for a message each time the one before has been sent (one
+ * send in flight per call, each message its own batch), and ends the call with the
+ * status ops->next() gives. All on the call's completion-queue thread, never waiting: a
+ * source with nothing to send yet says so, and calls rkl_api_stream_wake() when it has. */
+#define RKL_API_STREAMING      2
+#define RKL_API_STREAM_IDLE    0 /* nothing to send now: wait for a wake */
+#define RKL_API_STREAM_MESSAGE 1 /* *ret holds the next message */
+#define RKL_API_STREAM_END     2 /* all was sent: status OK */
+struct rkl_api_stream_ops {
+        /* RKL_API_STREAM_MESSAGE with the encoded message in *ret (malloc'd, taken over)
+         * and its length in *ret_len, RKL_API_STREAM_IDLE, RKL_API_STREAM_END, or -errno with
+         * reterr set: the call ends with that error. */
+        int (*next)(void *userdata, unsigned char **ret, size_t *ret_len, rkl_error *reterr);
+        /* Called once, when the stream ends for any reason (all sent, an error, the client
+         * gone or cancelled, the server shutting down), on the call's thread: frees
+         * userdata. No rkl_api_stream_wake() may be called once it has returned. */
+        void (*done)(void *userdata);
+};
+/* Records ops and userdata in ctx for the server (unit tests drive them directly) and
+ * returns RKL_API_STREAMING. ops must outlive the call. */
+int rkl_api_stream(rkl_api_ctx *ctx, const rkl_api_stream_ops *ops, void *userdata);
+/* The stream's source has something new: its next() is asked again soon, on the call's
+ * thread. Any thread, any number of times, until done() returned; a NULL call (a handler
+ * run without a server) is ignored. */
+void rkl_api_stream_wake(rkl_api_call *c);
 
 /* The handler for service ("RuntimeService" or "ImageService") and method, or NULL when
  * the method is not implemented. */

@@ -4,8 +4,10 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
+#include "page.h"
 #include "wait.h"
 #include "base/json.h"
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -236,15 +238,8 @@ static json_object *container_info(const rkl_container_view *v)
         return j;
 }
 
-int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
-                             Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
+Runtime__V1__ContainerStatus *rkl_api_container_status_pb(rkl_arena *a, const rkl_container_view *v)
 {
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        rkl_arena *a = ctx->arena;
-
-        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
-        if (r < 0)
-                return r;
         const rkl_container_record *c = v->rec;
         const rkl_container_observed *o = &c->observed;
 
@@ -290,7 +285,19 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         }
         /* kubelet and critest open it directly: the full host path. */
         st->log_path = rkl_api_pb_str(a, v->log_path);
-        resp->status = st;
+        return st;
+}
+
+int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatusRequest *req,
+                             Runtime__V1__ContainerStatusResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
+        rkl_arena *a = ctx->arena;
+
+        int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
+        if (r < 0)
+                return r;
+        resp->status = rkl_api_container_status_pb(a, v);
 
         if (req->verbose) {
                 Runtime__V1__ContainerStatusResponse__InfoEntry *e =
@@ -370,25 +377,34 @@ static void container_views_release(container_views *p)
         rkl_container_views_unref(p->v, p->n);
 }
 
+/* The cache's filter of a List or Stream request's (cf may be NULL): the selector's
+ * strings stay the request's. */
+static void container_filter(rkl_arena *a, const Runtime__V1__ContainerFilter *cf,
+                             rkl_view_filter *f, rkl_kvs *selector)
+{
+        *f = (rkl_view_filter){0};
+        *selector = (rkl_kvs){0};
+        if (!cf)
+                return;
+        f->id = cf->id;
+        f->sandbox_id = cf->pod_sandbox_id;
+        if (cf->state) {
+                f->by_state = true;
+                f->state = (int)cf->state->state;
+        }
+        RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, selector);
+        f->label_selector = selector;
+}
+
 int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersRequest *req,
                             Runtime__V1__ListContainersResponse *resp, rkl_error *reterr)
 {
         _cleanup_(container_views_release) container_views l = {0};
         rkl_arena *a = ctx->arena;
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
+        rkl_view_filter f;
+        rkl_kvs selector;
 
-        if (req->filter) {
-                const Runtime__V1__ContainerFilter *cf = req->filter;
-                f.id = cf->id;
-                f.sandbox_id = cf->pod_sandbox_id;
-                if (cf->state) {
-                        f.by_state = true;
-                        f.state = (int)cf->state->state;
-                }
-                RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, &selector);
-                f.label_selector = &selector;
-        }
+        container_filter(a, req->filter, &f, &selector);
         int r = rkl_cache_container_list(ctx->cache, &f, &l.v, &l.n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
@@ -400,4 +416,38 @@ int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersR
         return rkl_api_pb_raw_repeated_fit(ctx, 1 /* ListContainersResponse.containers */, items,
                                            l.n, container_trimmed, l.v, "ListContainers",
                                            "containers", &last_warned, reterr);
+}
+
+static const rkl_blob *container_page_item(void *userdata, size_t i, rkl_arena *a,
+                                           rkl_error *reterr)
+{
+        return container_wire(((container_views *)userdata)->v[i]);
+}
+
+static void container_views_free(void *userdata)
+{
+        container_views_release(userdata);
+        free(userdata);
+}
+
+int rkl_api_stream_containers(rkl_api_ctx *ctx, const Runtime__V1__StreamContainersRequest *req,
+                              Runtime__V1__StreamContainersResponse *resp, rkl_error *reterr)
+{
+        rkl_view_filter f;
+        rkl_kvs selector;
+        container_views *l = rkl_xnew0(container_views, 1);
+
+        /* The containers as ListContainers takes them, items as it encodes them. */
+        container_filter(ctx->arena, req->filter, &f, &selector);
+        int r = rkl_cache_container_list(ctx->cache, &f, &l->v, &l->n);
+        if (r < 0) {
+                free(l);
+                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
+        }
+        rkl_api_page_list pages = {.field = 1 /* StreamContainersResponse.containers */,
+                                   .n = l->n,
+                                   .item = container_page_item,
+                                   .userdata = l,
+                                   .free = container_views_free};
+        return rkl_api_page_stream(ctx, &pages);
 }

@@ -1,7 +1,10 @@
 /* Which CRI methods rktlet implements. A method missing here answers UNIMPLEMENTED naming
  * itself, which is what kubelet's fallbacks expect (never UNKNOWN). */
 #include "api.h"
+#include "checkpoint.h"
 #include "container.h"
+#include "cri-metrics.h"
+#include "events.h"
 #include "exec.h"
 #include "image.h"
 #include "logs.h"
@@ -70,6 +73,27 @@ THUNK(rkl_api_update_container_resources, Runtime__V1__UpdateContainerResourcesR
       Runtime__V1__UpdateContainerResourcesResponse)
 THUNK(rkl_api_update_pod_sandbox_resources, Runtime__V1__UpdatePodSandboxResourcesRequest,
       Runtime__V1__UpdatePodSandboxResourcesResponse)
+THUNK(rkl_api_get_container_events, Runtime__V1__GetEventsRequest,
+      Runtime__V1__ContainerEventResponse)
+THUNK(rkl_api_stream_pod_sandboxes, Runtime__V1__StreamPodSandboxesRequest,
+      Runtime__V1__StreamPodSandboxesResponse)
+THUNK(rkl_api_stream_containers, Runtime__V1__StreamContainersRequest,
+      Runtime__V1__StreamContainersResponse)
+THUNK(rkl_api_stream_container_stats, Runtime__V1__StreamContainerStatsRequest,
+      Runtime__V1__StreamContainerStatsResponse)
+THUNK(rkl_api_stream_pod_sandbox_stats, Runtime__V1__StreamPodSandboxStatsRequest,
+      Runtime__V1__StreamPodSandboxStatsResponse)
+THUNK(rkl_api_stream_images, Runtime__V1__StreamImagesRequest, Runtime__V1__StreamImagesResponse)
+THUNK(rkl_api_checkpoint_container, Runtime__V1__CheckpointContainerRequest,
+      Runtime__V1__CheckpointContainerResponse)
+THUNK(rkl_api_checkpoint_pod, Runtime__V1__CheckpointPodRequest, Runtime__V1__CheckpointPodResponse)
+THUNK(rkl_api_restore_pod, Runtime__V1__RestorePodRequest, Runtime__V1__RestorePodResponse)
+THUNK(rkl_api_list_metric_descriptors, Runtime__V1__ListMetricDescriptorsRequest,
+      Runtime__V1__ListMetricDescriptorsResponse)
+THUNK(rkl_api_list_pod_sandbox_metrics, Runtime__V1__ListPodSandboxMetricsRequest,
+      Runtime__V1__ListPodSandboxMetricsResponse)
+THUNK(rkl_api_stream_pod_sandbox_metrics, Runtime__V1__StreamPodSandboxMetricsRequest,
+      Runtime__V1__StreamPodSandboxMetricsResponse)
 THUNK(rkl_api_list_images, Runtime__V1__ListImagesRequest, Runtime__V1__ListImagesResponse)
 THUNK(rkl_api_image_status, Runtime__V1__ImageStatusRequest, Runtime__V1__ImageStatusResponse)
 THUNK(rkl_api_pull_image, Runtime__V1__PullImageRequest, Runtime__V1__PullImageResponse)
@@ -103,11 +127,24 @@ static const handler_entry handlers[] = {
     {"RuntimeService", "Exec", rkl_api_exec_thunk},
     {"RuntimeService", "Attach", rkl_api_attach_thunk},
     {"RuntimeService", "PortForward", rkl_api_port_forward_thunk},
+    {"RuntimeService", "GetContainerEvents", rkl_api_get_container_events_thunk},
+    {"RuntimeService", "StreamPodSandboxes", rkl_api_stream_pod_sandboxes_thunk},
+    {"RuntimeService", "StreamContainers", rkl_api_stream_containers_thunk},
+    {"RuntimeService", "StreamContainerStats", rkl_api_stream_container_stats_thunk},
+    {"RuntimeService", "StreamPodSandboxStats", rkl_api_stream_pod_sandbox_stats_thunk},
+    {"RuntimeService", "ListMetricDescriptors", rkl_api_list_metric_descriptors_thunk},
+    {"RuntimeService", "ListPodSandboxMetrics", rkl_api_list_pod_sandbox_metrics_thunk},
+    {"RuntimeService", "StreamPodSandboxMetrics", rkl_api_stream_pod_sandbox_metrics_thunk},
+    /* Answered, to say why they cannot be done (checkpoint.h). */
+    {"RuntimeService", "CheckpointContainer", rkl_api_checkpoint_container_thunk},
+    {"RuntimeService", "CheckpointPod", rkl_api_checkpoint_pod_thunk},
+    {"RuntimeService", "RestorePod", rkl_api_restore_pod_thunk},
     {"ImageService", "ListImages", rkl_api_list_images_thunk},
     {"ImageService", "ImageStatus", rkl_api_image_status_thunk},
     {"ImageService", "PullImage", rkl_api_pull_image_thunk},
     {"ImageService", "RemoveImage", rkl_api_remove_image_thunk},
     {"ImageService", "ImageFsInfo", rkl_api_image_fs_info_thunk},
+    {"ImageService", "StreamImages", rkl_api_stream_images_thunk},
 };
 
 rkl_api_handler rkl_api_handler_lookup(const char *service, const char *method)

@@ -1,6 +1,7 @@
 #include "image.h"
 
 #include "convert.h"
+#include "page.h"
 #include "pb.h"
 #include "base/json.h"
 #include "base/alloc.h"
@@ -355,4 +356,49 @@ int rkl_api_image_fs_info(rkl_api_ctx *ctx, const Runtime__V1__ImageFsInfoReques
                 return r;
         /* It walks rkt's store: not on a completion-queue thread. */
         return rkl_api_defer(ctx, fs_info_run, job_new(ctx, NULL, resp));
+}
+
+typedef struct image_pages {
+        rkl_image **l;
+        size_t n;
+} image_pages;
+
+static const rkl_blob *image_page_item(void *userdata, size_t i, rkl_arena *a, rkl_error *reterr)
+{
+        return rkl_api_page_pack(a, &image_pb(a, ((image_pages *)userdata)->l[i])->base);
+}
+
+static void image_pages_free(void *userdata)
+{
+        image_pages *p = userdata;
+        rkl_image_array_free(p->l, p->n);
+        free(p);
+}
+
+int rkl_api_stream_images(rkl_api_ctx *ctx, const Runtime__V1__StreamImagesRequest *req,
+                          Runtime__V1__StreamImagesResponse *resp, rkl_error *reterr)
+{
+        const Runtime__V1__ImageSpec *filter = req->filter ? req->filter->image : NULL;
+        rkl_image **l = NULL;
+        size_t n = 0;
+        int r;
+
+        /* As ListImages: after the first image list, from the image cache. */
+        r = images_of(ctx, reterr);
+        if (r >= 0)
+                r = check_ref("filter.image.image", filter, false, reterr);
+        if (r >= 0 && wait_for_list(ctx))
+                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
+        if (r >= 0)
+                r = rkl_images_list(ctx->images, filter ? filter->image : NULL, &l, &n, reterr);
+        if (r < 0)
+                return r;
+        image_pages *p = rkl_xnew0(image_pages, 1);
+        *p = (image_pages){.l = l, .n = n};
+        rkl_api_page_list pages = {.field = 1 /* StreamImagesResponse.images */,
+                                   .n = n,
+                                   .item = image_page_item,
+                                   .userdata = p,
+                                   .free = image_pages_free};
+        return rkl_api_page_stream(ctx, &pages);
 }

@@ -13,6 +13,9 @@ int rkl_api_pull_image(rkl_api_ctx *ctx, const Runtime__V1__PullImageRequest *re
                        Runtime__V1__PullImageResponse *resp, rkl_error *reterr);
 int rkl_api_remove_image(rkl_api_ctx *ctx, const Runtime__V1__RemoveImageRequest *req,
                          Runtime__V1__RemoveImageResponse *resp, rkl_error *reterr);
+/* ListImages' answer in pages (page.h). */
+int rkl_api_stream_images(rkl_api_ctx *ctx, const Runtime__V1__StreamImagesRequest *req,
+                          Runtime__V1__StreamImagesResponse *resp, rkl_error *reterr);
 int rkl_api_image_fs_info(rkl_api_ctx *ctx, const Runtime__V1__ImageFsInfoRequest *req,
                           Runtime__V1__ImageFsInfoResponse *resp, rkl_error *reterr);
 

@@ -4,7 +4,9 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
+#include "page.h"
 #include "wait.h"
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strv.h"
 #include "base/time-util.h"
@@ -163,15 +165,8 @@ static json_object *pod_info(const rkl_pod_record *p)
         return j;
 }
 
-int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatusRequest *req,
-                               Runtime__V1__PodSandboxStatusResponse *resp, rkl_error *reterr)
+Runtime__V1__PodSandboxStatus *rkl_api_pod_status_pb(rkl_arena *a, const rkl_pod_view *v)
 {
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
-        rkl_arena *a = ctx->arena;
-
-        int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
-        if (r < 0)
-                return r;
         const rkl_pod_record *p = v->rec;
 
         Runtime__V1__PodSandboxStatus *st = rkl_arena_newa(Runtime__V1__PodSandboxStatus, a, 1);
@@ -219,7 +214,21 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         RKL_API_PB_KVS(a, &p->spec.annotations, Runtime__V1__PodSandboxStatus__AnnotationsEntry,
                        RUNTIME__V1__POD_SANDBOX_STATUS__ANNOTATIONS_ENTRY__INIT, st->annotations,
                        st->n_annotations);
-        resp->status = st;
+        return st;
+}
+
+int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxStatusRequest *req,
+                               Runtime__V1__PodSandboxStatusResponse *resp, rkl_error *reterr)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
+        rkl_arena *a = ctx->arena;
+
+        int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
+        if (r < 0)
+                return r;
+        const rkl_pod_record *p = v->rec;
+
+        resp->status = rkl_api_pod_status_pb(a, v);
         resp->timestamp = rkl_realtime_nsec();
 
         if (req->verbose) {
@@ -293,24 +302,33 @@ static void pod_views_release(pod_views *p)
         rkl_pod_views_unref(p->v, p->n);
 }
 
+/* The cache's filter of a List or Stream request's (pf may be NULL): the selector's
+ * strings stay the request's. */
+static void pod_filter(rkl_arena *a, const Runtime__V1__PodSandboxFilter *pf, rkl_view_filter *f,
+                       rkl_kvs *selector)
+{
+        *f = (rkl_view_filter){0};
+        *selector = (rkl_kvs){0};
+        if (!pf)
+                return;
+        f->id = pf->id;
+        if (pf->state) {
+                f->by_state = true;
+                f->state = (int)pf->state->state;
+        }
+        RKL_API_KVS_FROM_PB(a, pf->label_selector, pf->n_label_selector, selector);
+        f->label_selector = selector;
+}
+
 int rkl_api_list_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__ListPodSandboxRequest *req,
                              Runtime__V1__ListPodSandboxResponse *resp, rkl_error *reterr)
 {
         _cleanup_(pod_views_release) pod_views l = {0};
         rkl_arena *a = ctx->arena;
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
+        rkl_view_filter f;
+        rkl_kvs selector;
 
-        if (req->filter) {
-                const Runtime__V1__PodSandboxFilter *pf = req->filter;
-                f.id = pf->id;
-                if (pf->state) {
-                        f.by_state = true;
-                        f.state = (int)pf->state->state;
-                }
-                RKL_API_KVS_FROM_PB(a, pf->label_selector, pf->n_label_selector, &selector);
-                f.label_selector = &selector;
-        }
+        pod_filter(a, req->filter, &f, &selector);
         int r = rkl_cache_pod_list(ctx->cache, &f, &l.v, &l.n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
@@ -342,4 +360,38 @@ int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
         rkl_log_info("kubelet's pod CIDR is '%s'; pod IPs come from rkt's network configuration",
                      isempty(cidr) ? "" : cidr);
         return 0;
+}
+
+static const rkl_blob *pod_page_item(void *userdata, size_t i, rkl_arena *a, rkl_error *reterr)
+{
+        return pod_wire(((pod_views *)userdata)->v[i]);
+}
+
+static void pod_views_free(void *userdata)
+{
+        pod_views_release(userdata);
+        free(userdata);
+}
+
+int rkl_api_stream_pod_sandboxes(rkl_api_ctx *ctx,
+                                 const Runtime__V1__StreamPodSandboxesRequest *req,
+                                 Runtime__V1__StreamPodSandboxesResponse *resp, rkl_error *reterr)
+{
+        rkl_view_filter f;
+        rkl_kvs selector;
+        pod_views *l = rkl_xnew0(pod_views, 1);
+
+        /* The sandboxes as ListPodSandbox takes them, items as it encodes them. */
+        pod_filter(ctx->arena, req->filter, &f, &selector);
+        int r = rkl_cache_pod_list(ctx->cache, &f, &l->v, &l->n);
+        if (r < 0) {
+                free(l);
+                return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
+        }
+        rkl_api_page_list pages = {.field = 1 /* StreamPodSandboxesResponse.pod_sandboxes */,
+                                   .n = l->n,
+                                   .item = pod_page_item,
+                                   .userdata = l,
+                                   .free = pod_views_free};
+        return rkl_api_page_stream(ctx, &pages);
 }

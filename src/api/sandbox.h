@@ -19,3 +19,11 @@ int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
                                   const Runtime__V1__UpdateRuntimeConfigRequest *req,
                                   Runtime__V1__UpdateRuntimeConfigResponse *resp,
                                   rkl_error *reterr);
+
+typedef struct rkl_pod_view rkl_pod_view;
+/* A sandbox's CRI status as PodSandboxStatus answers it (without the verbose info), in a. */
+Runtime__V1__PodSandboxStatus *rkl_api_pod_status_pb(rkl_arena *a, const rkl_pod_view *v);
+/* ListPodSandbox's answer in pages (page.h). */
+int rkl_api_stream_pod_sandboxes(rkl_api_ctx *ctx,
+                                 const Runtime__V1__StreamPodSandboxesRequest *req,
+                                 Runtime__V1__StreamPodSandboxesResponse *resp, rkl_error *reterr);

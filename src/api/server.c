@@ -3,6 +3,11 @@
  *     -> re-arm the same request kind, unpack, run the handler, pack
  *     -> one batch: initial metadata, message, status, recv close
  *     -> batch completes -> free everything.
+ * A server-streaming call (rkl_api_stream()) instead has a recv close batch that watches
+ * for the client going away, then one batch of initial metadata, then one batch per
+ * message, each started once the one before completed, then one batch of status. Its
+ * batches all complete on the worker's queue, where its state lives; another thread only
+ * posts a wake-up (an empty batch) when its source has something new.
  * A call is owned by exactly one thread at a time; its tag is its rkl_api_call pointer. */
 #include "server.h"
 
@@ -23,6 +28,7 @@
 #include "status.h"
 #include "wire.h"
 #include "reconciler/reconciler.h"
+#include "store/events.h"
 #include "store/store.h"
 #include "base/alloc.h"
 #include "base/log.h"
@@ -80,6 +86,8 @@ typedef enum tag_kind {
         TAG_REQUEST, /* a requested call arrived (or the request was cancelled) */
         TAG_SEND,    /* the answer was sent (for plain calls: and the call closed) */
         TAG_CLOSE,   /* a deferred call's client closed or cancelled */
+        TAG_WAKE,    /* a stream's source has news (rkl_api_stream_wake()) */
+        TAG_STREAM,  /* a stream's initial metadata or message was sent */
 } tag_kind;
 
 typedef struct call_tag {
@@ -88,7 +96,7 @@ typedef struct call_tag {
 } call_tag;
 
 struct rkl_api_call {
-        call_tag tag_request, tag_send, tag_close;
+        call_tag tag_request, tag_send, tag_close, tag_wake, tag_stream;
         atomic_int pending; /* batches outstanding: the call is freed when none is left */
         worker *w;
         const method *m; /* NULL for the catch-all request */
@@ -110,6 +118,16 @@ struct rkl_api_call {
         bool big;         /* counted in big_in_flight until freed */
         uint64_t t_start; /* CLOCK_MONOTONIC usec: the request arrived */
         rkl_arena *arena;
+        /* A server-streaming call: what its handler gave rkl_api_stream(). The rest is the
+         * worker's but wake_pending: streaming is set once it began there. */
+        const rkl_api_stream_ops *stream;
+        void *stream_userdata;
+        bool streaming;
+        bool stream_sending;          /* a send batch in flight: one at most */
+        bool stream_failed;           /* a send failed: the call is gone */
+        bool stream_over;             /* done() was called */
+        grpc_byte_buffer *stream_msg; /* the message in flight */
+        atomic_bool wake_pending;     /* a wake-up posted and not yet handled */
 };
 
 /* glibc keeps blocks freed in the heap once it has seen a big one freed (its mmap
@@ -131,10 +149,22 @@ static void reply_started(rkl_api_server *srv)
                 ;
 }
 
+static void stream_over(rkl_api_call *c)
+{
+        if (c->stream && !c->stream_over) {
+                c->stream_over = true;
+                c->stream->done(c->stream_userdata);
+                c->stream_userdata = NULL;
+        }
+}
+
 static void call_free(rkl_api_call *c)
 {
         if (!c)
                 return;
+        stream_over(c); /* a stream that never began */
+        if (c->stream_msg)
+                grpc_byte_buffer_destroy(c->stream_msg);
         free(c->raw);
         if (c->call)
                 grpc_call_unref(c->call);
@@ -169,6 +199,8 @@ static void request_arm(worker *w, const method *m)
         c->tag_request = (call_tag){c, TAG_REQUEST};
         c->tag_send = (call_tag){c, TAG_SEND};
         c->tag_close = (call_tag){c, TAG_CLOSE};
+        c->tag_wake = (call_tag){c, TAG_WAKE};
+        c->tag_stream = (call_tag){c, TAG_STREAM};
         atomic_store(&c->pending, 1);
         grpc_metadata_array_init(&c->md);
         if (m) {
@@ -226,8 +258,11 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
         grpc_op ops[4], *op = ops;
 
         memset(ops, 0, sizeof(ops));
-        op->op = GRPC_OP_SEND_INITIAL_METADATA;
-        op++;
+        if (!c->streaming) {
+                /* A stream sent its own when it began. */
+                op->op = GRPC_OP_SEND_INITIAL_METADATA;
+                op++;
+        }
         if (code == GRPC_STATUS_OK && c->response) {
                 op->op = GRPC_OP_SEND_MESSAGE;
                 op->data.send_message.send_message = c->response;
@@ -263,6 +298,7 @@ static void call_send(rkl_api_call *c, grpc_status_code code, const char *msg)
 }
 
 static void call_answer(rkl_api_call *c, int r, const rkl_error *err);
+static void stream_begin(rkl_api_call *c);
 
 /* Runs the call's handler on its decoded request and answers, unless it deferred. */
 static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
@@ -282,6 +318,16 @@ static void call_handle(rkl_api_call *c, rkl_store *store, bool late)
                 /* The work may be answering on another thread already: hands off. */
                 assert(c->deferred);
                 return; /* finished by rkl_api_call_finish() */
+        }
+        if (r == RKL_API_STREAMING) {
+                c->stream = ctx.stream_ops;
+                c->stream_userdata = ctx.stream_userdata;
+                /* It begins on the call's worker; a late run is on a pool's thread. */
+                if (late)
+                        rkl_api_stream_wake(c);
+                else
+                        stream_begin(c);
+                return;
         }
         c->raw = ctx.raw;
         c->raw_len = ctx.raw_len;
@@ -402,24 +448,31 @@ int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
         return rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, fn, userdata);
 }
 
+/* Watches for the client going away: cancellation is only visible through this op, which
+ * a call starts once (a late run may defer again). */
+static void close_watch(rkl_api_call *c)
+{
+        grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER};
+
+        if (c->deferred)
+                return;
+        c->deferred = true;
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        atomic_fetch_add(&c->pending, 1);
+        grpc_call_error e = grpc_call_start_batch(c->call, &op, 1, &c->tag_close, NULL);
+        if (e != GRPC_CALL_OK) {
+                assert(!"grpc_call_start_batch failed");
+                atomic_fetch_sub(&c->pending, 1);
+        }
+}
+
 int rkl_api_defer_on(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_work_fn fn, void *userdata)
 {
         rkl_api_call *c = ctx->call;
         rkl_workpool *p = c->w->srv->pools[pool];
-        grpc_op op = {.op = GRPC_OP_RECV_CLOSE_ON_SERVER};
 
-        /* Watch for the client going away while the work runs: cancellation is only
-         * visible through this op, which a call starts once (a late run may defer again). */
-        if (!c->deferred) {
-                c->deferred = true;
-                op.data.recv_close_on_server.cancelled = &c->cancelled;
-                atomic_fetch_add(&c->pending, 1);
-                grpc_call_error e = grpc_call_start_batch(c->call, &op, 1, &c->tag_close, NULL);
-                if (e != GRPC_CALL_OK) {
-                        assert(!"grpc_call_start_batch failed");
-                        atomic_fetch_sub(&c->pending, 1);
-                }
-        }
+        /* Watch for the client going away while the work runs. */
+        close_watch(c);
         /* The work's own reference, dropped once it answered: a client that goes away
          * completes the close op above, which must not free the call under the work. */
         atomic_fetch_add(&c->pending, 1);
@@ -469,6 +522,98 @@ bool rkl_api_call_cancelled(rkl_api_call *c)
         return atomic_load(&c->cancel_seen);
 }
 
+/* ---- Server streaming ---- */
+
+int rkl_api_stream(rkl_api_ctx *ctx, const rkl_api_stream_ops *ops, void *userdata)
+{
+        ctx->stream_ops = ops;
+        ctx->stream_userdata = userdata;
+        return RKL_API_STREAMING;
+}
+
+void rkl_api_stream_wake(rkl_api_call *c)
+{
+        if (!c || atomic_exchange(&c->wake_pending, true))
+                return; /* one is on its way: it reads whatever is new by then */
+        /* An empty batch completes at once on the call's queue: the wake-up. */
+        atomic_fetch_add(&c->pending, 1);
+        grpc_call_error e = grpc_call_start_batch(c->call, NULL, 0, &c->tag_wake, NULL);
+        if (e != GRPC_CALL_OK) {
+                assert(!"grpc_call_start_batch failed");
+                rkl_log_error("cannot wake a stream: grpc call error %d", (int)e);
+                atomic_store(&c->wake_pending, false);
+                /* Never the last reference: the stream's own close watch holds one. */
+                atomic_fetch_sub(&c->pending, 1);
+        }
+}
+
+/* Our use of grpc went wrong (CONTRIBUTING.md, 'Foreign errors at the edge'): the stream
+ * ends, and the client is told. */
+static void stream_broken(rkl_api_call *c, grpc_call_error e)
+{
+        assert(!"grpc_call_start_batch failed");
+        rkl_log_error("%s: cannot go on with a stream: grpc call error %d", c->m->path + 1, (int)e);
+        stream_over(c);
+        (void)grpc_call_cancel_with_status(c->call, GRPC_STATUS_INTERNAL,
+                                           "rktlet could not go on with the stream", NULL);
+}
+
+static void stream_start_send(rkl_api_call *c, const grpc_op *op)
+{
+        c->stream_sending = true;
+        atomic_fetch_add(&c->pending, 1);
+        grpc_call_error e = grpc_call_start_batch(c->call, op, 1, &c->tag_stream, NULL);
+        if (e != GRPC_CALL_OK) {
+                atomic_fetch_sub(&c->pending, 1);
+                c->stream_sending = false;
+                stream_broken(c, e);
+        }
+}
+
+/* On the call's worker: watch for the client going away, send the initial metadata, and
+ * go on from there as each batch completes (stream_pump()). */
+static void stream_begin(rkl_api_call *c)
+{
+        grpc_op op = {.op = GRPC_OP_SEND_INITIAL_METADATA};
+
+        c->streaming = true;
+        close_watch(c);
+        stream_start_send(c, &op);
+}
+
+/* On the call's worker, whenever something happened: sends the next message if none is in
+ * flight and the source has one, or ends the call. */
+static void stream_pump(rkl_api_call *c)
+{
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        rkl_error err = RKL_ERROR_INIT;
+
+        if (c->stream_over || c->stream_sending)
+                return;
+        if (c->stream_failed || atomic_load(&c->cancel_seen)) {
+                stream_over(c); /* the client is gone: no status to send */
+                return;
+        }
+        int r = c->stream->next(c->stream_userdata, &buf, &len, &err);
+        if (r == RKL_API_STREAM_IDLE)
+                return; /* until a wake-up */
+        if (r == RKL_API_STREAM_MESSAGE) {
+                grpc_slice s = grpc_slice_new(buf, len, free);
+                c->stream_msg = grpc_raw_byte_buffer_create(&s, 1);
+                grpc_slice_unref(s);
+                grpc_op op = {.op = GRPC_OP_SEND_MESSAGE,
+                              .data.send_message.send_message = c->stream_msg};
+                stream_start_send(c, &op);
+                return;
+        }
+        stream_over(c);
+        if (r < 0)
+                call_answer(c, r, &err);
+        else
+                call_send(c, GRPC_STATUS_OK, NULL);
+}
+
 static void *worker_main(void *userdata)
 {
         worker *w = userdata;
@@ -489,6 +634,30 @@ static void *worker_main(void *userdata)
                 case TAG_CLOSE:
                         if (ev.success && c->cancelled)
                                 atomic_store(&c->cancel_seen, true);
+                        if (c->streaming) {
+                                if (!ev.success)
+                                        atomic_store(&c->cancel_seen, true);
+                                stream_pump(c); /* ends it, if the client went away */
+                        }
+                        call_unref(c);
+                        break;
+                case TAG_WAKE:
+                        atomic_store(&c->wake_pending, false);
+                        if (c->streaming)
+                                stream_pump(c);
+                        else if (c->stream)
+                                stream_begin(c); /* handed over by a late run */
+                        call_unref(c);
+                        break;
+                case TAG_STREAM:
+                        c->stream_sending = false;
+                        if (c->stream_msg) {
+                                grpc_byte_buffer_destroy(c->stream_msg);
+                                c->stream_msg = NULL;
+                        }
+                        if (!ev.success)
+                                c->stream_failed = true;
+                        stream_pump(c);
                         call_unref(c);
                         break;
                 case TAG_REQUEST:
@@ -736,6 +905,11 @@ void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
                 return;
         s->shut_down = true;
         atomic_store(&s->shutting_down, true);
+
+        /* Event streams never end on their own: end them now, with UNAVAILABLE, so that
+         * the calls in flight drain below. */
+        if (s->cache)
+                rkl_events_shutdown(rkl_cache_events(s->cache));
 
         /* No connection may join a server that shuts down. */
         if (s->accepting) {

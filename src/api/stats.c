@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "lookup.h"
+#include "page.h"
 #include "pb.h"
 #include "base/alloc.h"
 #include "base/log.h"
@@ -396,4 +397,106 @@ int rkl_api_update_container_resources(rkl_api_ctx *ctx,
                 return r;
         rkl_api_kick(ctx);
         return 0;
+}
+
+/* The stats lists in pages (page.h): the views taken, with the stats snapshot of the
+ * moment, when the call arrives; each item made as the List makes it. */
+typedef struct stats_pages {
+        const rkl_api_config *cfg;
+        rkl_cache *cache;
+        rkl_stats_snapshot *snapshot; /* NULL: no stats */
+        rkl_container_view **containers;
+        size_t n_containers;
+        rkl_pod_view **pods;
+        size_t n_pods;
+} stats_pages;
+
+static stats_pages *stats_pages_new(rkl_api_ctx *ctx)
+{
+        stats_pages *p = rkl_xnew0(stats_pages, 1);
+        p->cfg = ctx->cfg;
+        p->cache = ctx->cache;
+        p->snapshot = ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        return p;
+}
+
+static void stats_pages_free(void *userdata)
+{
+        stats_pages *p = userdata;
+        rkl_stats_snapshot_unref(p->snapshot);
+        rkl_container_views_unref(p->containers, p->n_containers);
+        rkl_pod_views_unref(p->pods, p->n_pods);
+        free(p);
+}
+
+static const rkl_blob *container_stats_item(void *userdata, size_t i, rkl_arena *a,
+                                            rkl_error *reterr)
+{
+        stats_pages *p = userdata;
+        return rkl_api_page_pack(a, &container_stats_pb(a, p->containers[i], p->snapshot)->base);
+}
+
+static const rkl_blob *pod_stats_item(void *userdata, size_t i, rkl_arena *a, rkl_error *reterr)
+{
+        stats_pages *p = userdata;
+        /* pod_stats_pb() reads what a handler's context gives it, in the page's arena. */
+        rkl_api_ctx ctx = {.cfg = p->cfg, .cache = p->cache, .arena = a};
+        Runtime__V1__PodSandboxStats *st = pod_stats_pb(&ctx, p->pods[i], p->snapshot, reterr);
+        return st ? rkl_api_page_pack(a, &st->base) : NULL;
+}
+
+int rkl_api_stream_container_stats(rkl_api_ctx *ctx,
+                                   const Runtime__V1__StreamContainerStatsRequest *req,
+                                   Runtime__V1__StreamContainerStatsResponse *resp,
+                                   rkl_error *reterr)
+{
+        rkl_view_filter f = {0};
+        rkl_kvs selector = {0};
+        const Runtime__V1__ContainerStatsFilter *cf = req->filter;
+        if (cf) {
+                f.id = isempty(cf->id) ? NULL : cf->id;
+                f.sandbox_id = isempty(cf->pod_sandbox_id) ? NULL : cf->pod_sandbox_id;
+                RKL_API_KVS_FROM_PB(ctx->arena, cf->label_selector, cf->n_label_selector,
+                                    &selector);
+        }
+        f.label_selector = &selector;
+        stats_pages *p = stats_pages_new(ctx);
+        int r = rkl_cache_container_list(ctx->cache, &f, &p->containers, &p->n_containers);
+        if (r < 0) {
+                stats_pages_free(p);
+                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
+        }
+        rkl_api_page_list pages = {.field = 1 /* StreamContainerStatsResponse.container_stats */,
+                                   .n = p->n_containers,
+                                   .item = container_stats_item,
+                                   .userdata = p,
+                                   .free = stats_pages_free};
+        return rkl_api_page_stream(ctx, &pages);
+}
+
+int rkl_api_stream_pod_sandbox_stats(rkl_api_ctx *ctx,
+                                     const Runtime__V1__StreamPodSandboxStatsRequest *req,
+                                     Runtime__V1__StreamPodSandboxStatsResponse *resp,
+                                     rkl_error *reterr)
+{
+        rkl_view_filter f = {0};
+        rkl_kvs selector = {0};
+        if (req->filter) {
+                f.id = isempty(req->filter->id) ? NULL : req->filter->id;
+                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
+                                    req->filter->n_label_selector, &selector);
+        }
+        f.label_selector = &selector;
+        stats_pages *p = stats_pages_new(ctx);
+        int r = rkl_cache_pod_list(ctx->cache, &f, &p->pods, &p->n_pods);
+        if (r < 0) {
+                stats_pages_free(p);
+                return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
+        }
+        rkl_api_page_list pages = {.field = 1 /* StreamPodSandboxStatsResponse.pod_sandbox_stats */,
+                                   .n = p->n_pods,
+                                   .item = pod_stats_item,
+                                   .userdata = p,
+                                   .free = stats_pages_free};
+        return rkl_api_page_stream(ctx, &pages);
 }

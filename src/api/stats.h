@@ -24,3 +24,13 @@ int rkl_api_update_container_resources(rkl_api_ctx *ctx,
                                        const Runtime__V1__UpdateContainerResourcesRequest *req,
                                        Runtime__V1__UpdateContainerResourcesResponse *resp,
                                        rkl_error *reterr);
+/* The two stats lists in pages (page.h), made as ListContainerStats and
+ * ListPodSandboxStats make theirs. */
+int rkl_api_stream_container_stats(rkl_api_ctx *ctx,
+                                   const Runtime__V1__StreamContainerStatsRequest *req,
+                                   Runtime__V1__StreamContainerStatsResponse *resp,
+                                   rkl_error *reterr);
+int rkl_api_stream_pod_sandbox_stats(rkl_api_ctx *ctx,
+                                     const Runtime__V1__StreamPodSandboxStatsRequest *req,
+                                     Runtime__V1__StreamPodSandboxStatsResponse *resp,
+                                     rkl_error *reterr);

@@ -31,6 +31,7 @@ grpc_status_code rkl_api_status_from_errno(int r)
         case -ENOTCONN:
         case -ECONNREFUSED:
         case -EHOSTUNREACH:
+        case -ESHUTDOWN: /* the daemon is stopping */
                 return GRPC_STATUS_UNAVAILABLE;
         case -ETIMEDOUT:
         case -ETIME:

@@ -46,6 +46,23 @@ static const family_def families[_RKL_METRICS_FAMILY_MAX] = {
                          "CNI plugin runs that failed (an error, exit status, timeout)"},
 };
 
+typedef struct counter_def {
+        const char *name, *type, *help;
+} counter_def;
+
+static const counter_def counters[_RKL_METRICS_COUNTER_MAX] = {
+    [RKL_METRICS_EVENTS] = {"rktlet_container_events_total", "counter",
+                            "container and sandbox events (GetContainerEvents) emitted"},
+    [RKL_METRICS_EVENT_STREAMS] = {"rktlet_container_event_streams", "gauge",
+                                   "GetContainerEvents streams open"},
+    [RKL_METRICS_EVENT_STREAMS_DROPPED] = {"rktlet_container_event_streams_dropped_total",
+                                           "counter",
+                                           "GetContainerEvents streams ended because their "
+                                           "client fell behind"},
+};
+
+static atomic_int_fast64_t counter_values[_RKL_METRICS_COUNTER_MAX];
+
 typedef struct family {
         pthread_mutex_t lock; /* adding a series only */
         atomic_size_t n;      /* series[0..n) are complete */
@@ -112,6 +129,18 @@ void rkl_metrics_observe(rkl_metrics_series *s, uint64_t usec, bool failed)
 void rkl_metrics_record(rkl_metrics_family f, const char *label, uint64_t usec, bool failed)
 {
         rkl_metrics_observe(rkl_metrics_series_get(f, label), usec, failed);
+}
+
+void rkl_metrics_add(rkl_metrics_counter c, int64_t delta)
+{
+        assert(c >= 0 && c < _RKL_METRICS_COUNTER_MAX);
+        atomic_fetch_add_explicit(&counter_values[c], delta, memory_order_relaxed);
+}
+
+int64_t rkl_metrics_get(rkl_metrics_counter c)
+{
+        assert(c >= 0 && c < _RKL_METRICS_COUNTER_MAX);
+        return atomic_load_explicit(&counter_values[c], memory_order_relaxed);
 }
 
 void rkl_metrics_set_collector(rkl_metrics_collector fn, void *userdata)
@@ -237,6 +266,10 @@ char *rkl_metrics_render(size_t *ret_len)
         b.p[0] = 0;
         for (int f = 0; f < _RKL_METRICS_FAMILY_MAX; f++)
                 render_family(&b, (rkl_metrics_family)f);
+        for (int c = 0; c < _RKL_METRICS_COUNTER_MAX; c++)
+                buf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRId64 "\n", counters[c].name,
+                           counters[c].help, counters[c].name, counters[c].type, counters[c].name,
+                           rkl_metrics_get((rkl_metrics_counter)c));
         pthread_mutex_lock(&collector_lock);
         if (collector_fn)
                 collector_fn(&b, collector_userdata);

@@ -33,6 +33,20 @@ void rkl_metrics_observe(rkl_metrics_series *s, uint64_t usec, bool failed);
 /* The same, by family and label (a lookup: for callers that run rarely, e.g. rkt). */
 void rkl_metrics_record(rkl_metrics_family f, const char *label, uint64_t usec, bool failed);
 
+/* Totals with no label (counters) and values that go up and down (gauges), written with
+ * atomics from any thread and rendered at scrape time. */
+typedef enum rkl_metrics_counter {
+        RKL_METRICS_EVENTS,                /* rktlet_container_events_total */
+        RKL_METRICS_EVENT_STREAMS,         /* rktlet_container_event_streams (a gauge) */
+        RKL_METRICS_EVENT_STREAMS_DROPPED, /* rktlet_container_event_streams_dropped_total */
+        _RKL_METRICS_COUNTER_MAX,
+        _RKL_METRICS_COUNTER_INVALID = -EINVAL,
+} rkl_metrics_counter;
+/* Adds delta (a gauge may go down). Lock-free. */
+void rkl_metrics_add(rkl_metrics_counter c, int64_t delta);
+/* Its value now (for tests). */
+int64_t rkl_metrics_get(rkl_metrics_counter c);
+
 /* Scrape-time values (gauges) that live elsewhere: the collector appends them. */
 typedef struct rkl_metrics_buf rkl_metrics_buf;
 typedef void (*rkl_metrics_collector)(rkl_metrics_buf *b, void *userdata);

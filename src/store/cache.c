@@ -2,6 +2,8 @@
 
 #include <stdatomic.h>
 
+#include "events.h"
+
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/latch.h"
@@ -40,6 +42,7 @@ struct rkl_cache {
         rkl_latch probed; /* opened by the first rkl_cache_set_health() */
         pthread_mutex_t stale_lock;
         char **stale_pods, **stale_containers; /* rkl_cache_mark_stale() */
+        rkl_events *events;
 };
 
 void rkl_health_done(rkl_health *h)
@@ -183,6 +186,7 @@ rkl_cache *rkl_cache_new(void)
         c->pods = rkl_hashmap_new();
         c->containers = rkl_hashmap_new();
         c->by_pod = rkl_hashmap_new();
+        c->events = rkl_events_new(NULL);
         return c;
 }
 
@@ -205,6 +209,7 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
 {
         if (!c)
                 return NULL;
+        c->events = rkl_events_free(c->events);
         entries_free(c->pods, true);
         entries_free(c->containers, false);
         size_t i = 0;
@@ -223,6 +228,11 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         rkl_latch_destroy(&c->probed);
         free(c);
         return NULL;
+}
+
+rkl_events *rkl_cache_events(rkl_cache *c)
+{
+        return c->events;
 }
 
 void rkl_cache_set_health(rkl_cache *c, const rkl_health *h)

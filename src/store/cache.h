@@ -100,6 +100,11 @@ rkl_cache *rkl_cache_new(void);
 rkl_cache *rkl_cache_free(rkl_cache *c);
 RKL_DEFINE_CLEANUP(rkl_cache *, rkl_cache_free)
 
+/* The container events of the changes published to this cache (events.h): made with it,
+ * freed with it. */
+typedef struct rkl_events rkl_events;
+rkl_events *rkl_cache_events(rkl_cache *c);
+
 void rkl_cache_set_health(rkl_cache *c, const rkl_health *h); /* copies in */
 void rkl_cache_get_health(rkl_cache *c, rkl_health *ret);     /* copies out */
 /* Whether the machine has been probed once since the start (health is then real). */

@@ -1,5 +1,7 @@
 #include "store.h"
 
+#include "events.h"
+
 #include "base/alloc.h"
 #include "base/strv.h"
 #include "base/banned.h"
@@ -38,18 +40,72 @@ rkl_cache *rkl_store_cache(rkl_store *st)
 
 /* ---- Publishing what was committed ---- */
 
-static void put_pod(rkl_store *st, rkl_pod_record *rec)
+/* The events of one change (types, n) about object id, each with the sandbox and all its
+ * containers as the cache holds them now: pod is the sandbox's view (NULL: the cache's).
+ * Publish lock held, so that nothing changes the cache meanwhile. */
+static void emit(rkl_store *st, const rkl_event_type *types, size_t n, bool about_pod,
+                 const char *id, const char *sandbox_id, rkl_pod_view *pod)
 {
-        rkl_cache_pod_put(st->cache, rkl_pod_view_new(rec));
+        rkl_view_filter f = {.sandbox_id = sandbox_id};
+
+        for (size_t i = 0; i < n; i++) {
+                rkl_container_view **containers;
+                size_t n_containers;
+                rkl_cache_container_list(st->cache, &f, &containers, &n_containers);
+                rkl_pod_view *p =
+                    pod ? rkl_pod_view_ref(pod) : rkl_cache_pod_get(st->cache, sandbox_id);
+                rkl_events_emit(
+                    rkl_cache_events(st->cache),
+                    rkl_event_new(types[i], about_pod, id, p, containers, n_containers));
+        }
+}
+
+/* Swaps the view in, and emits the events of the change unless quiet (the load at start,
+ * which changes nothing). */
+static void put_pod(rkl_store *st, rkl_pod_record *rec, bool quiet)
+{
+        rkl_events *events = rkl_cache_events(st->cache);
+        rkl_pod_view *v = rkl_pod_view_new(rec);
+
+        if (quiet) {
+                rkl_cache_pod_put(st->cache, v);
+                return;
+        }
+        rkl_events_publish_lock(events);
+        rkl_pod_view *before = rkl_cache_pod_get(st->cache, v->rec->id);
+        if (rkl_cache_pod_put(st->cache, rkl_pod_view_ref(v))) {
+                rkl_event_type t[RKL_EVENT_DERIVE_MAX];
+                size_t n = rkl_event_derive_pod(before ? before->rec : NULL, v->rec, t);
+                emit(st, t, n, true, v->rec->id, v->rec->id, v);
+        }
+        rkl_events_publish_unlock(events);
+        rkl_pod_view_unref(before);
+        rkl_pod_view_unref(v);
 }
 
 /* A container's view carries its full log path, which needs its sandbox's log directory. */
-static void put_container(rkl_store *st, rkl_container_record *rec)
+static void put_container(rkl_store *st, rkl_container_record *rec, bool quiet)
 {
+        rkl_events *events = rkl_cache_events(st->cache);
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *pod =
             rkl_cache_pod_get(st->cache, rec->sandbox_id);
-        rkl_cache_container_put(
-            st->cache, rkl_container_view_new(rec, pod ? pod->rec->spec.log_directory : NULL));
+        rkl_container_view *v =
+            rkl_container_view_new(rec, pod ? pod->rec->spec.log_directory : NULL);
+
+        if (quiet) {
+                rkl_cache_container_put(st->cache, v);
+                return;
+        }
+        rkl_events_publish_lock(events);
+        rkl_container_view *before = rkl_cache_container_get(st->cache, v->rec->id);
+        if (rkl_cache_container_put(st->cache, rkl_container_view_ref(v))) {
+                rkl_event_type t[RKL_EVENT_DERIVE_MAX];
+                size_t n = rkl_event_derive_container(before ? before->rec : NULL, v->rec, t);
+                emit(st, t, n, false, v->rec->id, v->rec->sandbox_id, NULL);
+        }
+        rkl_events_publish_unlock(events);
+        rkl_container_view_unref(before);
+        rkl_container_view_unref(v);
 }
 
 /* Newer than the delete: the generation read after it committed. IDs are never reused, so
@@ -62,23 +118,46 @@ static uint64_t tombstone_version(rkl_store *st)
 
 static void forget_pod(rkl_store *st, const char *id)
 {
+        static const rkl_event_type deleted[] = {RKL_EVENT_DELETED};
+        rkl_events *events = rkl_cache_events(st->cache);
         uint64_t version = tombstone_version(st);
         rkl_view_filter f = {.sandbox_id = id};
         rkl_container_view **containers;
         size_t n;
 
+        rkl_events_publish_lock(events);
+        rkl_pod_view *last = rkl_cache_pod_get(st->cache, id);
         /* The sandbox first: a container published after this finds it gone and asks the
          * store again (recheck_sandbox()), so none can outlive it. */
         rkl_cache_pod_remove(st->cache, id, version);
         rkl_cache_container_list(st->cache, &f, &containers, &n);
-        for (size_t i = 0; i < n; i++)
+        /* Its containers' deletions before its own, each with the sandbox as it last was:
+         * kubelet forgets a pod at its sandbox's deletion, and ignores events after. */
+        for (size_t i = 0; i < n; i++) {
                 rkl_cache_container_remove(st->cache, containers[i]->rec->id, version);
+                if (last)
+                        emit(st, deleted, 1, false, containers[i]->rec->id, id, last);
+        }
+        if (last)
+                emit(st, deleted, 1, true, id, id, last);
+        rkl_events_publish_unlock(events);
         rkl_container_views_unref(containers, n);
+        rkl_pod_view_unref(last);
 }
 
 static void forget_container(rkl_store *st, const char *id)
 {
-        rkl_cache_container_remove(st->cache, id, tombstone_version(st));
+        static const rkl_event_type deleted[] = {RKL_EVENT_DELETED};
+        rkl_events *events = rkl_cache_events(st->cache);
+        uint64_t version = tombstone_version(st);
+
+        rkl_events_publish_lock(events);
+        rkl_container_view *before = rkl_cache_container_get(st->cache, id);
+        rkl_cache_container_remove(st->cache, id, version);
+        if (before)
+                emit(st, deleted, 1, false, id, before->rec->sandbox_id, NULL);
+        rkl_events_publish_unlock(events);
+        rkl_container_view_unref(before);
 }
 
 /* Reads the object back and publishes it. A failure leaves it marked stale: the commit
@@ -95,7 +174,7 @@ static int publish_pod(rkl_store *st, const char *id, rkl_error *reterr)
                 rkl_cache_mark_stale(st->cache, true, id);
                 return r;
         }
-        put_pod(st, rec);
+        put_pod(st, rec, false);
         return 0;
 }
 
@@ -111,7 +190,7 @@ static int publish_container(rkl_store *st, const char *id, rkl_error *reterr)
                 rkl_cache_mark_stale(st->cache, false, id);
                 return r;
         }
-        put_container(st, rec);
+        put_container(st, rec, false);
         return 0;
 }
 
@@ -131,7 +210,7 @@ static void publish_container_record(rkl_store *st, rkl_container_record *rec)
         char id[RKL_ID_LEN + 1], sandbox_id[RKL_ID_LEN + 1];
         memcpy(id, rec->id, sizeof(id));
         memcpy(sandbox_id, rec->sandbox_id, sizeof(sandbox_id));
-        put_container(st, rec);
+        put_container(st, rec, false);
         recheck_sandbox(st, id, sandbox_id);
 }
 
@@ -176,9 +255,9 @@ int rkl_store_load(rkl_store *st, size_t *ret_pods, size_t *ret_containers, rkl_
         }
         /* Sandboxes first: their containers' log paths are made from them. */
         for (size_t i = 0; i < n_pods; i++)
-                put_pod(st, TAKE_PTR(pods[i]));
+                put_pod(st, TAKE_PTR(pods[i]), true);
         for (size_t i = 0; i < n_containers; i++)
-                put_container(st, TAKE_PTR(containers[i]));
+                put_container(st, TAKE_PTR(containers[i]), true);
         rkl_pod_record_array_free(pods, n_pods);
         rkl_container_record_array_free(containers, n_containers);
         if (ret_pods)
@@ -215,7 +294,7 @@ int rkl_store_pod_create(rkl_store *st, const char *pod_id, rkl_pod_spec *spec, 
         int r = rkl_db_pod_create(st->db, pod_id, spec, &rec, reterr);
         if (r < 0)
                 return r;
-        put_pod(st, rec);
+        put_pod(st, rec, false);
         return 0;
 }
 
@@ -240,7 +319,7 @@ int rkl_store_pod_stop(rkl_store *st, const char *pod_id, rkl_error *reterr)
                 return 0;
         }
         for (size_t i = 0; i < n; i++)
-                put_container(st, TAKE_PTR(recs[i]));
+                put_container(st, TAKE_PTR(recs[i]), false);
         rkl_container_record_array_free(recs, n);
         return 0;
 }

@@ -1,7 +1,9 @@
 /* The store's one door for writes. Each write commits one transaction to SQLite
  * (db.h) and then publishes what it committed to the status cache (cache.h), in that
- * order, whichever thread writes: the API's handlers and the reconciler alike. Reads go to
- * the cache directly; the store is read only by whoever needs what the cache does not hold.
+ * order, whichever thread writes: the API's handlers and the reconciler alike. Publishing
+ * is also where container events are made (events.h): each change swapped into the cache
+ * emits the events it amounts to, in the order of the swaps. Reads go to the cache
+ * directly; the store is read only by whoever needs what the cache does not hold.
  *
  * One rkl_store per thread: it owns that thread's store connection and shares the cache.
  *
@@ -27,7 +29,8 @@ RKL_DEFINE_CLEANUP(rkl_store *, rkl_store_free)
 rkl_db *rkl_store_db(rkl_store *st);
 rkl_cache *rkl_store_cache(rkl_store *st);
 
-/* Loads every record of the store into the (empty) cache: the start of the daemon. */
+/* Loads every record of the store into the (empty) cache: the start of the daemon. No
+ * event: nothing changed. */
 int rkl_store_load(rkl_store *st, size_t *ret_pods, size_t *ret_containers, rkl_error *reterr);
 
 /* Publishes again what rkl_cache_mark_stale() holds. -errno of the first failure (those

@@ -17,9 +17,9 @@ import harness
 
 pb, pbg = harness.stubs()
 
-ALL_METHODS = [("RuntimeService", m.name, m.input_type._concrete_class)
+ALL_METHODS = [("RuntimeService", m.name, m.input_type._concrete_class, m.server_streaming)
                for m in pb.DESCRIPTOR.services_by_name["RuntimeService"].methods] + \
-              [("ImageService", m.name, m.input_type._concrete_class)
+              [("ImageService", m.name, m.input_type._concrete_class, m.server_streaming)
                for m in pb.DESCRIPTOR.services_by_name["ImageService"].methods]
 
 
@@ -27,6 +27,19 @@ def raw_call(channel, path, payload, timeout=5):
     call = channel.unary_unary(path, request_serializer=lambda x: x,
                                response_deserializer=lambda x: x)
     return call(payload, timeout=timeout)
+
+
+def raw_stream(channel, path, payload, endless=False, timeout=5):
+    """A server-streaming call read to its end (raising its error); an endless one
+    (GetContainerEvents) only until it began, then cancelled."""
+    call = channel.unary_stream(path, request_serializer=lambda x: x,
+                                response_deserializer=lambda x: x)(payload, timeout=timeout)
+    if not endless:
+        return list(call)
+    call.initial_metadata()
+    began = not call.done()
+    call.cancel()
+    return began
 
 
 class DaemonTest(unittest.TestCase):
@@ -166,10 +179,16 @@ class DaemonTest(unittest.TestCase):
         d = self.daemon().start()
         _, ch = self.runtime(d)
         implemented = 0
-        for service, name, req_class in ALL_METHODS:
+        for service, name, req_class, streaming in ALL_METHODS:
             path = "/runtime.v1.%s/%s" % (service, name)
+            payload = req_class().SerializeToString()
             try:
-                raw_call(ch, path, req_class().SerializeToString())
+                if not streaming:
+                    raw_call(ch, path, payload)
+                elif name == "GetContainerEvents":
+                    self.assertTrue(raw_stream(ch, path, payload, endless=True), path)
+                else:
+                    raw_stream(ch, path, payload)
                 implemented += 1
             except grpc.RpcError as e:
                 self.assertNotIn(e.code(), (grpc.StatusCode.UNKNOWN,
@@ -177,6 +196,19 @@ class DaemonTest(unittest.TestCase):
                 if e.code() == grpc.StatusCode.UNIMPLEMENTED:
                     self.assertIn("%s/%s" % (service, name), e.details())
         self.assertGreaterEqual(implemented, 3)
+
+    def test_checkpoint_says_why(self):
+        """rkt 1.30 has no checkpoint and restore: the three calls say so."""
+        d = self.daemon().start()
+        rs, _ = self.runtime(d)
+        for call, req in ((rs.CheckpointContainer, pb.CheckpointContainerRequest(
+                              container_id="abc", location="/tmp/x.tar")),
+                          (rs.CheckpointPod, pb.CheckpointPodRequest(pod_sandbox_id="abc")),
+                          (rs.RestorePod, pb.RestorePodRequest(path="/tmp/x"))):
+            with self.assertRaises(grpc.RpcError) as cm:
+                call(req, timeout=5)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+            self.assertIn("no CRIU integration", cm.exception.details())
 
     def test_garbage_payload(self):
         d = self.daemon().start()

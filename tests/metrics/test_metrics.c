@@ -98,6 +98,26 @@ static void test_collector(void **state)
         free(t);
 }
 
+/* Counters go up, the gauge goes both ways, and each is rendered with its type. */
+static void test_counters(void **state)
+{
+        (void)state;
+        rkl_metrics_add(RKL_METRICS_EVENTS, 3);
+        rkl_metrics_add(RKL_METRICS_EVENT_STREAMS, 2);
+        rkl_metrics_add(RKL_METRICS_EVENT_STREAMS, -1);
+        rkl_metrics_add(RKL_METRICS_EVENT_STREAMS_DROPPED, 1);
+        assert_int_equal(rkl_metrics_get(RKL_METRICS_EVENT_STREAMS), 1);
+
+        char *t = rkl_metrics_render(NULL);
+        assert_has(t, "# TYPE rktlet_container_events_total counter\n"
+                      "rktlet_container_events_total 3\n");
+        assert_has(t, "# TYPE rktlet_container_event_streams gauge\n"
+                      "rktlet_container_event_streams 1\n");
+        assert_has(t, "# TYPE rktlet_container_event_streams_dropped_total counter\n"
+                      "rktlet_container_event_streams_dropped_total 1\n");
+        free(t);
+}
+
 static void test_address(void **state)
 {
         (void)state;
@@ -116,7 +136,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_histogram),    cmocka_unit_test(test_label_escaped),
             cmocka_unit_test(test_series_limit), cmocka_unit_test(test_collector),
-            cmocka_unit_test(test_address),
+            cmocka_unit_test(test_address),      cmocka_unit_test(test_counters),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

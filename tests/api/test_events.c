@@ -1,0 +1,233 @@
+/* GetContainerEvents as a plain handler over a real store, its stream driven by hand as the
+ * server drives it: nothing until a change, then one ContainerEventResponse per event with
+ * the sandbox's and its containers' CRI statuses; a subscriber that falls behind ends with
+ * RESOURCE_EXHAUSTED, a shutdown with UNAVAILABLE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "api/events.h"
+#include "api/status.h"
+#include "base/alloc.h"
+#include "store/events.h"
+#include "store/store.h"
+
+static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
+
+typedef struct fixture {
+        char dir[64];
+        rkl_cache *cache;
+        rkl_store *store;
+        rkl_arena *arena;
+        rkl_api_ctx ctx;
+} fixture;
+
+static int setup(void **state)
+{
+        fixture *f = rkl_xnew0(fixture, 1);
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_db *db = NULL;
+        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/rkl-test-api-events-XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        _cleanup_free_ char *p = rkl_xasprintf("%s/rktlet.db", f->dir);
+        assert_int_equal(rkl_db_open(p, NULL, &db, &err), 0);
+        f->cache = rkl_cache_new();
+        f->store = rkl_store_new(db, f->cache);
+        f->arena = rkl_arena_new();
+        f->ctx =
+            (rkl_api_ctx){.cfg = &cfg, .arena = f->arena, .cache = f->cache, .store = f->store};
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        fixture *f = *state;
+        rkl_store_free(f->store);
+        rkl_cache_free(f->cache);
+        const char *const files[] = {"rktlet.db", "rktlet.db-wal", "rktlet.db-shm"};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *p = rkl_xasprintf("%s/%s", f->dir, files[i]);
+                (void)unlink(p);
+        }
+        assert_int_equal(rmdir(f->dir), 0);
+        rkl_arena_free(f->arena);
+        free(f);
+        return 0;
+}
+
+static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
+{
+        (void)snprintf(ret, RKL_ID_LEN + 1, "%08x%056x", n, 0u);
+}
+
+static void pod_create(fixture *f, unsigned n)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1];
+        rkl_pod_spec p = {0};
+        id_of(n, id);
+        p.name = rkl_xstrdup("web");
+        p.uid = rkl_xstrdup("uid-1");
+        p.namespace = rkl_xstrdup("default");
+        rkl_kvs_add(&p.labels, "app", "web");
+        rkl_kvs_add(&p.annotations, "note", "x");
+        assert_int_equal(rkl_store_pod_create(f->store, id, &p, &err), 0);
+        rkl_pod_spec_done(&p);
+}
+
+static void ctr_create(fixture *f, unsigned n, unsigned pod)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], pid[RKL_ID_LEN + 1];
+        rkl_container_spec c = {0};
+        id_of(n, id);
+        id_of(pod, pid);
+        c.name = rkl_xasprintf("ctr-%u", n);
+        c.image = rkl_xstrdup("busybox");
+        _cleanup_free_ char *app = rkl_app_name_from_id(id);
+        assert_int_equal(rkl_store_container_create(f->store, id, pid, app, NULL, &c, &err), 0);
+        rkl_container_spec_done(&c);
+}
+
+/* The stream's next message, decoded (free with ..._free_unpacked), or NULL when it has
+ * none now; *ret_r is what next() returned. */
+static Runtime__V1__ContainerEventResponse *next_event(rkl_api_ctx *ctx, int *ret_r, rkl_error *err)
+{
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        rkl_error_clear(err);
+        *ret_r = ctx->stream_ops->next(ctx->stream_userdata, &buf, &len, err);
+        if (*ret_r != RKL_API_STREAM_MESSAGE)
+                return NULL;
+        Runtime__V1__ContainerEventResponse *m =
+            runtime__v1__container_event_response__unpack(NULL, len, buf);
+        free(buf);
+        assert_non_null(m);
+        return m;
+}
+
+static void subscribe(fixture *f)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
+        Runtime__V1__ContainerEventResponse resp = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
+        assert_int_equal(rkl_api_get_container_events(&f->ctx, &req, &resp, &err),
+                         RKL_API_STREAMING);
+        assert_non_null(f->ctx.stream_ops);
+}
+
+static void test_events_stream(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char pod[RKL_ID_LEN + 1], c2[RKL_ID_LEN + 1];
+        int r;
+        id_of(1, pod);
+        id_of(2, c2);
+
+        subscribe(f);
+        assert_null(next_event(&f->ctx, &r, &err));
+        assert_int_equal(r, RKL_API_STREAM_IDLE);
+
+        pod_create(f, 1);
+        ctr_create(f, 2, 1);
+        Runtime__V1__ContainerEventResponse *m = next_event(&f->ctx, &r, &err);
+        assert_non_null(m);
+        /* The sandbox's own event names the sandbox. */
+        assert_string_equal(m->container_id, pod);
+        assert_int_equal(m->container_event_type,
+                         RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT);
+        assert_true(m->created_at > 0);
+        assert_non_null(m->pod_sandbox_status);
+        assert_string_equal(m->pod_sandbox_status->id, pod);
+        assert_string_equal(m->pod_sandbox_status->metadata->uid, "uid-1");
+        assert_int_equal(m->pod_sandbox_status->state,
+                         RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY);
+        assert_int_equal(m->pod_sandbox_status->n_labels, 1);
+        assert_int_equal(m->pod_sandbox_status->n_annotations, 1);
+        assert_int_equal(m->n_containers_statuses, 0);
+        int64_t t = m->created_at;
+        runtime__v1__container_event_response__free_unpacked(m, NULL);
+
+        m = next_event(&f->ctx, &r, &err);
+        assert_non_null(m);
+        assert_string_equal(m->container_id, c2);
+        assert_int_equal(m->container_event_type,
+                         RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT);
+        assert_true(m->created_at >= t);
+        assert_string_equal(m->pod_sandbox_status->id, pod);
+        assert_int_equal(m->n_containers_statuses, 1);
+        assert_string_equal(m->containers_statuses[0]->id, c2);
+        assert_string_equal(m->containers_statuses[0]->metadata->name, "ctr-2");
+        assert_int_equal(m->containers_statuses[0]->state,
+                         RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED);
+        runtime__v1__container_event_response__free_unpacked(m, NULL);
+        assert_null(next_event(&f->ctx, &r, &err));
+        assert_int_equal(r, RKL_API_STREAM_IDLE);
+
+        assert_int_equal(rkl_store_pod_delete(f->store, pod, &err), 0);
+        m = next_event(&f->ctx, &r, &err);
+        assert_string_equal(m->container_id, c2);
+        assert_int_equal(m->container_event_type,
+                         RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT);
+        assert_non_null(m->pod_sandbox_status);
+        runtime__v1__container_event_response__free_unpacked(m, NULL);
+        m = next_event(&f->ctx, &r, &err);
+        assert_string_equal(m->container_id, pod);
+        assert_int_equal(m->container_event_type,
+                         RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT);
+        runtime__v1__container_event_response__free_unpacked(m, NULL);
+
+        f->ctx.stream_ops->done(f->ctx.stream_userdata);
+        assert_int_equal(rkl_events_n_subscribers(rkl_cache_events(f->cache)), 0);
+}
+
+static void test_falls_behind(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        int r;
+
+        subscribe(f);
+        pod_create(f, 1);
+        for (unsigned i = 0; i < RKL_EVENTS_QUEUE_MAX; i++)
+                ctr_create(f, 100 + i, 1);
+        assert_null(next_event(&f->ctx, &r, &err));
+        assert_int_equal(r, -ENOSPC);
+        assert_int_equal(rkl_api_status_from_errno(r), GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_non_null(strstr(err.msg, "relist"));
+        f->ctx.stream_ops->done(f->ctx.stream_userdata);
+}
+
+static void test_shutdown(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        int r;
+
+        subscribe(f);
+        rkl_events_shutdown(rkl_cache_events(f->cache));
+        assert_null(next_event(&f->ctx, &r, &err));
+        assert_int_equal(rkl_api_status_from_errno(r), GRPC_STATUS_UNAVAILABLE);
+        f->ctx.stream_ops->done(f->ctx.stream_userdata);
+
+        /* No new subscriber once it shut down. */
+        Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
+        Runtime__V1__ContainerEventResponse resp = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
+        r = rkl_api_get_container_events(&f->ctx, &req, &resp, &err);
+        assert_int_equal(rkl_api_status_from_errno(r), GRPC_STATUS_UNAVAILABLE);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_events_stream, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_falls_behind, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
