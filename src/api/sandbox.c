@@ -355,9 +355,11 @@ int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
                                      false, reterr);
         if (r < 0)
                 return r;
-        /* Nothing to apply: rkt's network configuration hands out pod IPs. kubelet sends
+        /* Nothing to apply: the network's IPAM configuration (CNI's, or rkt's with --net)
+         * hands out pod IPs, as containerd's does without a config template. kubelet sends
          * this only when the node's CIDR changes. */
-        rkl_log_info("kubelet's pod CIDR is '%s'; pod IPs come from rkt's network configuration",
+        rkl_log_info("kubelet's pod CIDR is '%s'; pod IPs come from the network's IPAM "
+                     "configuration",
                      isempty(cidr) ? "" : cidr);
         return 0;
 }
