@@ -205,6 +205,8 @@ static void seen_set(rkl_reconciler *r, const char *uuid, rkl_poddir_pod *p)
         }
         if (p)
                 rkl_hashmap_put(r->seen, p->uuid, p);
+        if (!p || p->state != RKL_POD_STATE_RUNNING)
+                rkl_reconciler__pod_rm_forget(r, uuid);
 }
 
 /* The sandbox whose record names uuid, or NULL. */

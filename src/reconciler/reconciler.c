@@ -468,6 +468,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->in_flight = rkl_hashmap_new();
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
+        r->rm_owed = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
         rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);
@@ -579,6 +580,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free(r->seen);
         rkl_hashmap_free(r->in_flight);
         hashmap_free_free(r->undo);
+        hashmap_free_free(r->rm_owed);
         hashmap_free_free(r->boot_looks);
         rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);
