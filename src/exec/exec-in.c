@@ -17,6 +17,7 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -374,16 +375,76 @@ static void limits_apply(const target *t)
         }
 }
 
+static void console_send(int master)
+{
+        char byte = 0;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {0};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &master, sizeof(int));
+        while (sendmsg(RKL_EXEC__CONSOLE_FD, &msg, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        fail(errno, "cannot hand the terminal over: %s", strerror(errno));
+}
+
+/* The command's terminal, from the container's devpts: /dev/ptmx as the app sees it (in
+ * rkt's stage1 a link to /dev/pts/ptmx, the pod's own devpts), opened after the chroot. So
+ * the name the slave has, /dev/pts/N, is there inside, and ttyname() (tty, sudo, ssh,
+ * script) finds it, which a pty of the daemon's devpts never was. The master goes to the
+ * daemon; the slave becomes the command's stdio and controlling terminal (a shell wants it
+ * for job control and ^C), in a session of its own. */
+static void terminal_make(const target *t)
+{
+        int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                fail(errno, "cannot open /dev/ptmx in the container: %s", strerror(errno));
+        int unlock = 0;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+                fail(errno, "cannot unlock the terminal: %s", strerror(errno));
+        /* Through the master, not a path: this very pty's slave. */
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                fail(errno, "cannot open the terminal: %s", strerror(errno));
+        /* devpts gave it to its opener, root: the command's user owns its terminal, as
+         * after a login. */
+        if (fchown(slave, t->creds.uid[1], (gid_t)-1) < 0)
+                fail(errno, "cannot hand the terminal to uid %u: %s", (unsigned)t->creds.uid[1],
+                     strerror(errno));
+        console_send(master);
+        (void)close(master);
+        /* The daemon answers once it set the terminal's size, which the command may read
+         * first thing (an end of file is as good: the daemon is not waiting any more). */
+        char ack;
+        while (read(RKL_EXEC__CONSOLE_FD, &ack, 1) < 0 && errno == EINTR)
+                ;
+        (void)close(RKL_EXEC__CONSOLE_FD);
+        if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+                fail(errno, "cannot make the terminal the controlling one: %s", strerror(errno));
+        for (int fd = 0; fd < 3; fd++)
+                if (dup2(slave, fd) < 0)
+                        fail(errno, "dup2: %s", strerror(errno));
+        (void)close(slave);
+}
+
 _noreturn_ static void child_main(const target *t, bool tty, char **argv)
 {
-        /* A shell on the terminal wants it as its controlling one, for job control and ^C. */
-        if (tty && (setsid() < 0 || ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0))
-                fail(errno, "cannot make stdin the controlling terminal: %s", strerror(errno));
         /* The fds were opened before the mount namespace changed: they still name the app's
          * root and working directory. */
         if (fchdir(t->rootfd) < 0 || chroot(".") < 0)
                 fail(errno, "cannot enter the root of process %d: %s", (int)t->pid,
                      strerror(errno));
+        if (tty)
+                terminal_make(t);
         if (fchdir(t->cwdfd) < 0)
                 fail(errno, "cannot enter the working directory of process %d: %s", (int)t->pid,
                      strerror(errno));
@@ -419,6 +480,10 @@ int rkl_exec_in_main(int argc, char *argv[])
                         break;
                 }
                 if (streq(argv[i], "--tty")) {
+                        /* Nor the console socket. */
+                        if (fcntl(RKL_EXEC__CONSOLE_FD, F_SETFD, FD_CLOEXEC) < 0)
+                                fail(errno, "no console socket on fd %d: %s", RKL_EXEC__CONSOLE_FD,
+                                     strerror(errno));
                         tty = true;
                         continue;
                 }
