@@ -234,7 +234,7 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
         rkl_strv_push(&argv, "--pid");
         rkl_strv_consume(&argv, rkl_xasprintf("%d", (int)o->pid));
         RKL_STRV_FOREACH (d, cg.join) {
-                rkl_strv_push(&argv, "--cgroup");
+                rkl_strv_push(&argv, rkl_strv_contains(cg.owned, *d) ? "--cgroup-own" : "--cgroup");
                 rkl_strv_push(&argv, *d);
         }
         if (o->seccomp) {

@@ -5,7 +5,8 @@
  * rktlet-exec-<random> under the app's cgroup in every hierarchy, starts the helper
  * (rktlet's hidden `__exec-in`, through /proc/self/exe) with rkl_spawn_run(), captures its
  * output (bounded), and when the command is done, its deadline passed or the caller gave up,
- * kills everything in that cgroup and removes it: nothing the command started outlives it.
+ * kills everything in that cgroup and removes it: nothing the command started outlives it
+ * (nor the daemon: the helper, which watches it, does the same when it dies).
  * The helper side (rkl_exec_in_main()): joins those cgroups and the app's namespaces, forks
  * (a PID namespace takes effect for children only), and in the child takes the app's root,
  * working directory, credentials, capabilities and environment, then execs the command.

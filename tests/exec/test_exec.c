@@ -83,15 +83,17 @@ _noreturn_ static void target_main(const char *root)
         _exit(104);
 }
 
-/* PID 1 of the new PID namespace: mounts its /proc and a devpts of its own (as nspawn does
- * for a pod: /dev/ptmx links to its ptmx) in the root, then reaps, as a pod's systemd
- * does. */
+/* PID 1 of the new PID namespace: mounts its /proc, /dev/null and a devpts of its own (as
+ * nspawn does for a pod: /dev/ptmx links to its ptmx) in the root, then reaps, as a pod's
+ * systemd does. */
 _noreturn_ static void init_main(const char *root)
 {
         _cleanup_free_ char *proc = rkl_xasprintf("%s/proc", root);
         _cleanup_free_ char *pts = rkl_xasprintf("%s/dev/pts", root);
+        _cleanup_free_ char *null = rkl_xasprintf("%s/dev/null", root);
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
             mount("proc", proc, "proc", 0, NULL) < 0 ||
+            mount("/dev/null", null, NULL, MS_BIND, NULL) < 0 ||
             mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
                   "newinstance,ptmxmode=0666,mode=620") < 0 ||
             sethostname(HOSTNAME, strlen(HOSTNAME)) < 0)
@@ -133,6 +135,10 @@ static void rootfs_make(fixture *f)
         }
         _cleanup_free_ char *ptmx = rkl_xasprintf("%s/dev/ptmx", f->root);
         assert_int_equal(symlink("/dev/pts/ptmx", ptmx), 0);
+        _cleanup_free_ char *null = rkl_xasprintf("%s/dev/null", f->root);
+        int fd = open(null, O_WRONLY | O_CREAT | O_CLOEXEC, 0666); /* where /dev/null goes */
+        assert_true(fd >= 0);
+        close(fd);
         _cleanup_free_ char *bb = rkl_xasprintf("%s/bin/busybox", f->root);
         copy_file("/bin/busybox", bb);
         for (size_t i = 0; i < ELEMENTSOF(applets); i++) {
@@ -644,6 +650,72 @@ static void test_seccomp(void **state)
         assert_nothing_left();
 }
 
+/* How many processes have arg as their argv[1]. */
+static int procs_with_arg(const char *arg)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+        int n = 0;
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                _cleanup_free_ char *p = rkl_xasprintf("/proc/%s/cmdline", de->d_name);
+                _cleanup_free_ char *cmdline = NULL;
+                size_t len;
+                if (rkl_read_file_at(AT_FDCWD, p, 4096, &cmdline, &len) < 0)
+                        continue;
+                size_t first = strnlen(cmdline, len);
+                if (first + 1 < len && streq(cmdline + first + 1, arg))
+                        n++;
+        }
+        return n;
+}
+
+/* Cgroups made below the test's own (an exec's that were not removed). */
+static bool cgroups_left(void)
+{
+        RKL_STRV_FOREACH (d, F->cgroups) {
+                _cleanup_closedir_ DIR *dir = opendir(*d);
+                struct dirent *de;
+                while (dir && (de = readdir(dir)))
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                                return true;
+        }
+        return false;
+}
+
+/* The daemon dies while an exec runs (here: the process that called rkl_exec_run()): the
+ * command and everything it started go, and the exec's cgroups with them. The helper
+ * watches the daemon; dying with it, it left the command's children running in the
+ * container. */
+static void test_daemon_gone(void **state)
+{
+        if (!*state)
+                skip();
+        pid_t daemon = fork();
+        assert_true(daemon >= 0);
+        if (daemon == 0) {
+                rkl_exec_opts o = {.pid = F->target,
+                                   .argv = RKL_STRV("sh", "-c", "sleep 4242001 & sleep 4242002")};
+                rkl_exec_result res = {0};
+                rkl_error err = RKL_ERROR_INIT;
+                (void)rkl_exec_run(&o, &res, &err);
+                _exit(0);
+        }
+        for (int i = 0; i < 1000 && procs_with_arg("4242001") + procs_with_arg("4242002") < 2; i++)
+                usleep(10 * 1000);
+        assert_int_equal(procs_with_arg("4242001") + procs_with_arg("4242002"), 2);
+        assert_int_equal(kill(daemon, SIGKILL), 0);
+        assert_int_equal(waitpid(daemon, NULL, 0), daemon);
+        for (int i = 0; i < 3000 && (procs_with_arg("4242001") + procs_with_arg("4242002") > 0 ||
+                                     cgroups_left());
+             i++)
+                usleep(10 * 1000);
+        assert_int_equal(procs_with_arg("4242001") + procs_with_arg("4242002"), 0);
+        assert_nothing_left();
+}
+
 typedef struct tty_run {
         rkl_exec_opts o;
         rkl_exec_result res;
@@ -756,6 +828,7 @@ int main(int argc, char *argv[])
             cmocka_unit_test(test_timeout),     cmocka_unit_test(test_leftovers),
             cmocka_unit_test(test_cancel),      cmocka_unit_test(test_process_gone),
             cmocka_unit_test(test_not_started), cmocka_unit_test(test_tty),
+            cmocka_unit_test(test_daemon_gone),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
