@@ -125,12 +125,27 @@ static bool ended_with_pod(const rkl_container_record *rec, const rkl_pod_record
 
 void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
                            const rkl_poddir_pod *p, rkl_app_proc proc, pid_t pid, bool oom,
-                           rkl_container_observed *ret)
+                           int64_t now_ns, rkl_container_observed *ret)
 {
         rkl_container_observed o;
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
 
         rkl_container_observed_copy(&o, &rec->observed);
+        if (!p && pod && pod->desired == RKL_POD_DESIRED_READY && pod->rkt_uuid &&
+            rec->desired == RKL_CONTAINER_DESIRED_RUNNING &&
+            o.phase == RKL_CONTAINER_PHASE_RUNNING) {
+                /* Its pod's directory was removed while it ran: nothing will tell its end
+                 * (its processes go with the pod's unit, which the reconciler stops). */
+                o.phase = RKL_CONTAINER_PHASE_EXITED;
+                o.pid = 0;
+                o.finished_ns = now_ns;
+                o.has_exit_code = true;
+                o.exit_code = EXIT_UNKNOWN;
+                set_str(&o.reason, RKL_CONTAINER_POD_EXITED);
+                set_str(&o.message, "the rkt pod was removed outside rktlet");
+                *ret = o;
+                return;
+        }
         if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_container_never_ran(&o)) {
                 /* Not added yet, its pod is gone, or it never ran and never will (whatever
                  * rkt left of it): what we saw last still holds. */

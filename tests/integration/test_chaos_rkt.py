@@ -9,6 +9,7 @@ time), RKL_CHAOS_THREADS=N (default 8 client threads), RKL_CHAOS_SEED=S,
 RKL_CHAOS_REPORT=FILE as in test_chaos.py; docs/reliability.md has the long runs."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -22,10 +23,10 @@ pb, pbg = harness.stubs()
 
 CRICTL = os.environ.get("RKL_CRICTL", "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
 # Faults of the world, one a cycle: the pod's nspawn or its systemd killed, its unit stopped
-# from outside, rkt killed in the middle of an app add or an app rm, the daemon killed
-# while an exec runs.
-FAULTS = ["kill-nspawn", "kill-pod-systemd", "stop-unit", "kill-app-add", "kill-app-rm",
-          "exec-then-daemon-killed"]
+# from outside, its directory removed by hand, rkt killed in the middle of an app add or an
+# app rm, the daemon killed while an exec runs.
+FAULTS = ["kill-nspawn", "kill-pod-systemd", "stop-unit", "rm-pod-dir", "kill-app-add",
+          "kill-app-rm", "exec-then-daemon-killed"]
 FAULT_SHARE = 0.4  # of the cycles without a forced crash point, once each fault came
 FAULT_TIMEOUT = 60  # the outcome of a fault, polled for (never a measure of speed)
 
@@ -144,6 +145,9 @@ class RktChaos(test_chaos.Chaos):
             self.env.run("kill", "-KILL", ppid)
         elif name == "kill-pod-systemd":
             self.env.run("pkill", "-KILL", "-P", ppid, "-x", "systemd")
+        elif name == "rm-pod-dir":
+            shutil.rmtree(os.path.join(self.env.rkt_dir, "pods", "run", s.uuid),
+                          ignore_errors=True)
         else:
             self.env.run("systemctl", "stop", "--no-block", "rktlet-%s.service" % s.id)
         with self.lock:
