@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -36,7 +38,12 @@
 #endif
 
 #define MAX_ENVIRON (4 << 20)
-#define USAGE       "usage: %s --pid PID [--cgroup DIR]... [--seccomp LINES] [--tty] -- COMMAND..."
+#define USAGE                                                                                      \
+        "usage: %s --pid PID [--cgroup DIR]... [--cgroup-own DIR]... [--seccomp LINES] [--tty] "   \
+        "-- COMMAND..."
+/* How long the end of an exec whose daemon died waits for its processes to go. */
+#define END_ROUNDS   500
+#define END_ROUND_US (10 * 1000)
 
 /* In the order they are joined: the mount namespace last, as nsenter does, so that every
  * other is joined while /proc still shows the daemon's view. */
@@ -184,6 +191,92 @@ static void target_read(target *t)
         if (pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 fail(ESRCH, "process %d is gone", (int)t->pid);
         (void)close(pidfd);
+}
+
+/* A cgroup made for this exec alone (--cgroup-own): what is in it goes when the daemon does.
+ * Held by fds, opened while its path names it (before the mount namespace changes). */
+typedef struct owned_cgroup {
+        int dirfd, parentfd;
+        const char *name; /* in its parent */
+} owned_cgroup;
+
+static owned_cgroup owned_open(const char *dir)
+{
+        const char *slash = strrchr(dir, '/');
+        owned_cgroup o = {.name = slash ? slash + 1 : dir};
+        o.dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (o.dirfd >= 0)
+                o.parentfd = openat(o.dirfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (o.dirfd < 0 || o.parentfd < 0)
+                fail(errno, "cannot open cgroup '%s': %s", dir, strerror(errno));
+        return o;
+}
+
+/* Kills every process of the cgroup but this one; how many there were. */
+static int owned_kill_others(const owned_cgroup *o)
+{
+        _cleanup_free_ char *text = NULL;
+        if (rkl_read_file_at(o->dirfd, "cgroup.procs", 1 << 20, &text, NULL) < 0)
+                return 0;
+        int n = 0;
+        for (char *line = text, *next; *line; line = next) {
+                next = line + strcspn(line, "\n");
+                if (*next)
+                        *next++ = 0;
+                unsigned pid;
+                if (rkl_safe_atou(line, &pid) < 0 || pid == 0 || pid > INT_MAX ||
+                    (pid_t)pid == getpid())
+                        continue;
+                (void)kill((pid_t)pid, SIGKILL);
+                n++;
+        }
+        return n;
+}
+
+/* The daemon died while the command ran: nothing would end the exec, whose processes
+ * (children of the app's init once their parents go) would run on in the container, nor
+ * remove its cgroups. Everything in them is killed (they all hold the same processes), then
+ * this process leaves them for their parents and removes them. */
+_noreturn_ static void owned_end(const owned_cgroup *o, size_t n)
+{
+        for (int round = 0; n > 0 && round < END_ROUNDS && owned_kill_others(&o[0]) > 0; round++)
+                (void)usleep(END_ROUND_US);
+        char self[32];
+        (void)snprintf(self, sizeof(self), "%d", (int)getpid());
+        for (size_t i = 0; i < n; i++) {
+                int fd = openat(o[i].parentfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        (void)!write(fd, self, strlen(self));
+                        (void)close(fd);
+                }
+                (void)unlinkat(o[i].parentfd, o[i].name, AT_REMOVEDIR);
+        }
+        _exit(RKL_EXEC__SETUP_FAILED);
+}
+
+/* Waits for the command, or for the daemon (daemon_fd, a pidfd; -1: no such watch) to go
+ * first. */
+static int command_wait(pid_t pid, int daemon_fd, const owned_cgroup *o, size_t n)
+{
+        int status;
+        int child_fd = daemon_fd >= 0 ? pidfd_open(pid, 0) : -1;
+        while (child_fd >= 0) {
+                struct pollfd p[2] = {{.fd = child_fd, .events = POLLIN},
+                                      {.fd = daemon_fd, .events = POLLIN}};
+                if (poll(p, 2, -1) < 0) {
+                        if (errno != EINTR)
+                                break;
+                        continue;
+                }
+                if (p[0].revents)
+                        break;
+                if (p[1].revents)
+                        owned_end(o, n);
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        fail(errno, "waitpid: %s", strerror(errno));
+        return status;
 }
 
 static void cgroup_join(const char *dir)
@@ -374,16 +467,76 @@ static void limits_apply(const target *t)
         }
 }
 
+static void console_send(int master)
+{
+        char byte = 0;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {0};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &master, sizeof(int));
+        while (sendmsg(RKL_EXEC__CONSOLE_FD, &msg, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        fail(errno, "cannot hand the terminal over: %s", strerror(errno));
+}
+
+/* The command's terminal, from the container's devpts: /dev/ptmx as the app sees it (in
+ * rkt's stage1 a link to /dev/pts/ptmx, the pod's own devpts), opened after the chroot. So
+ * the name the slave has, /dev/pts/N, is there inside, and ttyname() (tty, sudo, ssh,
+ * script) finds it, which a pty of the daemon's devpts never was. The master goes to the
+ * daemon; the slave becomes the command's stdio and controlling terminal (a shell wants it
+ * for job control and ^C), in a session of its own. */
+static void terminal_make(const target *t)
+{
+        int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                fail(errno, "cannot open /dev/ptmx in the container: %s", strerror(errno));
+        int unlock = 0;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+                fail(errno, "cannot unlock the terminal: %s", strerror(errno));
+        /* Through the master, not a path: this very pty's slave. */
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                fail(errno, "cannot open the terminal: %s", strerror(errno));
+        /* devpts gave it to its opener, root: the command's user owns its terminal, as
+         * after a login. */
+        if (fchown(slave, t->creds.uid[1], (gid_t)-1) < 0)
+                fail(errno, "cannot hand the terminal to uid %u: %s", (unsigned)t->creds.uid[1],
+                     strerror(errno));
+        console_send(master);
+        (void)close(master);
+        /* The daemon answers once it set the terminal's size, which the command may read
+         * first thing (an end of file is as good: the daemon is not waiting any more). */
+        char ack;
+        while (read(RKL_EXEC__CONSOLE_FD, &ack, 1) < 0 && errno == EINTR)
+                ;
+        (void)close(RKL_EXEC__CONSOLE_FD);
+        if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+                fail(errno, "cannot make the terminal the controlling one: %s", strerror(errno));
+        for (int fd = 0; fd < 3; fd++)
+                if (dup2(slave, fd) < 0)
+                        fail(errno, "dup2: %s", strerror(errno));
+        (void)close(slave);
+}
+
 _noreturn_ static void child_main(const target *t, bool tty, char **argv)
 {
-        /* A shell on the terminal wants it as its controlling one, for job control and ^C. */
-        if (tty && (setsid() < 0 || ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0))
-                fail(errno, "cannot make stdin the controlling terminal: %s", strerror(errno));
         /* The fds were opened before the mount namespace changed: they still name the app's
          * root and working directory. */
         if (fchdir(t->rootfd) < 0 || chroot(".") < 0)
                 fail(errno, "cannot enter the root of process %d: %s", (int)t->pid,
                      strerror(errno));
+        if (tty)
+                terminal_make(t);
         if (fchdir(t->cwdfd) < 0)
                 fail(errno, "cannot enter the working directory of process %d: %s", (int)t->pid,
                      strerror(errno));
@@ -404,14 +557,22 @@ _noreturn_ static void child_main(const target *t, bool tty, char **argv)
 int rkl_exec_in_main(int argc, char *argv[])
 {
         target t = {.procfd = -EBADF, .rootfd = -EBADF, .cwdfd = -EBADF};
-        char **cgroups = NULL;
+        char **cgroups = NULL, **own = NULL;
         bool tty = false;
         int i;
 
         /* The status pipe must not reach the command. */
         if (fcntl(RKL_EXEC__STATUS_FD, F_SETFD, FD_CLOEXEC) < 0)
                 return RKL_EXEC__SETUP_FAILED; /* not run by rkl_exec_run() */
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* The daemon is watched: when it goes, what the exec started goes (owned_end()).
+         * Without a pidfd of it, this process dies with it, and the command with this one,
+         * but not what the command started. */
+        pid_t daemon = getppid();
+        int daemon_fd = pidfd_open(daemon, 0);
+        if (daemon_fd < 0 || getppid() != daemon) {
+                daemon_fd = safe_close(daemon_fd);
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        }
 
         for (i = 1; i < argc; i++) {
                 if (streq(argv[i], "--")) {
@@ -419,6 +580,10 @@ int rkl_exec_in_main(int argc, char *argv[])
                         break;
                 }
                 if (streq(argv[i], "--tty")) {
+                        /* Nor the console socket. */
+                        if (fcntl(RKL_EXEC__CONSOLE_FD, F_SETFD, FD_CLOEXEC) < 0)
+                                fail(errno, "no console socket on fd %d: %s", RKL_EXEC__CONSOLE_FD,
+                                     strerror(errno));
                         tty = true;
                         continue;
                 }
@@ -431,7 +596,10 @@ int rkl_exec_in_main(int argc, char *argv[])
                         t.pid = (pid_t)pid;
                 } else if (streq(argv[i], "--cgroup"))
                         rkl_strv_push(&cgroups, argv[++i]);
-                else if (streq(argv[i], "--seccomp")) {
+                else if (streq(argv[i], "--cgroup-own")) {
+                        rkl_strv_push(&cgroups, argv[++i]);
+                        rkl_strv_push(&own, argv[i]);
+                } else if (streq(argv[i], "--seccomp")) {
                         if (rkl_exec__filter_parse(argv[++i], &t.filter) < 0)
                                 fail(EINVAL, "bad seccomp filter '%.200s'", argv[i]);
                 } else
@@ -450,6 +618,10 @@ int rkl_exec_in_main(int argc, char *argv[])
                 }
         }
         /* Cgroups first: their paths are the daemon's; then the namespaces. */
+        size_t n_owned = rkl_strv_length(own);
+        owned_cgroup *owned = rkl_xnew0(owned_cgroup, n_owned ? n_owned : 1);
+        for (size_t k = 0; k < n_owned; k++)
+                owned[k] = owned_open(own[k]);
         RKL_STRV_FOREACH (d, cgroups)
                 cgroup_join(*d);
         namespaces_join(&t);
@@ -460,10 +632,7 @@ int rkl_exec_in_main(int argc, char *argv[])
         if (pid == 0)
                 child_main(&t, tty, argv + i);
 
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        fail(errno, "waitpid: %s", strerror(errno));
+        int status = command_wait(pid, daemon_fd, owned, n_owned);
         /* No atexit handlers: this process's /proc is the app's now, where it cannot see
          * itself (a sanitizer's leak check at exit would fail on it), and it has nothing to
          * flush or free that the kernel does not take back. */

@@ -10,7 +10,10 @@
 
 /* The helper reports a failure before the command runs on this fd, as "<errno> <message>",
  * and exits with RKL_EXEC__SETUP_FAILED; a command that runs closes it (O_CLOEXEC). */
-#define RKL_EXEC__STATUS_FD    3
+#define RKL_EXEC__STATUS_FD 3
+/* With --tty: the console socket, on which the helper sends the master of the terminal it
+ * made in the container (SCM_RIGHTS). */
+#define RKL_EXEC__CONSOLE_FD   4
 #define RKL_EXEC__SETUP_FAILED 125
 #define RKL_EXEC__MAX_STATUS   1024
 

@@ -211,7 +211,7 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
         rkl_spawn_result res = {0};
         int p[2], r;
 
-        assert(o && o->pid > 0 && o->argv && o->argv[0]);
+        assert(o && o->pid > 0 && o->argv && o->argv[0] && (!o->tty || o->console >= 0));
         uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
         uint64_t wait = o->timeout_usec && o->timeout_usec < START_WAIT_USEC ? o->timeout_usec
                                                                              : START_WAIT_USEC;
@@ -234,7 +234,7 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
         rkl_strv_push(&argv, "--pid");
         rkl_strv_consume(&argv, rkl_xasprintf("%d", (int)o->pid));
         RKL_STRV_FOREACH (d, cg.join) {
-                rkl_strv_push(&argv, "--cgroup");
+                rkl_strv_push(&argv, rkl_strv_contains(cg.owned, *d) ? "--cgroup-own" : "--cgroup");
                 rkl_strv_push(&argv, *d);
         }
         if (o->seccomp) {
@@ -247,6 +247,7 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
         RKL_STRV_FOREACH (a, o->argv)
                 rkl_strv_push(&argv, *a);
 
+        int pass[] = {status_w, o->console};
         run_ctx x = {.o = o, .cgroups = &cg};
         rkl_spawn_opts so = {
             /* The time spent waiting for the app counts: never 0 (none) once it was not. */
@@ -255,8 +256,8 @@ int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr
                                                            : 1,
             .max_output = o->max_output ? o->max_output : DEFAULT_OUTPUT,
             .stdio = o->stdio,
-            .pass_fds = &status_w,
-            .n_pass_fds = 1,
+            .pass_fds = pass, /* RKL_EXEC__STATUS_FD, RKL_EXEC__CONSOLE_FD */
+            .n_pass_fds = o->tty ? 2 : 1,
             .new_process_group = true,
             .kill_tree = kill_tree,
             .cancelled = o->cancelled ? cancelled : NULL,

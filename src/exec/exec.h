@@ -5,7 +5,8 @@
  * rktlet-exec-<random> under the app's cgroup in every hierarchy, starts the helper
  * (rktlet's hidden `__exec-in`, through /proc/self/exe) with rkl_spawn_run(), captures its
  * output (bounded), and when the command is done, its deadline passed or the caller gave up,
- * kills everything in that cgroup and removes it: nothing the command started outlives it.
+ * kills everything in that cgroup and removes it: nothing the command started outlives it
+ * (nor the daemon: the helper, which watches it, does the same when it dies).
  * The helper side (rkl_exec_in_main()): joins those cgroups and the app's namespaces, forks
  * (a PID namespace takes effect for children only), and in the child takes the app's root,
  * working directory, credentials, capabilities and environment, then execs the command.
@@ -44,9 +45,15 @@ typedef struct rkl_exec_opts {
         /* For a streaming exec: the command's fds 0, 1 and 2 (-1: /dev/null), nothing
          * captured; NULL: ExecSync's /dev/null and bounded captures. */
         const int *stdio;
-        /* stdio[0] is a terminal's slave: the command gets it as its controlling terminal,
-         * in a session of its own. */
+        /* The command runs on a terminal made in the container, from its own /dev/ptmx (a
+         * pty of the daemon's devpts would name a /dev/pts/N the container does not have,
+         * and ttyname() would fail there): the helper sends the terminal's master on the
+         * unix socket console (SCM_RIGHTS), as runc does on its console socket, and gives
+         * the command the slave as its stdin, stdout, stderr and controlling terminal, in a
+         * session of its own. stdio is then the helper's own, which the command never
+         * sees. */
         bool tty;
+        int console;
         /* The app's seccomp filter as systemd's SystemCallFilter= and SystemCallErrorNumber=
          * lines (rkl_exec__filter_parse()); NULL: none. */
         const char *seccomp;
@@ -72,7 +79,8 @@ void rkl_exec_result_done(rkl_exec_result *r);
 int rkl_exec_run(const rkl_exec_opts *o, rkl_exec_result *ret, rkl_error *reterr);
 
 /* The helper: `rktlet __exec-in --pid PID [--cgroup DIR]... [--seccomp LINES] [--tty] --
- * COMMAND [ARG...]`, with its status pipe on fd 3. argv[0] is RKL_EXEC_IN_COMMAND. Exits
+ * COMMAND [ARG...]`, with its status pipe on fd 3 (and with --tty the console socket on fd
+ * 4). argv[0] is RKL_EXEC_IN_COMMAND. Exits
  * with the command's status (128+N for a signal N), or 125 after saying why on fd 3; returns
  * only when fd 3 is not open (not run by rkl_exec_run()). */
 int rkl_exec_in_main(int argc, char *argv[]);

@@ -31,7 +31,7 @@ static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
         struct open_how how = {
             .flags = (uint64_t)flags | O_CLOEXEC,
-            .mode = (flags & O_CREAT) ? mode : 0,
+            .mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0,
             .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
         long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
@@ -326,12 +326,18 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                                      log_path, strerror(-parent));
 
         struct stat st = {0};
-        bool created = false;
+        bool created = false, named = true;
         _cleanup_close_ int fd = -EBADF;
         int probe = openat2_beneath(parent, leaf, O_PATH, 0);
         if (probe == -ENOENT) {
-                fd = openat2_beneath(parent, leaf,
-                                     O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY, 0640);
+                /* Made without a name (O_TMPFILE), named once recorded: a daemon killed in
+                 * between leaves no file, which it would then refuse as someone else's for
+                 * ever. A file system without O_TMPFILE gets the name at once. */
+                fd = openat2_beneath(parent, ".", O_WRONLY | O_TMPFILE | O_NOCTTY, 0640);
+                named = fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL;
+                if (named)
+                        fd = openat2_beneath(
+                            parent, leaf, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY, 0640);
                 if (fd == -EEXIST)
                         return rkl_error_set(reterr, -EEXIST,
                                              "'%s/%s' appeared while rktlet made it: not "
@@ -391,9 +397,20 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                 else
                         r = record ? record(userdata, &f, reterr) : 0;
                 if (r < 0) {
-                        (void)unlinkat(parent, leaf, 0);
+                        if (named)
+                                (void)unlinkat(parent, leaf, 0);
                         return r;
                 }
+                char self[64];
+                (void)snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+                if (!named && linkat(AT_FDCWD, self, parent, leaf, AT_SYMLINK_FOLLOW) < 0)
+                        return errno == EEXIST
+                                   ? rkl_error_set(reterr, -EEXIST,
+                                                   "'%s/%s' appeared while rktlet made it: not "
+                                                   "written",
+                                                   log_directory, log_path)
+                                   : rkl_error_set(reterr, -errno, "cannot name '%s/%s': %m",
+                                                   log_directory, log_path);
         }
         f.fd = TAKE_FD(fd);
         *ret = f;

@@ -78,9 +78,8 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
 
 /* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
  * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
- * two containers created together). One at a time per pod; app stop may overlap them. (And
- * rkt's app rm deletes the overlay of the app's image, which an app being added or started
- * in the same pod may be using: docs/rkt.md, 'Quirks'.) */
+ * two containers created together). One at a time per pod; app stop may overlap them. An
+ * add also waits for the removal it owes (rkl_reconciler__pod_rm_due()). */
 bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid)
 {
         return rkl_reconciler__pod_in_flight(
@@ -121,7 +120,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
         if (c->desired != RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
             c->observed.phase == RKL_CONTAINER_PHASE_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
-                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
+                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid) ||
+                    rkl_reconciler__pod_rm_due(r, p))
                         return;
                 _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
                 /* rkt gets the image ID, so that what it records (and ContainerStatus
@@ -145,6 +145,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 a->log_file = TAKE_PTR(log_file);
                 rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
                 a->pod_pid = p ? p->ppid : 0;
+                rkl_reconciler__pod_add_submitted(r, p);
         } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))

@@ -109,14 +109,43 @@ static int32_t exit_code_of(const rkl_container_record *rec, const rkl_pod_recor
         return a->exit_code;
 }
 
+/* Whether the app's exit came with its pod's end: the pod exited, or is on its way down (its
+ * supervisor no longer ready: a stopped unit stops the apps first), while the sandbox was
+ * wanted ready and the container, seen running, wanted running. Given once, it stays. */
+static bool ended_with_pod(const rkl_container_record *rec, const rkl_pod_record *pod,
+                           const rkl_poddir_pod *p)
+{
+        if (streq_ptr(rec->observed.reason, RKL_CONTAINER_POD_EXITED))
+                return true;
+        return pod && pod->desired == RKL_POD_DESIRED_READY &&
+               rec->desired == RKL_CONTAINER_DESIRED_RUNNING &&
+               rec->observed.phase == RKL_CONTAINER_PHASE_RUNNING &&
+               (rkl_pod_state_is_after_run(p->state) || !p->supervisor_ready);
+}
+
 void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
                            const rkl_poddir_pod *p, rkl_app_proc proc, pid_t pid, bool oom,
-                           rkl_container_observed *ret)
+                           int64_t now_ns, rkl_container_observed *ret)
 {
         rkl_container_observed o;
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
 
         rkl_container_observed_copy(&o, &rec->observed);
+        if (!p && pod && pod->desired == RKL_POD_DESIRED_READY && pod->rkt_uuid &&
+            rec->desired == RKL_CONTAINER_DESIRED_RUNNING &&
+            o.phase == RKL_CONTAINER_PHASE_RUNNING) {
+                /* Its pod's directory was removed while it ran: nothing will tell its end
+                 * (its processes go with the pod's unit, which the reconciler stops). */
+                o.phase = RKL_CONTAINER_PHASE_EXITED;
+                o.pid = 0;
+                o.finished_ns = now_ns;
+                o.has_exit_code = true;
+                o.exit_code = EXIT_UNKNOWN;
+                set_str(&o.reason, RKL_CONTAINER_POD_EXITED);
+                set_str(&o.message, "the rkt pod was removed outside rktlet");
+                *ret = o;
+                return;
+        }
         if (!a || a->state == RKL_POD_APP_UNKNOWN || rkl_container_never_ran(&o)) {
                 /* Not added yet, its pod is gone, or it never ran and never will (whatever
                  * rkt left of it): what we saw last still holds. */
@@ -152,6 +181,8 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
                 o.finished_ns = a->finished_ns;
                 o.has_exit_code = true;
                 o.exit_code = exit_code_of(rec, pod, a, oom, &reason);
+                if (!reason && ended_with_pod(rec, pod, p))
+                        reason = RKL_CONTAINER_POD_EXITED;
                 set_str(&o.reason, reason);
                 if (!a->exit_known && !oom)
                         set_str(&o.message, "exit status unknown: the pod stopped before rkt "

@@ -24,14 +24,21 @@ typedef enum rkl_app_proc {
         RKL_APP_PROC_SEEN,
 } rkl_app_proc;
 
+/* The reason of a container whose app ended with its pod, which went down without rktlet
+ * asking (its unit stopped, its nspawn or its systemd killed) while the container ran. */
+#define RKL_CONTAINER_POD_EXITED "PodExited"
+
 /* The container's app in pod p (NULL: the pod is gone). proc/pid: its process, as found
  * in its cgroup. oom: the app's cgroup saw an OOM kill. rkt records a bare signal number when an
  * app is killed; Kubernetes wants 128+N (docs/design.md, 'The async contract'): a stop rktlet
  * asked for (SIGTERM, then SIGKILL at the deadline) gives 143 or 137, an OOM kill 137 with
- * reason OOMKilled. */
+ * reason OOMKilled; an exit that came with its pod's end, which rktlet did not ask for,
+ * has reason RKL_CONTAINER_POD_EXITED. A container that ran in a pod whose directory is gone
+ * while its sandbox was wanted (removed outside rktlet) ended then: EXITED at now_ns, with
+ * that reason and an unknown exit code. */
 void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record *pod,
                            const rkl_poddir_pod *p, rkl_app_proc proc, pid_t pid, bool oom,
-                           rkl_container_observed *ret);
+                           int64_t now_ns, rkl_container_observed *ret);
 
 bool rkl_pod_observed_equal(const rkl_pod_observed *a, const rkl_pod_observed *b);
 bool rkl_container_observed_equal(const rkl_container_observed *a, const rkl_container_observed *b);

@@ -142,6 +142,16 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         bool dead;
 
         rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_realtime_nsec(), &o, &dead);
+        if (!p && o.phase == RKL_POD_PHASE_FAILED && rec->observed.phase == RKL_POD_PHASE_RUNNING &&
+            rec->unit_name) {
+                /* Its directory was removed outside rktlet while it ran: rkt no longer knows
+                 * the pod, and nothing else would end its unit, whose apps run on. */
+                rkl_log_object_warning(POD_OBJECT(rec),
+                                       "sandbox %.12s: its rkt pod %s was removed outside "
+                                       "rktlet: stopping its unit",
+                                       rec->id, rec->rkt_uuid);
+                rkl_reconciler__unit_stop(r, rec->unit_name);
+        }
         rkl_reconciler__pod_set_observed(r, rec, &o);
         rkl_pod_observed_done(&o);
 
@@ -164,7 +174,8 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 }
                 if (proc == RKL_APP_PROC_SEEN)
                         rkl_reconciler__limits_sync(r, c, p);
-                rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p), &co);
+                rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p),
+                                      rkl_realtime_nsec(), &co);
                 if (rkl_reconciler__exit_held(r, rec, p, c, &co)) {
                         /* What it saw before stands a little longer; nothing tells of the
                          * writer's end or the follower's, so look again shortly. */
@@ -205,6 +216,8 @@ static void seen_set(rkl_reconciler *r, const char *uuid, rkl_poddir_pod *p)
         }
         if (p)
                 rkl_hashmap_put(r->seen, p->uuid, p);
+        if (!p || p->state != RKL_POD_STATE_RUNNING)
+                rkl_reconciler__pod_rm_forget(r, uuid);
 }
 
 /* The sandbox whose record names uuid, or NULL. */

@@ -15,48 +15,84 @@
 #include "rkt/poddir.h"
 #include "base/banned.h"
 
-static bool image_shared_with_live_app(const rkl_poddir_pod *p, const rkl_poddir_app *a)
+/* The container ID of an app of rktlet's in p's manifest that no record wants any more
+ * (its container was removed), else NULL. */
+static const char *leftover_app(rkl_reconciler *r, const rkl_poddir_app *app)
 {
+        const char *cid = rkl_kvs_get(&app->user_annotations, RKL_MARK_CONTAINER_ID);
+        if (!app->in_manifest || !cid || !rkl_id_is_valid(cid))
+                return NULL;
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+            rkl_cache_container_get(r->cache, cid);
+        return v ? NULL : cid;
+}
+
+/* Every app rktlet adds is one rm owed once its container is removed, and rkt runs one app
+ * command at a time in a pod. A pass steps the containers before it reaps, so under churn
+ * (containers made and removed all the time in one pod) an add would always come first,
+ * and removed apps would pile up in the pod, each with its rootfs, until the load stopped.
+ * So an add made while the pod holds leftover apps is a removal owed: the next add there
+ * waits for one of them to go. Starts never wait (a restarted container is added and
+ * started before the old one goes), and a removal that keeps failing slows the pod's adds
+ * to one between two attempts, never stops them. */
+bool rkl_reconciler__pod_rm_due(rkl_reconciler *r, const rkl_poddir_pod *p)
+{
+        if (!p || !rkl_hashmap_get(r->rm_owed, p->uuid))
+                return false;
         for (size_t i = 0; i < p->n_apps; i++)
-                if (&p->apps[i] != a && a->image_id &&
-                    streq_ptr(p->apps[i].image_id, a->image_id) &&
-                    p->apps[i].state != RKL_POD_APP_EXITED)
+                if (p->apps[i].state != RKL_POD_APP_RUNNING && leftover_app(r, &p->apps[i]))
                         return true;
         return false;
 }
 
+void rkl_reconciler__pod_add_submitted(rkl_reconciler *r, const rkl_poddir_pod *p)
+{
+        if (!p || rkl_hashmap_get(r->rm_owed, p->uuid))
+                return;
+        for (size_t i = 0; i < p->n_apps; i++)
+                if (p->apps[i].state != RKL_POD_APP_RUNNING && leftover_app(r, &p->apps[i])) {
+                        char *key = rkl_xstrdup(p->uuid);
+                        rkl_hashmap_put(r->rm_owed, key, key);
+                        return;
+                }
+}
+
+void rkl_reconciler__pod_rm_forget(rkl_reconciler *r, const char *uuid)
+{
+        free(rkl_hashmap_remove(r->rm_owed, uuid));
+}
+
 void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now)
 {
+        bool owed = false;
         for (size_t i = 0; i < p->n_apps; i++) {
                 const rkl_poddir_app *app = &p->apps[i];
-                const char *cid = rkl_kvs_get(&app->user_annotations, RKL_MARK_CONTAINER_ID);
-                if (!app->in_manifest || !cid || !rkl_id_is_valid(cid) ||
-                    !rkl_reconciler__can_start(r, cid))
+                const char *cid = leftover_app(r, app);
+                if (!cid)
                         continue;
-                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-                    rkl_cache_container_get(r->cache, cid);
-                if (v)
+                owed = owed || app->state != RKL_POD_APP_RUNNING;
+                if (!rkl_reconciler__can_start(r, cid))
                         continue;
                 action *a;
                 if (app->state == RKL_POD_APP_RUNNING) {
                         a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid, app->name);
                         a->deadline_ns = now + (int64_t)r->cfg.stop_grace_usec * 1000;
                         a->supervisor = (pid_t)p->ppid;
-                } else if (!image_shared_with_live_app(p, app) &&
-                           !rkl_reconciler__pod_app_busy(r, p->uuid)) {
-                        /* Unpatched rkt's app rm deletes the image's overlay, which another
-                         * app of the same image still uses (docs/rkt.md, 'Quirks';
-                         * packaging/rkt/app-rm-shared-image.patch fixes it in the rkt
-                         * scripts/build-rkt makes): such apps stay, stopped, until their pod
-                         * goes. */
+                } else if (!rkl_reconciler__pod_app_busy(r, p->uuid)) {
+                        /* Other apps of the same image keep their layers: rkt's app rm takes
+                         * only this app's (packaging/rkt/app-rm-shared-image.patch, which
+                         * rktlet's rkt carries: docs/rkt.md, 'Quirks'). */
                         a = rkl_reconciler__action_new(r, ACT_APP_RM, cid, p->uuid, app->name);
                         a->supervisor = (pid_t)p->ppid;
+                        rkl_reconciler__pod_rm_forget(r, p->uuid);
                 } else {
                         continue;
                 }
                 a->orphan = true;
                 rkl_reconciler__submit(r, a);
         }
+        if (!owed)
+                rkl_reconciler__pod_rm_forget(r, p->uuid);
 }
 
 void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)

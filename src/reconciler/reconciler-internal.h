@@ -137,6 +137,7 @@ struct rkl_reconciler {
         rkl_hashmap *undo;
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
         rkl_hashmap *pod_limits; /* sandbox ID -> the pod's own limits last applied (the same) */
+        rkl_hashmap *rm_owed;    /* uuid -> its copy: pods whose next app add waits for an rm */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
         rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
         rkl_reconciler_net *net; /* pod networking (network.c); NULL with rkt's own (--net) */
@@ -261,6 +262,13 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                                     int64_t now);
 
 /* orphans.c */
+/* Whether an app add in p waits for the removal of a leftover app (an app of a removed
+ * container): an add went there since the last one, and one is left to remove. Called for
+ * adds only; rkl_reconciler__pod_add_submitted() after each. */
+bool rkl_reconciler__pod_rm_due(rkl_reconciler *r, const rkl_poddir_pod *p);
+void rkl_reconciler__pod_add_submitted(rkl_reconciler *r, const rkl_poddir_pod *p);
+/* The pod no longer runs: nothing is owed there. */
+void rkl_reconciler__pod_rm_forget(rkl_reconciler *r, const char *uuid);
 void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now);
 void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r);
 /* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no

@@ -525,6 +525,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
         r->pod_limits = rkl_hashmap_new();
+        r->rm_owed = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
         rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);
@@ -626,6 +627,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free_values(r->seen, seen_free);
         rkl_hashmap_free(r->in_flight);
         rkl_hashmap_free_values(r->undo, free);
+        rkl_hashmap_free_values(r->rm_owed, free);
         rkl_hashmap_free_values(r->boot_looks, free);
         rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);

@@ -1,8 +1,10 @@
 /* Exec and Attach over the channel protocols (v1 to v4 of remotecommand): the client opens
  * an error stream, then stdin, stdout and stderr as asked, and resize for a terminal; once
  * all are there the command starts (src/exec/, on a thread of its own that waits for it),
- * with pipes or a pty; its output goes out as the peer takes it, and at its end the exit
- * status goes on the error stream. The peer going away kills the command and all it started.
+ * with pipes or a terminal, which the helper makes in the container and whose master it
+ * sends back on a console socket; its output goes out as the peer takes it, and at its end
+ * the exit status goes on the error stream. The peer going away kills the command and all it
+ * started.
  *
  * Attach joins rkt's iottymux instead of starting anything: its unix sockets carry the app's
  * output to every client (and to the log file, which attaching leaves alone) and a client's
@@ -11,7 +13,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <pty.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -40,6 +41,9 @@ typedef struct exec_state {
         bool input_done;        /* the client's stdin ended */
         int in_w, out_r, err_r; /* ours; with a pty in_w and out_r are both its master */
         int child[3];
+        /* With a terminal: the console socket the pty's master comes on (ours, until it
+         * came), and the helper's end of it (the waiter's, as child[]). */
+        int console, console_peer;
         bool tty;
         struct winsize size;
         bool has_size;
@@ -72,7 +76,7 @@ static exec_state *state(rkl_stream_session *s)
         exec_state *x = rkl_stream__session_data(s);
         if (!x) {
                 x = rkl_xnew0(exec_state, 1);
-                x->in_w = x->out_r = x->err_r = x->done_fd = -1;
+                x->in_w = x->out_r = x->err_r = x->done_fd = x->console = x->console_peer = -1;
                 x->child[0] = x->child[1] = x->child[2] = -1;
                 x->deadline = rkl_now_usec(CLOCK_MONOTONIC) + STREAMS_TIMEOUT_USEC;
                 x->err = (rkl_error)RKL_ERROR_INIT;
@@ -161,7 +165,8 @@ static void stdin_close(exec_state *x)
 static void stdin_pump(rkl_stream_session *s, exec_state *x)
 {
         rkl_stream_spdy *st = x->st[ST_STDIN];
-        if (!st || !x->started)
+        /* Before the terminal is there, the client's input waits for it. */
+        if (!st || !x->started || x->console >= 0)
                 return;
         while (st->in_len > 0 && x->in_w >= 0) {
                 ssize_t k = write(x->in_w, st->in, st->in_len);
@@ -233,6 +238,7 @@ static void *waiter_main(void *userdata)
             .helper = a->helper,
             .stdio = x->child,
             .tty = x->tty,
+            .console = x->console_peer,
             .seccomp = a->req->seccomp,
         };
         x->exec_r = rkl_exec_run(&o, &res, &x->err);
@@ -241,6 +247,7 @@ static void *waiter_main(void *userdata)
         /* Our output ends once the command's copies of its ends are gone too. */
         for (int i = 0; i < 3; i++)
                 x->child[i] = safe_close(x->child[i]);
+        x->console_peer = safe_close(x->console_peer);
         uint64_t one = 1;
         (void)!write(x->done_fd, &one, sizeof(one));
         free(a);
@@ -257,26 +264,13 @@ static int pipes_make(exec_state *x, const rkl_stream_request *r)
 {
         int p[2];
         if (x->tty) {
-                int master, slave;
-                if (openpty(&master, &slave, NULL, NULL, x->has_size ? &x->size : NULL) < 0)
+                /* The terminal comes from the helper (console_receive()); its own stdio
+                 * stays /dev/null. */
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
                         return -errno;
-                x->in_w = master;
-                (void)fcntl(master, F_SETFD, FD_CLOEXEC);
-                (void)fcntl(slave, F_SETFD, FD_CLOEXEC);
-                x->out_r = fcntl(master, F_DUPFD_CLOEXEC, 3);
-                if (x->out_r < 0) {
-                        (void)close(slave);
-                        return -errno;
-                }
-                x->child[0] = slave;
-                x->child[1] = fcntl(slave, F_DUPFD_CLOEXEC, 3);
-                x->child[2] = fcntl(slave, F_DUPFD_CLOEXEC, 3);
-                if (x->child[1] < 0 || x->child[2] < 0)
-                        return -errno;
-                /* Without stdin, input ends at once. */
-                if (!r->stdin)
-                        stdin_close(x);
-                return nonblock(x->in_w) < 0 || nonblock(x->out_r) < 0 ? -errno : 0;
+                x->console = p[0];
+                x->console_peer = p[1];
+                return nonblock(x->console);
         }
         if (r->stdin) {
                 if (pipe2(p, O_CLOEXEC) < 0)
@@ -343,6 +337,50 @@ static int attach(exec_state *x, const rkl_stream_request *r)
         /* Nothing to wait for but the streams. */
         x->started = x->exited = x->attached = true;
         return 0;
+}
+
+/* The terminal's master, from the helper: from then on it is the command's input and
+ * output. Nothing comes when the helper failed first (its exit says why): the socket is
+ * closed once the helper is gone, or at its end of file. */
+static void console_receive(rkl_stream_session *s, exec_state *x)
+{
+        char byte;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        ssize_t k = recvmsg(x->console, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        struct cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len != CMSG_LEN(sizeof(int))) {
+                x->console = safe_close(x->console);
+                return;
+        }
+        memcpy(&x->in_w, CMSG_DATA(c), sizeof(int));
+        x->out_r = fcntl(x->in_w, F_DUPFD_CLOEXEC, 3);
+        if (x->out_r < 0 || nonblock(x->in_w) < 0 || nonblock(x->out_r) < 0) {
+                /* No terminal to serve: the command gets a hangup. */
+                rkl_log_warning("stream: exec: cannot use the terminal: %m");
+                x->in_w = safe_close(x->in_w);
+                x->out_r = safe_close(x->out_r);
+        }
+        /* The size first, then the command may run (the helper waits for this byte). */
+        resize_apply(x);
+        (void)send(x->console, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        x->console = safe_close(x->console);
+        if (x->in_w < 0)
+                return;
+        /* Without stdin, input ends at once. */
+        if (!rkl_stream__session_request(s)->stdin)
+                stdin_close(x);
+        stdin_pump(s, x);
 }
 
 static int start(rkl_stream_session *s, exec_state *x)
@@ -413,7 +451,8 @@ static void maybe_finish(rkl_stream_session *s, exec_state *x)
                 if (x->in_w >= 0 && x->tty)
                         x->in_w = safe_close(x->in_w);
         }
-        if (x->exited && x->out_r < 0 && x->err_r < 0 && !x->finished && !input_left)
+        if (x->exited && x->out_r < 0 && x->err_r < 0 && x->console < 0 && !x->finished &&
+            !input_left)
                 finish(s, x);
 }
 
@@ -446,7 +485,7 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
                 if (x->started)
                         stdin_pump(s, x);
         }
-        if (!x->started || max < 4)
+        if (!x->started || max < 5)
                 return 0;
         maybe_finish(s, x);
         if (x->finished)
@@ -460,6 +499,8 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
                 pfd[n++] = (struct pollfd){.fd = x->in_w, .events = POLLOUT};
         if (!x->exited)
                 pfd[n++] = (struct pollfd){.fd = x->done_fd, .events = POLLIN};
+        if (x->console >= 0)
+                pfd[n++] = (struct pollfd){.fd = x->console, .events = POLLIN};
         return n;
 }
 
@@ -495,10 +536,17 @@ static void exec_events(rkl_stream_session *s, const struct pollfd *pfd, int n)
                         pump_out(s, &x->err_r, x->st[ST_STDERR], false);
                 else if (pfd[i].fd == x->in_w)
                         stdin_pump(s, x);
+                else if (pfd[i].fd == x->console && x->console >= 0)
+                        console_receive(s, x);
                 else if (pfd[i].fd == x->done_fd && !x->exited) {
                         (void)pthread_join(x->waiter, NULL);
                         x->exited = true;
                 }
+        }
+        /* The helper is gone: its terminal came by now, or never will. */
+        if (x->exited && x->console >= 0) {
+                console_receive(s, x);
+                x->console = safe_close(x->console);
         }
         if (x->exited && x->tty && x->out_r >= 0)
                 pump_out(s, &x->out_r, x->st[ST_STDOUT], true);
@@ -525,6 +573,8 @@ static void exec_end(rkl_stream_session *s)
                         x->st[t]->data = NULL;
         for (int i = 0; i < 3; i++)
                 safe_close(x->child[i]);
+        safe_close(x->console_peer);
+        safe_close(x->console);
         safe_close(x->in_w);
         safe_close(x->out_r);
         safe_close(x->err_r);

@@ -1,5 +1,6 @@
 /* rkl_exec_run() against a "container" the test makes (as root): a process in fresh mount,
- * UTS, IPC, network and PID namespaces, chrooted into a busybox root, in cgroups of the
+ * UTS, IPC, network and PID namespaces (with a devpts of its own, as rkt's pods have),
+ * chrooted into a busybox root, in cgroups of the
  * test's own, running as uid 1000 / gid 1234 with groups 1234 and 5678, one ambient
  * capability, a smaller bounding set, no_new_privs, a umask, a limit and an OOM score. What
  * the command sees from inside must be all of that; what it starts must be gone after. This
@@ -7,15 +8,18 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -79,13 +83,20 @@ _noreturn_ static void target_main(const char *root)
         _exit(104);
 }
 
-/* PID 1 of the new PID namespace: mounts its /proc in the root, then reaps, as a pod's
+/* PID 1 of the new PID namespace: mounts its /proc, /dev/null and a devpts of its own (as
+ * nspawn does for a pod: /dev/ptmx links to its ptmx) in the root, then reaps, as a pod's
  * systemd does. */
 _noreturn_ static void init_main(const char *root)
 {
         _cleanup_free_ char *proc = rkl_xasprintf("%s/proc", root);
+        _cleanup_free_ char *pts = rkl_xasprintf("%s/dev/pts", root);
+        _cleanup_free_ char *null = rkl_xasprintf("%s/dev/null", root);
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-            mount("proc", proc, "proc", 0, NULL) < 0 || sethostname(HOSTNAME, strlen(HOSTNAME)) < 0)
+            mount("proc", proc, "proc", 0, NULL) < 0 ||
+            mount("/dev/null", null, NULL, MS_BIND, NULL) < 0 ||
+            mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=620") < 0 ||
+            sethostname(HOSTNAME, strlen(HOSTNAME)) < 0)
                 _exit(110);
         pid_t pid = fork();
         if (pid == 0)
@@ -111,17 +122,23 @@ static void copy_file(const char *from, const char *to)
 
 static void rootfs_make(fixture *f)
 {
-        static const char *const applets[] = {"sh",       "id",   "pwd",  "env",  "cat", "sleep",
-                                              "true",     "kill", "yes",  "head", "tr",  "hostname",
-                                              "readlink", "ls",   "grep", "echo"};
+        static const char *const applets[] = {
+            "sh", "id",       "pwd",      "env", "cat",  "sleep", "true", "kill", "yes", "head",
+            "tr", "hostname", "readlink", "ls",  "grep", "echo",  "tty",  "stat", "stty"};
         (void)snprintf(f->root, sizeof(f->root), "/tmp/rkl-test-exec-XXXXXX");
         assert_non_null(mkdtemp(f->root));
         assert_int_equal(chmod(f->root, 0755), 0);
-        static const char *const dirs[] = {"bin", "work", "proc", "etc"};
+        static const char *const dirs[] = {"bin", "work", "proc", "etc", "dev", "dev/pts"};
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 _cleanup_free_ char *p = rkl_xasprintf("%s/%s", f->root, dirs[i]);
                 assert_int_equal(mkdir(p, 0755), 0);
         }
+        _cleanup_free_ char *ptmx = rkl_xasprintf("%s/dev/ptmx", f->root);
+        assert_int_equal(symlink("/dev/pts/ptmx", ptmx), 0);
+        _cleanup_free_ char *null = rkl_xasprintf("%s/dev/null", f->root);
+        int fd = open(null, O_WRONLY | O_CREAT | O_CLOEXEC, 0666); /* where /dev/null goes */
+        assert_true(fd >= 0);
+        close(fd);
         _cleanup_free_ char *bb = rkl_xasprintf("%s/bin/busybox", f->root);
         copy_file("/bin/busybox", bb);
         for (size_t i = 0; i < ELEMENTSOF(applets); i++) {
@@ -633,6 +650,173 @@ static void test_seccomp(void **state)
         assert_nothing_left();
 }
 
+/* How many processes have arg as their argv[1]. */
+static int procs_with_arg(const char *arg)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+        int n = 0;
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                _cleanup_free_ char *p = rkl_xasprintf("/proc/%s/cmdline", de->d_name);
+                _cleanup_free_ char *cmdline = NULL;
+                size_t len;
+                if (rkl_read_file_at(AT_FDCWD, p, 4096, &cmdline, &len) < 0)
+                        continue;
+                size_t first = strnlen(cmdline, len);
+                if (first + 1 < len && streq(cmdline + first + 1, arg))
+                        n++;
+        }
+        return n;
+}
+
+/* Cgroups made below the test's own (an exec's that were not removed). */
+static bool cgroups_left(void)
+{
+        RKL_STRV_FOREACH (d, F->cgroups) {
+                _cleanup_closedir_ DIR *dir = opendir(*d);
+                struct dirent *de;
+                while (dir && (de = readdir(dir)))
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                                return true;
+        }
+        return false;
+}
+
+/* The daemon dies while an exec runs (here: the process that called rkl_exec_run()): the
+ * command and everything it started go, and the exec's cgroups with them. The helper
+ * watches the daemon; dying with it, it left the command's children running in the
+ * container. */
+static void test_daemon_gone(void **state)
+{
+        if (!*state)
+                skip();
+        pid_t daemon = fork();
+        assert_true(daemon >= 0);
+        if (daemon == 0) {
+                rkl_exec_opts o = {.pid = F->target,
+                                   .argv = RKL_STRV("sh", "-c", "sleep 4242001 & sleep 4242002")};
+                rkl_exec_result res = {0};
+                rkl_error err = RKL_ERROR_INIT;
+                (void)rkl_exec_run(&o, &res, &err);
+                _exit(0);
+        }
+        for (int i = 0; i < 1000 && procs_with_arg("4242001") + procs_with_arg("4242002") < 2; i++)
+                usleep(10 * 1000);
+        assert_int_equal(procs_with_arg("4242001") + procs_with_arg("4242002"), 2);
+        assert_int_equal(kill(daemon, SIGKILL), 0);
+        assert_int_equal(waitpid(daemon, NULL, 0), daemon);
+        for (int i = 0; i < 3000 && (procs_with_arg("4242001") + procs_with_arg("4242002") > 0 ||
+                                     cgroups_left());
+             i++)
+                usleep(10 * 1000);
+        assert_int_equal(procs_with_arg("4242001") + procs_with_arg("4242002"), 0);
+        assert_nothing_left();
+}
+
+typedef struct tty_run {
+        rkl_exec_opts o;
+        rkl_exec_result res;
+        rkl_error err;
+        int r;
+} tty_run;
+
+static void *tty_run_main(void *userdata)
+{
+        tty_run *t = userdata;
+        t->r = rkl_exec_run(&t->o, &t->res, &t->err);
+        return NULL;
+}
+
+/* The master the helper sends on the console socket. */
+static int console_receive(int fd)
+{
+        char byte;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        char control[CMSG_SPACE(sizeof(int))];
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control,
+                             .msg_controllen = sizeof(control)};
+        if (recvmsg(fd, &msg, MSG_CMSG_CLOEXEC) <= 0)
+                return -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (!c || c->cmsg_type != SCM_RIGHTS)
+                return -1;
+        int master;
+        memcpy(&master, CMSG_DATA(c), sizeof(int));
+        return master;
+}
+
+/* A terminal is the container's: made in its devpts, so the name the command's stdin has
+ * is there inside and ttyname() finds it (tty exits 1, "not a tty", on a pty from the
+ * daemon's devpts), owned by the command's user, and its controlling terminal. The helper
+ * waits for the size before the command runs. */
+static void test_tty(void **state)
+{
+        if (!*state)
+                skip();
+        int sv[2], stdio[3] = {-1, -1, -1};
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        tty_run t = {
+            .o = {.pid = F->target,
+                  .argv = RKL_STRV("sh", "-c", "tty && stat -c 'owner %u' $(tty) && stty size"),
+                  .timeout_usec = 10 * USEC_PER_SEC,
+                  .stdio = stdio,
+                  .tty = true,
+                  .console = sv[1]},
+            .err = RKL_ERROR_INIT,
+        };
+        pthread_t thread;
+        assert_int_equal(pthread_create(&thread, NULL, tty_run_main, &t), 0);
+        int master = console_receive(sv[0]);
+        assert_true(master >= 0);
+        struct winsize ws = {.ws_row = 33, .ws_col = 111};
+        assert_int_equal(ioctl(master, TIOCSWINSZ, &ws), 0);
+        char go = 0;
+        assert_int_equal(send(sv[0], &go, 1, MSG_NOSIGNAL), 1);
+        char out[4096];
+        size_t n = 0;
+        for (;;) {
+                ssize_t k = read(master, out + n, sizeof(out) - 1 - n);
+                if (k <= 0) /* EIO once the last slave is closed */
+                        break;
+                n += (size_t)k;
+        }
+        out[n] = 0;
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        if (t.r < 0)
+                fail_msg("exec: %s", t.err.msg);
+        if (t.res.exit_code != 0)
+                fail_msg("exit %d: %s", t.res.exit_code, out);
+        assert_non_null(strstr(out, "/dev/pts/0\r\n"));
+        assert_non_null(strstr(out, "owner 1000\r\n"));
+        assert_non_null(strstr(out, "33 111\r\n"));
+        rkl_exec_result_done(&t.res);
+        close(master);
+        close(sv[0]);
+        close(sv[1]);
+        assert_nothing_left();
+
+        /* A container without a devpts: the call's error, saying so. */
+        _cleanup_free_ char *ptmx = rkl_xasprintf("%s/dev/ptmx", F->root);
+        _cleanup_free_ char *moved = rkl_xasprintf("%s/dev/ptmx.away", F->root);
+        assert_int_equal(rename(ptmx, moved), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        t.o.console = sv[1];
+        t.o.argv = RKL_STRV("true");
+        t.err = (rkl_error)RKL_ERROR_INIT;
+        t.r = rkl_exec_run(&t.o, &t.res, &t.err);
+        assert_int_equal(rename(moved, ptmx), 0);
+        assert_int_equal(t.r, -ENOENT);
+        assert_non_null(strstr(t.err.msg, "/dev/ptmx"));
+        close(sv[0]);
+        close(sv[1]);
+        assert_nothing_left();
+}
+
 int main(int argc, char *argv[])
 {
         if (argc > 1 && streq(argv[1], RKL_EXEC_IN_COMMAND))
@@ -643,7 +827,8 @@ int main(int argc, char *argv[])
             cmocka_unit_test(test_exit_codes),  cmocka_unit_test(test_output),
             cmocka_unit_test(test_timeout),     cmocka_unit_test(test_leftovers),
             cmocka_unit_test(test_cancel),      cmocka_unit_test(test_process_gone),
-            cmocka_unit_test(test_not_started),
+            cmocka_unit_test(test_not_started), cmocka_unit_test(test_tty),
+            cmocka_unit_test(test_daemon_gone),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

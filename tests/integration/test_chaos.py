@@ -58,7 +58,9 @@ CONVERGE_TIMEOUT = 90
 class Sandbox:
     def __init__(self, sid, name, cfg):
         self.id, self.name, self.cfg = sid, name, cfg
-        self.state = "ready"  # ready | stopped | removed
+        # ready | dead (its pod killed or stopped from outside: NOTREADY until stopped) |
+        # stopped | removed
+        self.state = "ready"
         self.uuid = None      # the rkt pod first seen running for it: must never change
 
 
@@ -272,7 +274,7 @@ class Chaos:
             self.check_rejection("StopPodSandbox", s, r)
 
     def pod_stopped(self, s):
-        if s.state == "ready":
+        if s.state in ("ready", "dead"):
             s.state = "stopped"
         for c in self.ctrs_of(s.id, ("created", "started")):
             c.state = "stopped"
@@ -357,6 +359,10 @@ class Chaos:
         for s in self.live("stopped"):
             if s.id not in self.busy:
                 out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 2, s.id))
+        for s in self.live("dead"):  # as kubelet does with a sandbox that died
+            if s.id not in self.busy:
+                out.append(("stop_pod", lambda s=s: self.op_stop_pod(s), 2, s.id))
+                out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 1, s.id))
         for s in ready:
             if self.rng.random() < 0.1:
                 out.append(("rm_pod", lambda s=s: self.op_rm_pod(s), 1, s.id))  # no stop first
@@ -485,8 +491,8 @@ class Chaos:
                     dict(p.annotations) != dict(s.cfg.annotations) or
                     p.metadata.name != s.name):
                 self.fail("sandbox %s: labels/annotations/metadata changed: %s" % (s.id[:12], p))
-            if s.state == "stopped" and p.state != pb.SANDBOX_NOTREADY:
-                self.fail("stopped sandbox %s is READY" % s.id[:12])
+            if s.state in ("stopped", "dead") and p.state != pb.SANDBOX_NOTREADY:
+                self.fail("%s sandbox %s is READY" % (s.state, s.id[:12]))
         for c in self.containers.values():
             n += 1
             if c.state == "removed":
@@ -564,6 +570,13 @@ class Chaos:
                 if st.state != pb.SANDBOX_NOTREADY:
                     v.append("stopped sandbox %s is READY" % s.id[:12])
                 continue
+            if s.state == "dead":
+                if running_by_mark.get(s.id):
+                    v.append("dead sandbox %s: pod still running" % s.id[:12])
+                if st.state != pb.SANDBOX_NOTREADY or info.get("phase") != "failed":
+                    v.append("dead sandbox %s: %s, phase %s" % (
+                        s.id[:12], pb.PodSandboxState.Name(st.state), info.get("phase")))
+                continue
             if info.get("phase") == "failed":
                 failed.add(s.id)
                 if st.state != pb.SANDBOX_NOTREADY:
@@ -603,6 +616,10 @@ class Chaos:
                 if st.state == pb.CONTAINER_RUNNING:
                     v.append("container %s (%s, sandbox %s) is RUNNING"
                              % (c.id[:12], c.state, s.state))
+                elif s.state == "dead" and c.state == "started" and (
+                        st.state != pb.CONTAINER_EXITED or (c.kind == "long" and not st.reason)):
+                    v.append("container %s of dead sandbox %s: state %d, reason %r" % (
+                        c.id[:12], s.id[:12], st.state, st.reason))
                 continue
             if c.state != "started":
                 continue
@@ -717,6 +734,15 @@ class Chaos:
         self.stats["kills"] += 1
         self.stats["random_kills"] += 1
 
+    def other_cycle(self):
+        """A cycle without a forced crash point (ends with the daemon dead); subclasses mix
+        faults of the world in."""
+        self.random_cycle()
+
+    def owes_cycles(self):
+        """Whether the run still owes cycles of other_cycle() (a fault never reached)."""
+        return False
+
     def run(self, cycles):
         try:
             return self._run(cycles)
@@ -740,7 +766,7 @@ class Chaos:
                 if not self.forced_cycle(point) and point not in self.stats["forced"]:
                     todo.append(point)  # try it again later
             else:
-                self.random_cycle()
+                self.other_cycle()
             self.restart_and_check()
             self.stats["cycles"] += 1
             self.log("cycle %d ok: %d sandboxes, %d containers live" % (
@@ -753,6 +779,12 @@ class Chaos:
             point = todo.pop(0)
             if not self.forced_cycle(point):
                 todo.append(point)
+            self.restart_and_check()
+            self.stats["cycles"] += 1
+        while self.owes_cycles() and retries < 40:
+            retries += 1
+            self.cycle += 1
+            self.other_cycle()
             self.restart_and_check()
             self.stats["cycles"] += 1
         self.stats["wall_s"] = round(time.monotonic() - t0, 1)

@@ -426,6 +426,110 @@ class SharedImageTest(FaultsBase):
             old = new
 
 
+class ChurnTest(FaultsBase):
+    """Regression (issue 27): threads creating, starting, stopping and removing containers in
+    one pod, on rkt's real latencies. rkt takes one app command at a time per pod, and each
+    added app is one rm owed: removals must keep up with the adds, or removed apps pile up
+    in the pod (their rootfs on disk, the daemon's memory, every pass longer) until the load
+    stops. CI runs a short churn; a long one (docs/reliability.md) prints the same figures:
+
+        RKL_CHURN_CYCLES=200 python3 -m unittest -v test_faults.ChurnTest
+    """
+    threads = int(os.environ.get("RKL_CHURN_THREADS", "4"))
+    cycles = int(os.environ.get("RKL_CHURN_CYCLES", "12"))  # a thread's
+
+    def setUp(self):
+        # --wait: StartContainer and StopContainer answer once done, as kubelet is served.
+        self.env = harness.SimEnv(self, extra=["--wait"], profile="real").start()
+        self.env.fetch("docker://" + IMAGE)
+        ch = self.env.daemon.channel()
+        self.addCleanup(ch.close)
+        self.rs = pbg.RuntimeServiceStub(ch)
+        self.token = "7%06d" % random.randrange(10**6)
+        self.n = 0
+
+    def leftover(self, uuid, removed):
+        """Apps still in the pod's manifest whose container was removed."""
+        try:
+            return len(set(self.apps_in_manifest(uuid)) & removed)
+        except (OSError, ValueError):
+            return 0  # being rewritten
+
+    def test_removals_keep_up_with_adds(self):
+        import threading
+        sid = self.run_pod("churn")
+        uuid = self.wait_running(sid)
+        removed = set()  # app names of removed containers
+        lock = threading.Lock()
+        cycle_times, errors = [], []
+        stop = threading.Event()
+
+        def churn(t):
+            try:
+                for i in range(self.cycles):
+                    t0 = time.monotonic()
+                    with lock:
+                        cid, _ = self.container(sid, "t%dc%d" % (t, i), start=False)
+                    self.rs.StartContainer(pb.StartContainerRequest(container_id=cid),
+                                           timeout=120)
+                    self.rs.StopContainer(pb.StopContainerRequest(container_id=cid,
+                                                                  timeout=0), timeout=120)
+                    app = self.ctr(cid)[1]["appName"]
+                    self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid),
+                                            timeout=60)
+                    with lock:
+                        removed.add(app)
+                        cycle_times.append((t0, time.monotonic() - t0))
+            except Exception as e:  # reported by the test's thread
+                errors.append(e)
+
+        samples = []  # (seconds since the start, leftover apps, the daemon's RSS in KiB)
+
+        def monitor(t0):
+            while not stop.wait(0.5):
+                with lock:
+                    names = set(removed)
+                samples.append((time.monotonic() - t0, self.leftover(uuid, names),
+                                rss_kib(self.env.daemon.proc.pid)))
+
+        t0 = time.monotonic()
+        mon = threading.Thread(target=monitor, args=(t0,))
+        mon.start()
+        workers = [threading.Thread(target=churn, args=(t,)) for t in range(self.threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        load_s = time.monotonic() - t0
+        stop.set()
+        mon.join()
+        self.assertEqual(errors, [])
+        drained = harness.wait_for("the removed apps gone from the pod", lambda: (
+            self.leftover(uuid, removed) == 0 and time.monotonic()), timeout=300)
+
+        most = max(n for _, n, _ in samples)
+        times = [d for _, d in sorted(cycle_times)]
+        q = max(1, len(times) // 4)
+        print("\n[figure] %d threads x %d cycles in %.1f s; leftover apps: at most %d, by "
+              "time %s; cycle p50 first quarter %.2f s, last %.2f s; RSS %d -> %d KiB; "
+              "drained %.1f s after the load" % (
+                  self.threads, self.cycles, load_s, most,
+                  " ".join("%d:%d" % (s, n) for s, n, _ in samples[::max(1, len(samples) // 12)]),
+                  sorted(times[:q])[q // 2], sorted(times[-q:])[q // 2],
+                  samples[0][2], samples[-1][2], drained - t0 - load_s))
+        # Every add owes one rm, and an add waits for the rm owed before it: about one
+        # leftover a thread (without the rule: nearly every app of the run).
+        self.assertLessEqual(most, 2 * self.threads, samples)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 class FirstLookTest(unittest.TestCase):
     """Right after a start the daemon answers from its store before it has looked at the
     machine: what needs that first look (Status: the rkt and systemd probe; image reads:

@@ -151,11 +151,14 @@ class RealRktExecStreamTest(StreamingTest):
 
     def test_exec_tty(self):
         _, cid = self.run_pod("tty", ["sleep", "3600"])
-        # (This busybox has no tty applet.)
+        # The terminal is the container's (issue 27: it was one of the daemon's devpts, whose
+        # /dev/pts/N the container does not have, and ttyname() failed: "not a tty"). The
+        # image's busybox has a tty applet, without a link of its own.
         code, out = self.crictl_tty(["exec", "-it", cid, "sh", "-c",
-                                     "[ -t 0 ] && [ -t 1 ] && readlink /proc/self/fd/0"])
+                                     "[ -t 0 ] && [ -t 1 ] && busybox tty && "
+                                     "readlink /proc/self/fd/0 && ls -l $(busybox tty)"])
         self.assertEqual(code, 0, out)
-        self.assertRegex(out, r"/dev/pts/[0-9]+")
+        self.assertRegex(out, r"(/dev/pts/[0-9]+)\r\n\1\r\ncrw--w---- .* \1\r\n")
         # A shell on the terminal reads what is typed, with the terminal's size.
         code, out = self.crictl_tty(["exec", "-it", cid, "sh"],
                                     keys=[b"stty size; echo x$((6*7))y; exit 3\r"])
@@ -527,10 +530,13 @@ class RealRktAttachTest(StreamingTest):
         self.pod = "atty"
         sid, _ = self.run_pod(self.pod, ["sleep", "3600"])
         cid = self.create(sid, self.pod, "sh", ["sh"], stdin=True, tty=True)
-        # crictl's detach keys (^P^Q) end it; the shell stays.
+        # crictl's detach keys (^P^Q) end it; the shell stays. Its terminal is iottymux's,
+        # made in the pod's devpts: ttyname() finds it inside.
         code, out = self.crictl_tty(["attach", "-it", cid],
-                                    keys=[b"\r", b"echo x$((6*7))y\r", b"\x10\x11"])
+                                    keys=[b"\r", b"echo x$((6*7))y\r",
+                                          b"ls -l $(busybox tty) && echo tty-ok\r", b"\x10\x11"])
         self.assertIn("x42y", out)
+        self.assertRegex(out, r"crw--w---- .* /dev/pts/[0-9]+\r\ntty-ok")
         self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -769,6 +770,45 @@ static int file_open(const char *dir, const char *path, char *const *forbidden,
         return r;
 }
 
+/* The daemon killed between making a log file and recording it. */
+static int killed(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+{
+        _exit(0);
+}
+
+/* A daemon killed after making a container's log file but before recording it as its own
+ * left a file that every later start refused as someone else's ("exists and is not the
+ * log file rktlet made": the real-rkt chaos test, a StartContainer asked again after a
+ * kill). The file is named only once recorded. */
+static void test_file_open_killed(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char *const forbidden[] = {f->state, NULL};
+        rkl_log_file_id id = {0};
+        int fd = -1;
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                rkl_log_file lf;
+                (void)rkl_log_file_open(f->logdir, "k/0.log", forbidden, &id, killed, NULL, &lf,
+                                        &err);
+                _exit(1);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* killed in the record */
+        _cleanup_free_ char *path = rkl_xasprintf("%s/k/0.log", f->logdir);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(file_open(f->logdir, "k/0.log", forbidden, &id, &fd, &err), 0);
+        assert_true(fd >= 0);
+        close(fd);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal((uint64_t)st.st_ino, id.ino);
+}
+
 static void test_file_open(void **state)
 {
         fixture *f = *state;
@@ -953,6 +993,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_path_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_file_open, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_file_open_killed, setup, teardown),
             cmocka_unit_test_setup_teardown(test_file_make, setup, teardown),
             cmocka_unit_test_setup_teardown(test_foreign_file, setup, teardown),
             cmocka_unit_test(test_paths),

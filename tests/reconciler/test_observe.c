@@ -107,7 +107,7 @@ static rkl_container_observed container(rkl_container_desired d, rkl_pod_desired
         rkl_container_observed o;
         p.apps = &a;
         p.n_apps = 1;
-        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_SEEN, 77, oom, &o);
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_SEEN, 77, oom, 0, &o);
         return o;
 }
 
@@ -151,15 +151,15 @@ static void test_running_only_with_a_process(void **state)
         p.n_apps = 1;
 
         /* rkt says started, the cgroup is still empty: not running yet. */
-        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_NONE, 0, false, &o);
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_NONE, 0, false, 0, &o);
         assert_int_equal(o.phase, RKL_CONTAINER_PHASE_CREATED);
         rkl_container_observed_done(&o);
-        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_SEEN, 4321, false, &o);
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_SEEN, 4321, false, 0, &o);
         assert_int_equal(o.phase, RKL_CONTAINER_PHASE_RUNNING);
         assert_int_equal(o.pid, 4321);
         rkl_container_observed_done(&o);
         /* No cgroup to ask (another layout): rkt's word is taken. */
-        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_UNKNOWN, 0, false, &o);
+        rkl_observe_container(&rec, NULL, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
         assert_int_equal(o.phase, RKL_CONTAINER_PHASE_RUNNING);
         rkl_container_observed_done(&o);
 }
@@ -199,6 +199,87 @@ static void test_exit_codes(void **state)
         rkl_container_observed_done(&o);
 }
 
+/* The app's exit with its pod's end, which rktlet did not ask for (the unit stopped, the
+ * pod's nspawn or systemd killed): EXITED with a reason, which stays. Not for an app that
+ * exited before, nor for one rktlet stopped. */
+static void test_ended_with_pod(void **state)
+{
+        rkl_container_record rec = {.app_name = (char *)"c1",
+                                    .desired = RKL_CONTAINER_DESIRED_RUNNING,
+                                    .observed = {.phase = RKL_CONTAINER_PHASE_RUNNING}};
+        rkl_pod_record pod = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
+        rkl_poddir_app a = app(RKL_POD_APP_EXITED, 1, SIGTERM);
+        rkl_poddir_pod p = running_pod(true);
+        rkl_container_observed o;
+        p.apps = &a;
+        p.n_apps = 1;
+
+        /* The pod is still up and ready: an exit of the app's own. */
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_null(o.reason);
+        rkl_container_observed_done(&o);
+        /* Going down (its supervisor no longer ready), then exited. */
+        p.supervisor_ready = false;
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_string_equal(o.reason, RKL_CONTAINER_POD_EXITED);
+        assert_int_equal(o.exit_code, SIGTERM); /* rkt's record: not rktlet's signal */
+        rkl_container_observed_done(&o);
+        p.state = RKL_POD_STATE_EXITED;
+        a = app(RKL_POD_APP_EXITED, 0, 0); /* killed: no exit recorded */
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_string_equal(o.reason, RKL_CONTAINER_POD_EXITED);
+        assert_non_null(strstr(o.message, "unknown"));
+        /* Once given, it stays. */
+        rec.observed = o;
+        rkl_container_observed o2;
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o2);
+        assert_string_equal(o2.reason, RKL_CONTAINER_POD_EXITED);
+        rkl_container_observed_done(&o2);
+        rkl_container_observed_done(&o);
+
+        /* Exited before its pod went: its own exit. */
+        rec.observed = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_EXITED};
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_null(o.reason);
+        rkl_container_observed_done(&o);
+        /* Stopped by rktlet, or its sandbox: no. */
+        rec.observed = (rkl_container_observed){.phase = RKL_CONTAINER_PHASE_RUNNING};
+        rec.desired = RKL_CONTAINER_DESIRED_STOPPED;
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_null(o.reason);
+        rkl_container_observed_done(&o);
+        rec.desired = RKL_CONTAINER_DESIRED_RUNNING;
+        pod.desired = RKL_POD_DESIRED_STOPPED;
+        rkl_observe_container(&rec, &pod, &p, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
+        assert_null(o.reason);
+        rkl_container_observed_done(&o);
+}
+
+/* The pod's directory removed outside rktlet while the container ran: it ended then. After
+ * rktlet's own stop and rm, the last state stands. */
+static void test_pod_dir_removed(void **state)
+{
+        rkl_container_record rec = {.app_name = (char *)"c1",
+                                    .desired = RKL_CONTAINER_DESIRED_RUNNING,
+                                    .observed = {.phase = RKL_CONTAINER_PHASE_RUNNING, .pid = 77}};
+        rkl_pod_record pod = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
+        rkl_container_observed o;
+
+        rkl_observe_container(&rec, &pod, NULL, RKL_APP_PROC_UNKNOWN, 0, false, 555, &o);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
+        assert_int_equal(o.pid, 0);
+        assert_int_equal(o.exit_code, 255);
+        assert_int_equal(o.finished_ns, 555);
+        assert_string_equal(o.reason, RKL_CONTAINER_POD_EXITED);
+        assert_non_null(strstr(o.message, "removed outside rktlet"));
+        rkl_container_observed_done(&o);
+
+        pod.desired = RKL_POD_DESIRED_STOPPED;
+        rkl_observe_container(&rec, &pod, NULL, RKL_APP_PROC_UNKNOWN, 0, false, 555, &o);
+        assert_true(rkl_container_observed_equal(&o, &rec.observed));
+        rkl_container_observed_done(&o);
+}
+
 static void test_not_added_keeps_last(void **state)
 {
         rkl_container_record rec = {.app_name = (char *)"c9",
@@ -208,7 +289,7 @@ static void test_not_added_keeps_last(void **state)
                                                  .exit_code = 3}};
         rkl_container_observed o;
         /* The pod is gone (rkt rm after a stop): what was seen last still holds. */
-        rkl_observe_container(&rec, NULL, NULL, RKL_APP_PROC_UNKNOWN, 0, false, &o);
+        rkl_observe_container(&rec, NULL, NULL, RKL_APP_PROC_UNKNOWN, 0, false, 0, &o);
         assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(o.exit_code, 3);
         assert_true(rkl_container_observed_equal(&o, &rec.observed));
@@ -222,6 +303,8 @@ int main(void)
             cmocka_unit_test(test_container_states),
             cmocka_unit_test(test_running_only_with_a_process),
             cmocka_unit_test(test_exit_codes),
+            cmocka_unit_test(test_ended_with_pod),
+            cmocka_unit_test(test_pod_dir_removed),
             cmocka_unit_test(test_not_added_keeps_last),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -780,14 +780,21 @@ static int lookup_id(const char *root, const char *file, const char *name, unsig
         return -ENOENT;
 }
 
-/* What nspawn gives every pod: device nodes and a proc. Bound from the host, since the
- * simulator has no pid namespace of its own. */
+/* What nspawn gives every pod: device nodes, a devpts of its own (/dev/ptmx a link to its
+ * ptmx, as in rkt's stage1; here one an app rather than one a pod) and a proc. Devices and
+ * proc bound from the host, since the simulator has no pid namespace of its own. */
 static void mount_basics(const char *root)
 {
         static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
         _cleanup_free_ char *dev = rkl_xasprintf("%s/dev", root);
+        _cleanup_free_ char *pts = rkl_xasprintf("%s/dev/pts", root);
+        _cleanup_free_ char *ptmx = rkl_xasprintf("%s/dev/ptmx", root);
         _cleanup_free_ char *proc = rkl_xasprintf("%s/proc", root);
         (void)mkdir(dev, 0755);
+        (void)mkdir(pts, 0755);
+        (void)mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
+                    "newinstance,ptmxmode=0666,mode=620,gid=5");
+        (void)symlink("/dev/pts/ptmx", ptmx);
         for (size_t i = 0; i < ELEMENTSOF(devs); i++) {
                 _cleanup_free_ char *src = rkl_xasprintf("/dev/%s", devs[i]);
                 _cleanup_free_ char *dst = rkl_xasprintf("%s/%s", dev, devs[i]);
