@@ -10,6 +10,7 @@
 
 #include "api/server.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -27,7 +28,7 @@
 #define SHUTDOWN_GRACE_MS 5000
 
 struct rkl_daemon {
-        rkl_daemon_config cfg;
+        const rkl_config *cfg; /* the caller's */
         char *db_path;
         rkl_db_options store_opts;
         rkl_api_config api_cfg;
@@ -192,12 +193,12 @@ static void *check_main(void *userdata)
         return NULL;
 }
 
-int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *reterr)
+int rkl_daemon_new(const rkl_config *cfg, rkl_daemon **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_daemon_freep) rkl_daemon *d = rkl_xnew0(rkl_daemon, 1);
         int r;
 
-        d->cfg = *cfg;
+        d->cfg = cfg;
         d->t_begin = rkl_now_usec(CLOCK_MONOTONIC);
         r = rkl_mkdir_p(cfg->state_dir, 0700);
         if (r < 0)
@@ -242,8 +243,7 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         r = rkl_images_new(&ic, &d->images, reterr);
         if (r < 0)
                 return r;
-        r = rkl_logs_new(RKL_STRV((char *)cfg->state_dir, (char *)cfg->rkt_data_dir), &d->logs,
-                         reterr);
+        r = rkl_logs_new(RKL_STRV(cfg->state_dir, cfg->rkt_data_dir), &d->logs, reterr);
         if (r < 0)
                 return r;
         {
@@ -264,25 +264,12 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
                                  USEC_PER_SEC);
         }
         rkl_reconciler_config rc = {
+            .config = cfg,
             .db_path = d->db_path, /* the thread opens its own connection */
             .store_opts = &d->store_opts,
-            .state_dir = cfg->state_dir,
             .images = d->images,
             .logs = d->logs,
             .stats = d->stats,
-            .stats_interval_usec = cfg->stats_interval_usec,
-            .rkt_path = cfg->rkt_path,
-            .rkt_data_dir = cfg->rkt_data_dir,
-            .systemd_bus = cfg->systemd_bus,
-            .net = cfg->net,
-            .cni_conf_dir = cfg->cni_conf_dir,
-            .cni_bin_dirs = cfg->cni_bin_dirs,
-            .cni_timeout_usec = cfg->cni_timeout_usec,
-            .stage1_name = cfg->stage1_name,
-            .max_actions = cfg->max_actions,
-            .probe_interval_usec = cfg->probe_interval_usec,
-            .sandbox_ready_timeout_usec = cfg->sandbox_ready_timeout_usec,
-            .rkt_timeout_usec = cfg->rkt_timeout_usec,
         };
         r = rkl_reconciler_new(&rc, d->cache, &d->reconciler, reterr);
         if (r < 0)
@@ -300,22 +287,14 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
         rkl_log_info("streaming on http://%s", rkl_stream_server_address(d->stream));
 
         d->api_cfg = (rkl_api_config){
-            .listen_path = cfg->listen_path,
-            .listen_fd = cfg->listen_fd,
+            .config = cfg,
             .version = RKL_VERSION,
-            .rkt_path = cfg->rkt_path,
-            .rkt_data_dir = cfg->rkt_data_dir,
-            .state_dir = cfg->state_dir,
             .db_path = d->db_path, /* each API thread opens its own connection */
             .store_opts = &d->store_opts,
-            .systemd_bus = cfg->systemd_bus,
-            .n_threads = cfg->api_threads,
-            .socket_gid = cfg->socket_gid,
             .images = d->images,
             .logs = d->logs,
             .stats = d->stats,
             .stream = d->stream,
-            .wait = cfg->wait,
         };
         /* Binds the socket now, so that an unusable path fails before anything starts. */
         r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
@@ -323,12 +302,12 @@ int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *re
                 return r;
         /* Listening before the CRI socket answers: a port in use fails here too, and a
          * client that sees the socket sees the metrics. */
-        if (d->cfg.metrics_address) {
+        if (d->cfg->metrics_address) {
                 rkl_metrics_set_collector(collect, d);
-                r = rkl_metrics_server_new(d->cfg.metrics_address, &d->metrics, reterr);
+                r = rkl_metrics_server_new(d->cfg->metrics_address, &d->metrics, reterr);
                 if (r < 0)
                         return r;
-                rkl_log_info("metrics on http://%s/metrics", d->cfg.metrics_address);
+                rkl_log_info("metrics on http://%s/metrics", d->cfg->metrics_address);
         }
         d->t_new = rkl_now_usec(CLOCK_MONOTONIC);
 

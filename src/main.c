@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "check/check.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/conf.h"
 #include "base/crash.h"
 #include "base/fileio.h"
@@ -27,41 +28,29 @@
 #include "stream/stream.h"
 #include "base/banned.h"
 
-#define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
-#define DEFAULT_STATE_DIR    "/var/lib/rktlet"
-#define DEFAULT_RKT_DATA_DIR "/var/lib/rktlet/data"
-#define DEFAULT_CONFIG       "/etc/rktlet/rktlet.conf"
-#define DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
+#define DEFAULT_LISTEN         "/run/rktlet/rktlet.sock"
+#define DEFAULT_STATE_DIR      "/var/lib/rktlet"
+#define DEFAULT_RKT_DATA_DIR   "/var/lib/rktlet/data"
+#define DEFAULT_CONFIG         "/etc/rktlet/rktlet.conf"
+#define DEFAULT_CNI_CONF_DIR   "/etc/cni/net.d"
+#define DEFAULT_STREAM_ADDRESS "127.0.0.1:0"
 /* Where clusters install their plugins, then where Debian's containernetworking-plugins
  * does. */
 #define DEFAULT_CNI_BIN_DIRS "/opt/cni/bin", "/usr/lib/cni"
 #define EXIT_USAGE           2
 #define STATUS_INTERVAL_USEC (5 * USEC_PER_SEC)
 
-static char *arg_listen;
-static char *arg_state_dir;
-static char *arg_rkt_path;
-static char *arg_rkt_data_dir;
-static char *arg_systemd_bus;
-static char *arg_net;
-static char *arg_stage1_name;
-static char *arg_cni_conf_dir;
-static char **arg_cni_bin_dirs;
-static uint64_t arg_cni_timeout_usec = 30 * USEC_PER_SEC;
-static unsigned arg_max_actions = 4;
-static gid_t arg_socket_gid = (gid_t)-1;
-static unsigned arg_api_threads = 1;
-static bool arg_sync_full;
-static bool arg_wait;
-static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
-static uint64_t arg_stats_interval_usec = 10 * USEC_PER_SEC;
-static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
-static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
-static char **arg_registry_mirrors;
-static char *arg_metrics_address;
-static char *arg_stream_address;
-static char *arg_stream_netns;
-static uint64_t arg_stream_token_ttl_usec; /* 0: the stream module's default */
+/* The options as parsed: the defaults here and in main(), then the file, then the flags. */
+static rkl_config arg_config = {
+    .socket_gid = (gid_t)-1,
+    .api_threads = 1,
+    .cni_timeout_usec = 30 * USEC_PER_SEC,
+    .max_actions = 4,
+    .probe_interval_usec = 30 * USEC_PER_SEC,
+    .stats_interval_usec = 10 * USEC_PER_SEC,
+    .sandbox_ready_timeout_usec = 120 * USEC_PER_SEC,
+    .rkt_timeout_usec = 60 * USEC_PER_SEC,
+};
 
 static void help(void)
 {
@@ -255,44 +244,44 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
 
         switch (id) {
         case ARG_LISTEN:
-                free(arg_listen);
-                arg_listen = absolute(value);
+                free(arg_config.listen_path);
+                arg_config.listen_path = absolute(value);
                 break;
         case ARG_SOCKET_GROUP: {
                 struct group *g = getgrnam(value);
                 if (g)
-                        arg_socket_gid = g->gr_gid;
+                        arg_config.socket_gid = g->gr_gid;
                 else if (rkl_safe_atou(value, &u) == 0)
-                        arg_socket_gid = (gid_t)u;
+                        arg_config.socket_gid = (gid_t)u;
                 else
                         return rkl_error_set(reterr, -EINVAL, "unknown group '%s'", value);
                 break;
         }
         case ARG_STATE_DIR:
-                free(arg_state_dir);
-                arg_state_dir = absolute(value);
+                free(arg_config.state_dir);
+                arg_config.state_dir = absolute(value);
                 break;
         case ARG_SYNC_FULL:
-                return parse_switch(name, value, &arg_sync_full, reterr);
+                return parse_switch(name, value, &arg_config.sync_full, reterr);
         case ARG_WAIT:
-                return parse_switch(name, value, &arg_wait, reterr);
+                return parse_switch(name, value, &arg_config.wait, reterr);
         case ARG_RKT_PATH:
-                free(arg_rkt_path);
-                arg_rkt_path = absolute(value);
+                free(arg_config.rkt_path);
+                arg_config.rkt_path = absolute(value);
                 break;
         case ARG_RKT_DATA_DIR:
-                free(arg_rkt_data_dir);
-                arg_rkt_data_dir = absolute(value);
+                free(arg_config.rkt_data_dir);
+                arg_config.rkt_data_dir = absolute(value);
                 break;
         case ARG_SYSTEMD_BUS:
-                free(arg_systemd_bus);
-                arg_systemd_bus = streq(value, "system") ? NULL : rkl_xstrdup(value);
+                free(arg_config.systemd_bus);
+                arg_config.systemd_bus = streq(value, "system") ? NULL : rkl_xstrdup(value);
                 break;
         case ARG_API_THREADS:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 64)
                         return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 64, not '%s'", name,
                                              value);
-                arg_api_threads = u;
+                arg_config.api_threads = u;
                 break;
         case ARG_NET:
         case ARG_STAGE1_NAME:
@@ -300,79 +289,80 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 if (isempty(value) || value[0] == '-' || strpbrk(value, ", \t\n"))
                         return rkl_error_set(reterr, -EINVAL, "invalid value '%s' for %s", value,
                                              name);
-                free(id == ARG_NET ? arg_net : arg_stage1_name);
-                *(id == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(value);
+                free(id == ARG_NET ? arg_config.net : arg_config.stage1_name);
+                *(id == ARG_NET ? &arg_config.net : &arg_config.stage1_name) = rkl_xstrdup(value);
                 break;
         case ARG_CNI_CONF_DIR:
-                free(arg_cni_conf_dir);
-                arg_cni_conf_dir = absolute(value);
+                free(arg_config.cni_conf_dir);
+                arg_config.cni_conf_dir = absolute(value);
                 break;
         case ARG_CNI_BIN_DIR:
                 /* CNI_PATH is ':'-separated: a directory holding one cannot be passed on. */
                 if (isempty(value) || strchr(value, ':'))
                         return rkl_error_set(reterr, -EINVAL, "invalid directory '%s' for %s",
                                              value, name);
-                rkl_strv_consume(&arg_cni_bin_dirs, absolute(value));
+                rkl_strv_consume(&arg_config.cni_bin_dirs, absolute(value));
                 break;
         case ARG_CNI_TIMEOUT:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
                         return bad_seconds(name, value, reterr);
-                arg_cni_timeout_usec = u * USEC_PER_SEC;
+                arg_config.cni_timeout_usec = u * USEC_PER_SEC;
                 break;
         case ARG_MAX_ACTIONS:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 256)
                         return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 256, not '%s'", name,
                                              value);
-                arg_max_actions = u;
+                arg_config.max_actions = u;
                 break;
         case ARG_PROBE_INTERVAL:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
                         return bad_seconds(name, value, reterr);
-                arg_probe_interval_usec = u * USEC_PER_SEC;
+                arg_config.probe_interval_usec = u * USEC_PER_SEC;
                 break;
         case ARG_STATS_INTERVAL:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
                         return bad_seconds(name, value, reterr);
-                arg_stats_interval_usec = u * USEC_PER_SEC;
+                arg_config.stats_interval_usec = u * USEC_PER_SEC;
                 break;
         case ARG_SANDBOX_READY_TIMEOUT:
         case ARG_RKT_TIMEOUT:
                 if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
                         return bad_seconds(name, value, reterr);
-                *(id == ARG_RKT_TIMEOUT ? &arg_rkt_timeout_usec : &arg_sandbox_ready_timeout_usec) =
+                *(id == ARG_RKT_TIMEOUT ? &arg_config.rkt_timeout_usec
+                                        : &arg_config.sandbox_ready_timeout_usec) =
                     u * USEC_PER_SEC;
                 break;
         case ARG_REGISTRY_MIRROR:
                 r = rkl_images_mirror_check(value, reterr);
                 if (r < 0)
                         return r;
-                rkl_strv_push(&arg_registry_mirrors, value);
+                rkl_strv_push(&arg_config.registry_mirrors, value);
                 break;
         case ARG_METRICS_ADDRESS:
-                free(arg_metrics_address);
-                arg_metrics_address = NULL;
+                free(arg_config.metrics_address);
+                arg_config.metrics_address = NULL;
                 if (isempty(value) || streq(value, "off"))
                         break;
                 r = rkl_metrics_address_check(value, reterr);
                 if (r < 0)
                         return r;
-                arg_metrics_address = rkl_xstrdup(value);
+                arg_config.metrics_address = rkl_xstrdup(value);
                 break;
         case ARG_STREAM_NETNS:
-                free(arg_stream_netns);
-                arg_stream_netns = isempty(value) ? NULL : absolute(value);
+                free(arg_config.stream_netns);
+                arg_config.stream_netns = isempty(value) ? NULL : absolute(value);
                 break;
         case ARG_STREAM_ADDRESS:
                 r = rkl_stream_address_check(value, reterr);
                 if (r < 0)
                         return r;
-                free(arg_stream_address);
-                arg_stream_address = rkl_xstrdup(value);
+                free(arg_config.stream_address);
+                arg_config.stream_address = rkl_xstrdup(value);
                 break;
         case ARG_STREAM_TOKEN_TTL:
                 if (rkl_safe_atou(value, &u) < 0 || u == 0)
                         return bad_seconds(name, value, reterr);
-                arg_stream_token_ttl_usec = u * USEC_PER_SEC;
+                arg_config.stream_token_ttl_usec = u * USEC_PER_SEC;
                 break;
         case ARG_LOG_LEVEL:
                 r = rkl_log_level_from_string(value);
@@ -474,11 +464,11 @@ static int parse_argv(int argc, char *argv[])
         bool mirrors_replaced = false, bin_dirs_replaced = false;
         for (size_t i = 0; i < n_flags; i++) {
                 if (flags[i].id == ARG_REGISTRY_MIRROR && !mirrors_replaced) {
-                        arg_registry_mirrors = rkl_strv_free(arg_registry_mirrors);
+                        arg_config.registry_mirrors = rkl_strv_free(arg_config.registry_mirrors);
                         mirrors_replaced = true;
                 }
                 if (flags[i].id == ARG_CNI_BIN_DIR && !bin_dirs_replaced) {
-                        arg_cni_bin_dirs = rkl_strv_free(arg_cni_bin_dirs);
+                        arg_config.cni_bin_dirs = rkl_strv_free(arg_config.cni_bin_dirs);
                         bin_dirs_replaced = true;
                 }
                 /* getopt's argv[optind - 1] is "--name=value" or "--name": the name only. */
@@ -497,23 +487,6 @@ static int parse_argv(int argc, char *argv[])
                 return 0;
         }
         return 1;
-}
-
-static void args_free(void)
-{
-        free(arg_listen);
-        free(arg_state_dir);
-        free(arg_rkt_path);
-        free(arg_rkt_data_dir);
-        free(arg_systemd_bus);
-        free(arg_net);
-        free(arg_cni_conf_dir);
-        rkl_strv_free(arg_cni_bin_dirs);
-        free(arg_stage1_name);
-        rkl_strv_free(arg_registry_mirrors);
-        free(arg_metrics_address);
-        free(arg_stream_address);
-        free(arg_stream_netns);
 }
 
 static int run(void)
@@ -535,7 +508,6 @@ static int run(void)
 
         /* Socket activation (rktlet.socket): systemd made and listens on the socket, and
          * keeps it while rktlet restarts. */
-        int listen_fd = 0;
         r = sd_listen_fds(1);
         if (r < 0)
                 return rkl_log_error_errno(r, "LISTEN_FDS: %m");
@@ -544,66 +516,39 @@ static int run(void)
                                      "with one ListenStream=)",
                                      r);
         if (r == 1) {
-                listen_fd = SD_LISTEN_FDS_START;
-                if (sd_is_socket_unix(listen_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                int fd = SD_LISTEN_FDS_START;
+                if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
                         return rkl_log_error("the socket systemd passed (fd %d) is not a listening "
                                              "unix stream socket",
-                                             listen_fd);
-                (void)fcntl(listen_fd, F_SETFD, FD_CLOEXEC); /* rkt never inherits it */
+                                             fd);
+                (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* rkt never inherits it */
+                arg_config.listen_fd = fd;
                 struct sockaddr_un sa = {0};
                 socklen_t len = sizeof(sa);
-                if (getsockname(listen_fd, (struct sockaddr *)&sa, &len) == 0 &&
-                    sa.sun_path[0] == '/') {
-                        free(arg_listen);
-                        arg_listen = rkl_xstrndup(sa.sun_path, sizeof(sa.sun_path));
+                if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0] == '/') {
+                        free(arg_config.listen_path);
+                        arg_config.listen_path = rkl_xstrndup(sa.sun_path, sizeof(sa.sun_path));
                 }
         } else {
                 /* The socket's parent, for the default path under /run. */
-                _cleanup_free_ char *parent = rkl_xstrdup(arg_listen);
+                _cleanup_free_ char *parent = rkl_xstrdup(arg_config.listen_path);
                 *strrchr(parent, '/') = 0;
                 if (!isempty(parent) && (r = rkl_mkdir_p(parent, 0755)) < 0)
                         return rkl_log_error_errno(r, "cannot create '%s': %m", parent);
         }
 
-        if (!arg_rkt_path)
+        if (!arg_config.rkt_path)
                 rkl_log_warning("no rkt binary in PATH: the runtime reports not ready until "
                                 "--rkt-path names one");
 
-        rkl_daemon_config cfg = {
-            .listen_path = arg_listen,
-            .listen_fd = listen_fd,
-            .metrics_address = arg_metrics_address,
-            .stream_address = arg_stream_address ? arg_stream_address : "127.0.0.1:0",
-            .stream_netns = arg_stream_netns,
-            .stream_token_ttl_usec = arg_stream_token_ttl_usec,
-            .state_dir = arg_state_dir,
-            .sync_full = arg_sync_full,
-            .wait = arg_wait,
-            .rkt_path = arg_rkt_path,
-            .rkt_data_dir = arg_rkt_data_dir,
-            .systemd_bus = arg_systemd_bus,
-            .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir,
-            .cni_bin_dirs = arg_cni_bin_dirs,
-            .cni_timeout_usec = arg_cni_timeout_usec,
-            .stage1_name = arg_stage1_name,
-            .max_actions = arg_max_actions,
-            .api_threads = arg_api_threads,
-            .socket_gid = arg_socket_gid,
-            .probe_interval_usec = arg_probe_interval_usec,
-            .stats_interval_usec = arg_stats_interval_usec,
-            .sandbox_ready_timeout_usec = arg_sandbox_ready_timeout_usec,
-            .rkt_timeout_usec = arg_rkt_timeout_usec,
-            .registry_mirrors = arg_registry_mirrors,
-        };
-        r = rkl_daemon_new(&cfg, &d, &err);
+        r = rkl_daemon_new(&arg_config, &d, &err);
         if (r >= 0)
                 r = rkl_daemon_start(d, &err);
         if (r < 0)
                 return rkl_log_error_errno(r, "cannot start: %s", err.msg);
 
-        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'%s", RKL_VERSION, arg_listen,
-                     listen_fd > 0 ? " (socket-activated)" : "");
+        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'%s", RKL_VERSION,
+                     arg_config.listen_path, arg_config.listen_fd > 0 ? " (socket-activated)" : "");
         (void)sd_notify(0, "READY=1\nSTATUS=serving");
 
         /* STATUS= every few seconds, and the watchdog when the unit has WatchdogSec=: a ping
@@ -655,17 +600,7 @@ static int run(void)
 static int check(void)
 {
         rkl_check_config c = {
-            .rkt_path = arg_rkt_path,
-            .rkt_data_dir = arg_rkt_data_dir,
-            .stage1_name = arg_stage1_name,
-            .systemd_bus = arg_systemd_bus,
-            .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir,
-            .cni_bin_dirs = arg_cni_bin_dirs,
-            .listen = arg_listen,
-            .socket_gid = arg_socket_gid,
-            .state_dir = arg_state_dir,
-            .mirrors = arg_registry_mirrors,
+            .config = &arg_config,
             .proc = "/proc",
             .cgroup = "/sys/fs/cgroup",
         };
@@ -706,28 +641,29 @@ int main(int argc, char *argv[])
 
         umask(0077);
         rkl_crash_points_init();
-        arg_listen = rkl_xstrdup(DEFAULT_LISTEN);
-        arg_state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
-        arg_rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
-        arg_cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
+        arg_config.listen_path = rkl_xstrdup(DEFAULT_LISTEN);
+        arg_config.state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
+        arg_config.rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
+        arg_config.cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
+        arg_config.stream_address = rkl_xstrdup(DEFAULT_STREAM_ADDRESS);
 
         r = parse_argv(argc, argv);
         if (r <= 0) {
-                args_free();
+                rkl_config_done(&arg_config);
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         }
-        if (!arg_rkt_path)
-                arg_rkt_path = find_in_path("rkt");
+        if (!arg_config.rkt_path)
+                arg_config.rkt_path = find_in_path("rkt");
         /* A repeatable option's default applies only when neither flags nor file gave it. */
-        if (!arg_cni_bin_dirs)
-                arg_cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
+        if (!arg_config.cni_bin_dirs)
+                arg_config.cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
 
         if (check_only) {
                 r = check();
-                args_free();
+                rkl_config_done(&arg_config);
                 return r;
         }
         r = run();
-        args_free();
+        rkl_config_done(&arg_config);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
