@@ -10,6 +10,7 @@
 
 #include "api/server.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -27,7 +28,7 @@
 #define SHUTDOWN_GRACE_MS 5000
 
 struct rkl_daemon {
-        rkl_daemon_config cfg;
+        const rkl_config *cfg; /* the caller's */
         char *db_path;
         rkl_db_options store_opts;
         rkl_api_config api_cfg;
@@ -192,143 +193,163 @@ static void *check_main(void *userdata)
         return NULL;
 }
 
-int rkl_daemon_new(const rkl_daemon_config *cfg, rkl_daemon **ret, rkl_error *reterr)
+/* Opens, checks and migrates the database before anything writes to it: a file that is
+ * corrupt or newer than this binary stops the daemon here, untouched. The connection comes
+ * back in *ret for the cache's load. */
+static int open_store(rkl_daemon *d, rkl_db **ret, rkl_error *reterr)
 {
-        _cleanup_(rkl_daemon_freep) rkl_daemon *d = rkl_xnew0(rkl_daemon, 1);
-        int r;
-
-        d->cfg = *cfg;
-        d->t_begin = rkl_now_usec(CLOCK_MONOTONIC);
-        r = rkl_mkdir_p(cfg->state_dir, 0700);
+        const char *state_dir = d->cfg->state_dir;
+        int r = rkl_mkdir_p(state_dir, 0700);
         if (r < 0)
-                return rkl_error_set(reterr, r, "cannot create state dir '%s': %s", cfg->state_dir,
+                return rkl_error_set(reterr, r, "cannot create state dir '%s': %s", state_dir,
                                      strerror(-r));
-
-        /* Open, check and migrate the database before anything writes to it: a file that
-         * is corrupt or newer than this binary stops the daemon here, untouched. */
-        d->db_path = rkl_xasprintf("%s/%s", cfg->state_dir, RKL_DB_FILE_NAME);
+        d->db_path = rkl_xasprintf("%s/%s", state_dir, RKL_DB_FILE_NAME);
         d->gate = rkl_db_gate_new();
         d->store_opts = (rkl_db_options){
-            .sync_full = cfg->sync_full, .defer_check = true, .write_gate = d->gate};
-        rkl_db *db = NULL;
-        r = rkl_db_open(d->db_path, &d->store_opts, &db, reterr);
+            .sync_full = d->cfg->sync_full, .defer_check = true, .write_gate = d->gate};
+        r = rkl_db_open(d->db_path, &d->store_opts, ret, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "cannot open '%s'", d->db_path);
         /* Every later connection (one per thread) skips the look at the file done here. */
         d->store_opts.skip_check = true;
-        d->t_store = rkl_now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
 
-        /* Every record becomes a view in the cache, so that List and Status answer right
-         * after a restart, before the reconciler has looked at the machine. */
-        d->cache = rkl_cache_new();
-        {
-                _cleanup_(rkl_store_freep) rkl_store *loader = rkl_store_new(db, d->cache);
-                size_t n_pods, n_containers;
-                r = rkl_store_load(loader, &n_pods, &n_containers, reterr);
-                if (r < 0)
-                        return r;
-                rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods,
-                             n_containers);
-        }
-        d->t_cache = rkl_now_usec(CLOCK_MONOTONIC);
+/* Every record becomes a view in the cache, so that List and Status answer right after a
+ * restart, before the reconciler has looked at the machine. Takes db over. */
+static int load_cache(rkl_daemon *d, rkl_db *db, rkl_error *reterr)
+{
+        _cleanup_(rkl_store_freep) rkl_store *loader = rkl_store_new(db, d->cache);
+        size_t n_pods, n_containers;
+        int r = rkl_store_load(loader, &n_pods, &n_containers, reterr);
+        if (r < 0)
+                return r;
+        rkl_log_info("loaded %zu sandboxes and %zu containers from the store", n_pods,
+                     n_containers);
+        return 0;
+}
+
+static int new_images(rkl_daemon *d, rkl_error *reterr)
+{
         rkl_images_config ic = {
-            .rkt_path = cfg->rkt_path,
-            .rkt_data_dir = cfg->rkt_data_dir,
-            .state_dir = cfg->state_dir,
-            .mirrors = cfg->registry_mirrors,
+            .rkt_path = d->cfg->rkt_path,
+            .rkt_data_dir = d->cfg->rkt_data_dir,
+            .state_dir = d->cfg->state_dir,
+            .mirrors = d->cfg->registry_mirrors,
             /* image list, cat-manifest and rm are rkt commands too (pulls have their own) */
-            .command_timeout_usec = cfg->rkt_timeout_usec,
+            .command_timeout_usec = d->cfg->rkt_timeout_usec,
         };
-        r = rkl_images_new(&ic, &d->images, reterr);
+        return rkl_images_new(&ic, &d->images, reterr);
+}
+
+static int new_stats(rkl_daemon *d, rkl_error *reterr)
+{
+        /* cgroup v1 (legacy or hybrid) or v2, once: what the stats read and where the limits
+         * go follow it. */
+        _cleanup_close_ int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rkl_stats_config sc = {
+            .mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2,
+            .resolve = rkl_reconciler_stats_dirs,
+        };
+        int r = rkl_stats_new(&sc, &d->stats, reterr);
         if (r < 0)
                 return r;
-        r = rkl_logs_new(RKL_STRV((char *)cfg->state_dir, (char *)cfg->rkt_data_dir), &d->logs,
-                         reterr);
-        if (r < 0)
-                return r;
-        {
-                /* cgroup v1 (legacy or hybrid) or v2, once: what the stats read and where the
-                 * limits go follow it. */
-                _cleanup_close_ int root =
-                    open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                rkl_stats_config sc = {
-                    .mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2,
-                    .resolve = rkl_reconciler_stats_dirs,
-                };
-                r = rkl_stats_new(&sc, &d->stats, reterr);
-                if (r < 0)
-                        return r;
-                rkl_log_info("cgroup %s, stats every %.0f s", rkl_cgroup_mode_to_string(sc.mode),
-                             (double)(cfg->stats_interval_usec ? cfg->stats_interval_usec
-                                                               : 10 * USEC_PER_SEC) /
-                                 USEC_PER_SEC);
-        }
+        uint64_t interval = d->cfg->stats_interval_usec;
+        rkl_log_info("cgroup %s, stats every %.0f s", rkl_cgroup_mode_to_string(sc.mode),
+                     (double)(interval ? interval : 10 * USEC_PER_SEC) / USEC_PER_SEC);
+        return 0;
+}
+
+static int new_reconciler(rkl_daemon *d, rkl_error *reterr)
+{
         rkl_reconciler_config rc = {
+            .config = d->cfg,
             .db_path = d->db_path, /* the thread opens its own connection */
             .store_opts = &d->store_opts,
-            .state_dir = cfg->state_dir,
             .images = d->images,
             .logs = d->logs,
             .stats = d->stats,
-            .stats_interval_usec = cfg->stats_interval_usec,
-            .rkt_path = cfg->rkt_path,
-            .rkt_data_dir = cfg->rkt_data_dir,
-            .systemd_bus = cfg->systemd_bus,
-            .net = cfg->net,
-            .cni_conf_dir = cfg->cni_conf_dir,
-            .cni_bin_dirs = cfg->cni_bin_dirs,
-            .cni_timeout_usec = cfg->cni_timeout_usec,
-            .stage1_name = cfg->stage1_name,
-            .max_actions = cfg->max_actions,
-            .probe_interval_usec = cfg->probe_interval_usec,
-            .sandbox_ready_timeout_usec = cfg->sandbox_ready_timeout_usec,
-            .rkt_timeout_usec = cfg->rkt_timeout_usec,
         };
-        r = rkl_reconciler_new(&rc, d->cache, &d->reconciler, reterr);
-        if (r < 0)
-                return r;
+        return rkl_reconciler_new(&rc, d->cache, &d->reconciler, reterr);
+}
 
-        /* Before the API server: Exec's URLs name its address. */
+/* The streaming server before the API server, whose Exec URLs name its address. */
+static int new_stream(rkl_daemon *d, rkl_error *reterr)
+{
         rkl_stream_config sc = {
-            .address = cfg->stream_address,
-            .netns = cfg->stream_netns,
-            .token_ttl_usec = cfg->stream_token_ttl_usec,
+            .address = d->cfg->stream_address,
+            .netns = d->cfg->stream_netns,
+            .token_ttl_usec = d->cfg->stream_token_ttl_usec,
         };
-        r = rkl_stream_server_new(&sc, &d->stream, reterr);
+        int r = rkl_stream_server_new(&sc, &d->stream, reterr);
         if (r < 0)
                 return r;
         rkl_log_info("streaming on http://%s", rkl_stream_server_address(d->stream));
+        return 0;
+}
 
+/* Binds the socket now, so that an unusable path fails before anything starts. */
+static int new_api_server(rkl_daemon *d, rkl_error *reterr)
+{
         d->api_cfg = (rkl_api_config){
-            .listen_path = cfg->listen_path,
-            .listen_fd = cfg->listen_fd,
+            .config = d->cfg,
             .version = RKL_VERSION,
-            .rkt_path = cfg->rkt_path,
-            .rkt_data_dir = cfg->rkt_data_dir,
-            .state_dir = cfg->state_dir,
             .db_path = d->db_path, /* each API thread opens its own connection */
             .store_opts = &d->store_opts,
-            .systemd_bus = cfg->systemd_bus,
-            .n_threads = cfg->api_threads,
-            .socket_gid = cfg->socket_gid,
             .images = d->images,
             .logs = d->logs,
             .stats = d->stats,
             .stream = d->stream,
-            .wait = cfg->wait,
         };
-        /* Binds the socket now, so that an unusable path fails before anything starts. */
-        r = rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
+        return rkl_api_server_new(&d->api_cfg, d->cache, d->reconciler, &d->server, reterr);
+}
+
+/* Listening before the CRI socket answers: a port in use fails here too, and a client that
+ * sees the socket sees the metrics. */
+static int new_metrics(rkl_daemon *d, rkl_error *reterr)
+{
+        const char *address = d->cfg->metrics_address;
+        if (!address)
+                return 0;
+        rkl_metrics_set_collector(collect, d);
+        int r = rkl_metrics_server_new(address, &d->metrics, reterr);
         if (r < 0)
                 return r;
-        /* Listening before the CRI socket answers: a port in use fails here too, and a
-         * client that sees the socket sees the metrics. */
-        if (d->cfg.metrics_address) {
-                rkl_metrics_set_collector(collect, d);
-                r = rkl_metrics_server_new(d->cfg.metrics_address, &d->metrics, reterr);
+        rkl_log_info("metrics on http://%s/metrics", address);
+        return 0;
+}
+
+static int new_logs(rkl_daemon *d, rkl_error *reterr)
+{
+        return rkl_logs_new(RKL_STRV(d->cfg->state_dir, d->cfg->rkt_data_dir), &d->logs, reterr);
+}
+
+/* The parts after the cache, in order: each may use those before it. */
+static int (*const parts[])(rkl_daemon *d, rkl_error *reterr) = {
+    new_images, new_logs, new_stats, new_reconciler, new_stream, new_api_server, new_metrics,
+};
+
+int rkl_daemon_new(const rkl_config *cfg, rkl_daemon **ret, rkl_error *reterr)
+{
+        _cleanup_(rkl_daemon_freep) rkl_daemon *d = rkl_xnew0(rkl_daemon, 1);
+        rkl_db *db = NULL;
+        int r;
+
+        d->cfg = cfg;
+        d->t_begin = rkl_now_usec(CLOCK_MONOTONIC);
+        r = open_store(d, &db, reterr);
+        if (r < 0)
+                return r;
+        d->t_store = rkl_now_usec(CLOCK_MONOTONIC);
+        d->cache = rkl_cache_new();
+        r = load_cache(d, db, reterr);
+        if (r < 0)
+                return r;
+        d->t_cache = rkl_now_usec(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                r = parts[i](d, reterr);
                 if (r < 0)
                         return r;
-                rkl_log_info("metrics on http://%s/metrics", d->cfg.metrics_address);
         }
         d->t_new = rkl_now_usec(CLOCK_MONOTONIC);
 

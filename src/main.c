@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "check/check.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/conf.h"
 #include "base/crash.h"
 #include "base/fileio.h"
@@ -27,41 +28,29 @@
 #include "stream/stream.h"
 #include "base/banned.h"
 
-#define DEFAULT_LISTEN       "/run/rktlet/rktlet.sock"
-#define DEFAULT_STATE_DIR    "/var/lib/rktlet"
-#define DEFAULT_RKT_DATA_DIR "/var/lib/rktlet/data"
-#define DEFAULT_CONFIG       "/etc/rktlet/rktlet.conf"
-#define DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
+#define DEFAULT_LISTEN         "/run/rktlet/rktlet.sock"
+#define DEFAULT_STATE_DIR      "/var/lib/rktlet"
+#define DEFAULT_RKT_DATA_DIR   "/var/lib/rktlet/data"
+#define DEFAULT_CONFIG         "/etc/rktlet/rktlet.conf"
+#define DEFAULT_CNI_CONF_DIR   "/etc/cni/net.d"
+#define DEFAULT_STREAM_ADDRESS "127.0.0.1:0"
 /* Where clusters install their plugins, then where Debian's containernetworking-plugins
  * does. */
 #define DEFAULT_CNI_BIN_DIRS "/opt/cni/bin", "/usr/lib/cni"
 #define EXIT_USAGE           2
 #define STATUS_INTERVAL_USEC (5 * USEC_PER_SEC)
 
-static char *arg_listen;
-static char *arg_state_dir;
-static char *arg_rkt_path;
-static char *arg_rkt_data_dir;
-static char *arg_systemd_bus;
-static char *arg_net;
-static char *arg_stage1_name;
-static char *arg_cni_conf_dir;
-static char **arg_cni_bin_dirs;
-static uint64_t arg_cni_timeout_usec = 30 * USEC_PER_SEC;
-static unsigned arg_max_actions = 4;
-static gid_t arg_socket_gid = (gid_t)-1;
-static unsigned arg_api_threads = 1;
-static bool arg_sync_full;
-static bool arg_wait;
-static uint64_t arg_probe_interval_usec = 30 * USEC_PER_SEC;
-static uint64_t arg_stats_interval_usec = 10 * USEC_PER_SEC;
-static uint64_t arg_sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
-static uint64_t arg_rkt_timeout_usec = 60 * USEC_PER_SEC;
-static char **arg_registry_mirrors;
-static char *arg_metrics_address;
-static char *arg_stream_address;
-static char *arg_stream_netns;
-static uint64_t arg_stream_token_ttl_usec; /* 0: the stream module's default */
+/* The options as parsed: the defaults here and in main(), then the file, then the flags. */
+static rkl_config arg_config = {
+    .socket_gid = (gid_t)-1,
+    .api_threads = 1,
+    .cni_timeout_usec = 30 * USEC_PER_SEC,
+    .max_actions = 4,
+    .probe_interval_usec = 30 * USEC_PER_SEC,
+    .stats_interval_usec = 10 * USEC_PER_SEC,
+    .sandbox_ready_timeout_usec = 120 * USEC_PER_SEC,
+    .rkt_timeout_usec = 60 * USEC_PER_SEC,
+};
 
 static void help(void)
 {
@@ -186,28 +175,41 @@ typedef struct option_def {
         int has_arg; /* getopt's no_argument or required_argument */
         int id;
         bool in_file; /* a key of the configuration file too */
+        /* Where the value goes when it is a path (made absolute), a number of seconds
+         * from 1 to 3600, or a count from 1 to max; NULL for the options apply() gives a
+         * meaning case by case. */
+        char **path;
+        uint64_t *seconds;
+        unsigned *count, max;
 } option_def;
 
 static const option_def option_defs[] = {
-    {"listen", required_argument, ARG_LISTEN, true},
+    {"listen", required_argument, ARG_LISTEN, true, .path = &arg_config.listen_path},
     {"socket-group", required_argument, ARG_SOCKET_GROUP, true},
-    {"state-dir", required_argument, ARG_STATE_DIR, true},
-    {"rkt-path", required_argument, ARG_RKT_PATH, true},
-    {"rkt-data-dir", required_argument, ARG_RKT_DATA_DIR, true},
+    {"state-dir", required_argument, ARG_STATE_DIR, true, .path = &arg_config.state_dir},
+    {"rkt-path", required_argument, ARG_RKT_PATH, true, .path = &arg_config.rkt_path},
+    {"rkt-data-dir", required_argument, ARG_RKT_DATA_DIR, true, .path = &arg_config.rkt_data_dir},
     {"systemd-bus", required_argument, ARG_SYSTEMD_BUS, true},
-    {"api-threads", required_argument, ARG_API_THREADS, true},
+    {"api-threads", required_argument, ARG_API_THREADS, true, .count = &arg_config.api_threads,
+     .max = 64},
     {"sync-full", no_argument, ARG_SYNC_FULL, true},
     {"wait", no_argument, ARG_WAIT, true},
     {"net", required_argument, ARG_NET, true},
-    {"cni-conf-dir", required_argument, ARG_CNI_CONF_DIR, true},
+    {"cni-conf-dir", required_argument, ARG_CNI_CONF_DIR, true, .path = &arg_config.cni_conf_dir},
     {"cni-bin-dir", required_argument, ARG_CNI_BIN_DIR, true},
-    {"cni-timeout", required_argument, ARG_CNI_TIMEOUT, true},
+    {"cni-timeout", required_argument, ARG_CNI_TIMEOUT, true,
+     .seconds = &arg_config.cni_timeout_usec},
     {"stage1-name", required_argument, ARG_STAGE1_NAME, true},
-    {"max-actions", required_argument, ARG_MAX_ACTIONS, true},
-    {"probe-interval", required_argument, ARG_PROBE_INTERVAL, true},
-    {"stats-interval", required_argument, ARG_STATS_INTERVAL, true},
-    {"sandbox-ready-timeout", required_argument, ARG_SANDBOX_READY_TIMEOUT, true},
-    {"rkt-timeout", required_argument, ARG_RKT_TIMEOUT, true},
+    {"max-actions", required_argument, ARG_MAX_ACTIONS, true, .count = &arg_config.max_actions,
+     .max = 256},
+    {"probe-interval", required_argument, ARG_PROBE_INTERVAL, true,
+     .seconds = &arg_config.probe_interval_usec},
+    {"stats-interval", required_argument, ARG_STATS_INTERVAL, true,
+     .seconds = &arg_config.stats_interval_usec},
+    {"sandbox-ready-timeout", required_argument, ARG_SANDBOX_READY_TIMEOUT, true,
+     .seconds = &arg_config.sandbox_ready_timeout_usec},
+    {"rkt-timeout", required_argument, ARG_RKT_TIMEOUT, true,
+     .seconds = &arg_config.rkt_timeout_usec},
     {"registry-mirror", required_argument, ARG_REGISTRY_MIRROR, true},
     {"metrics-address", required_argument, ARG_METRICS_ADDRESS, true},
     {"stream-address", required_argument, ARG_STREAM_ADDRESS, true},
@@ -246,53 +248,61 @@ static int bad_seconds(const char *name, const char *value, rkl_error *reterr)
         return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 3600 seconds, not '%s'", name, value);
 }
 
+/* Gives an option whose value goes where option_defs says (a path, seconds, a count) its
+ * value: 1, or 0 when o is not one of those, or -errno. */
+static int apply_field(const option_def *o, const char *name, const char *value, rkl_error *reterr)
+{
+        unsigned u;
+
+        if (o->path) {
+                free(*o->path);
+                *o->path = absolute(value);
+                return 1;
+        }
+        if (o->seconds) {
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
+                        return bad_seconds(name, value, reterr);
+                *o->seconds = u * USEC_PER_SEC;
+                return 1;
+        }
+        if (o->count) {
+                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > o->max)
+                        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to %u, not '%s'", name,
+                                             o->max, value);
+                *o->count = u;
+                return 1;
+        }
+        return 0;
+}
+
 /* Gives option id its value (NULL for a flag without one; "true"/"false" in a file). name
  * is how the user wrote it, for errors. */
 static int apply(int id, const char *name, const char *value, rkl_error *reterr)
 {
+        const option_def *o = option_by_id(id);
         unsigned u;
-        int r;
+        int r = o ? apply_field(o, name, value, reterr) : 0;
 
+        if (r != 0)
+                return r < 0 ? r : 0;
         switch (id) {
-        case ARG_LISTEN:
-                free(arg_listen);
-                arg_listen = absolute(value);
-                break;
         case ARG_SOCKET_GROUP: {
                 struct group *g = getgrnam(value);
                 if (g)
-                        arg_socket_gid = g->gr_gid;
+                        arg_config.socket_gid = g->gr_gid;
                 else if (rkl_safe_atou(value, &u) == 0)
-                        arg_socket_gid = (gid_t)u;
+                        arg_config.socket_gid = (gid_t)u;
                 else
                         return rkl_error_set(reterr, -EINVAL, "unknown group '%s'", value);
                 break;
         }
-        case ARG_STATE_DIR:
-                free(arg_state_dir);
-                arg_state_dir = absolute(value);
-                break;
         case ARG_SYNC_FULL:
-                return parse_switch(name, value, &arg_sync_full, reterr);
+                return parse_switch(name, value, &arg_config.sync_full, reterr);
         case ARG_WAIT:
-                return parse_switch(name, value, &arg_wait, reterr);
-        case ARG_RKT_PATH:
-                free(arg_rkt_path);
-                arg_rkt_path = absolute(value);
-                break;
-        case ARG_RKT_DATA_DIR:
-                free(arg_rkt_data_dir);
-                arg_rkt_data_dir = absolute(value);
-                break;
+                return parse_switch(name, value, &arg_config.wait, reterr);
         case ARG_SYSTEMD_BUS:
-                free(arg_systemd_bus);
-                arg_systemd_bus = streq(value, "system") ? NULL : rkl_xstrdup(value);
-                break;
-        case ARG_API_THREADS:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 64)
-                        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 64, not '%s'", name,
-                                             value);
-                arg_api_threads = u;
+                free(arg_config.systemd_bus);
+                arg_config.systemd_bus = streq(value, "system") ? NULL : rkl_xstrdup(value);
                 break;
         case ARG_NET:
         case ARG_STAGE1_NAME:
@@ -300,79 +310,47 @@ static int apply(int id, const char *name, const char *value, rkl_error *reterr)
                 if (isempty(value) || value[0] == '-' || strpbrk(value, ", \t\n"))
                         return rkl_error_set(reterr, -EINVAL, "invalid value '%s' for %s", value,
                                              name);
-                free(id == ARG_NET ? arg_net : arg_stage1_name);
-                *(id == ARG_NET ? &arg_net : &arg_stage1_name) = rkl_xstrdup(value);
-                break;
-        case ARG_CNI_CONF_DIR:
-                free(arg_cni_conf_dir);
-                arg_cni_conf_dir = absolute(value);
+                free(id == ARG_NET ? arg_config.net : arg_config.stage1_name);
+                *(id == ARG_NET ? &arg_config.net : &arg_config.stage1_name) = rkl_xstrdup(value);
                 break;
         case ARG_CNI_BIN_DIR:
                 /* CNI_PATH is ':'-separated: a directory holding one cannot be passed on. */
                 if (isempty(value) || strchr(value, ':'))
                         return rkl_error_set(reterr, -EINVAL, "invalid directory '%s' for %s",
                                              value, name);
-                rkl_strv_consume(&arg_cni_bin_dirs, absolute(value));
-                break;
-        case ARG_CNI_TIMEOUT:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
-                        return bad_seconds(name, value, reterr);
-                arg_cni_timeout_usec = u * USEC_PER_SEC;
-                break;
-        case ARG_MAX_ACTIONS:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 256)
-                        return rkl_error_set(reterr, -EINVAL, "%s takes 1 to 256, not '%s'", name,
-                                             value);
-                arg_max_actions = u;
-                break;
-        case ARG_PROBE_INTERVAL:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
-                        return bad_seconds(name, value, reterr);
-                arg_probe_interval_usec = u * USEC_PER_SEC;
-                break;
-        case ARG_STATS_INTERVAL:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
-                        return bad_seconds(name, value, reterr);
-                arg_stats_interval_usec = u * USEC_PER_SEC;
-                break;
-        case ARG_SANDBOX_READY_TIMEOUT:
-        case ARG_RKT_TIMEOUT:
-                if (rkl_safe_atou(value, &u) < 0 || u < 1 || u > 3600)
-                        return bad_seconds(name, value, reterr);
-                *(id == ARG_RKT_TIMEOUT ? &arg_rkt_timeout_usec : &arg_sandbox_ready_timeout_usec) =
-                    u * USEC_PER_SEC;
+                rkl_strv_consume(&arg_config.cni_bin_dirs, absolute(value));
                 break;
         case ARG_REGISTRY_MIRROR:
                 r = rkl_images_mirror_check(value, reterr);
                 if (r < 0)
                         return r;
-                rkl_strv_push(&arg_registry_mirrors, value);
+                rkl_strv_push(&arg_config.registry_mirrors, value);
                 break;
         case ARG_METRICS_ADDRESS:
-                free(arg_metrics_address);
-                arg_metrics_address = NULL;
+                free(arg_config.metrics_address);
+                arg_config.metrics_address = NULL;
                 if (isempty(value) || streq(value, "off"))
                         break;
                 r = rkl_metrics_address_check(value, reterr);
                 if (r < 0)
                         return r;
-                arg_metrics_address = rkl_xstrdup(value);
+                arg_config.metrics_address = rkl_xstrdup(value);
                 break;
         case ARG_STREAM_NETNS:
-                free(arg_stream_netns);
-                arg_stream_netns = isempty(value) ? NULL : absolute(value);
+                free(arg_config.stream_netns);
+                arg_config.stream_netns = isempty(value) ? NULL : absolute(value);
                 break;
         case ARG_STREAM_ADDRESS:
                 r = rkl_stream_address_check(value, reterr);
                 if (r < 0)
                         return r;
-                free(arg_stream_address);
-                arg_stream_address = rkl_xstrdup(value);
+                free(arg_config.stream_address);
+                arg_config.stream_address = rkl_xstrdup(value);
                 break;
         case ARG_STREAM_TOKEN_TTL:
                 if (rkl_safe_atou(value, &u) < 0 || u == 0)
                         return bad_seconds(name, value, reterr);
-                arg_stream_token_ttl_usec = u * USEC_PER_SEC;
+                arg_config.stream_token_ttl_usec = u * USEC_PER_SEC;
                 break;
         case ARG_LOG_LEVEL:
                 r = rkl_log_level_from_string(value);
@@ -474,11 +452,11 @@ static int parse_argv(int argc, char *argv[])
         bool mirrors_replaced = false, bin_dirs_replaced = false;
         for (size_t i = 0; i < n_flags; i++) {
                 if (flags[i].id == ARG_REGISTRY_MIRROR && !mirrors_replaced) {
-                        arg_registry_mirrors = rkl_strv_free(arg_registry_mirrors);
+                        arg_config.registry_mirrors = rkl_strv_free(arg_config.registry_mirrors);
                         mirrors_replaced = true;
                 }
                 if (flags[i].id == ARG_CNI_BIN_DIR && !bin_dirs_replaced) {
-                        arg_cni_bin_dirs = rkl_strv_free(arg_cni_bin_dirs);
+                        arg_config.cni_bin_dirs = rkl_strv_free(arg_config.cni_bin_dirs);
                         bin_dirs_replaced = true;
                 }
                 /* getopt's argv[optind - 1] is "--name=value" or "--name": the name only. */
@@ -499,116 +477,48 @@ static int parse_argv(int argc, char *argv[])
         return 1;
 }
 
-static void args_free(void)
+/* Socket activation (rktlet.socket): systemd made and listens on the socket, and keeps it
+ * while rktlet restarts. The socket it passed goes in arg_config (listen_fd, and its path);
+ * without one, the daemon binds listen_path, in a directory made here. */
+static int take_socket(void)
 {
-        free(arg_listen);
-        free(arg_state_dir);
-        free(arg_rkt_path);
-        free(arg_rkt_data_dir);
-        free(arg_systemd_bus);
-        free(arg_net);
-        free(arg_cni_conf_dir);
-        rkl_strv_free(arg_cni_bin_dirs);
-        free(arg_stage1_name);
-        rkl_strv_free(arg_registry_mirrors);
-        free(arg_metrics_address);
-        free(arg_stream_address);
-        free(arg_stream_netns);
-}
-
-static int run(void)
-{
-        rkl_error err = RKL_ERROR_INIT;
-        _cleanup_(rkl_daemon_freep) rkl_daemon *d = NULL;
-        sigset_t mask;
-        int r;
-
-        /* Signals are taken by this thread only: block them before any thread starts. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &mask, NULL);
-        signal(SIGPIPE, SIG_IGN);
-        _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-        if (sfd < 0)
-                return rkl_log_error_errno(errno, "signalfd: %m");
-
-        /* Socket activation (rktlet.socket): systemd made and listens on the socket, and
-         * keeps it while rktlet restarts. */
-        int listen_fd = 0;
-        r = sd_listen_fds(1);
+        int r = sd_listen_fds(1);
         if (r < 0)
                 return rkl_log_error_errno(r, "LISTEN_FDS: %m");
         if (r > 1)
                 return rkl_log_error("systemd passed %d sockets, rktlet takes one (rktlet.socket "
                                      "with one ListenStream=)",
                                      r);
-        if (r == 1) {
-                listen_fd = SD_LISTEN_FDS_START;
-                if (sd_is_socket_unix(listen_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
-                        return rkl_log_error("the socket systemd passed (fd %d) is not a listening "
-                                             "unix stream socket",
-                                             listen_fd);
-                (void)fcntl(listen_fd, F_SETFD, FD_CLOEXEC); /* rkt never inherits it */
-                struct sockaddr_un sa = {0};
-                socklen_t len = sizeof(sa);
-                if (getsockname(listen_fd, (struct sockaddr *)&sa, &len) == 0 &&
-                    sa.sun_path[0] == '/') {
-                        free(arg_listen);
-                        arg_listen = rkl_xstrndup(sa.sun_path, sizeof(sa.sun_path));
-                }
-        } else {
+        if (r == 0) {
                 /* The socket's parent, for the default path under /run. */
-                _cleanup_free_ char *parent = rkl_xstrdup(arg_listen);
+                _cleanup_free_ char *parent = rkl_xstrdup(arg_config.listen_path);
                 *strrchr(parent, '/') = 0;
                 if (!isempty(parent) && (r = rkl_mkdir_p(parent, 0755)) < 0)
                         return rkl_log_error_errno(r, "cannot create '%s': %m", parent);
+                return 0;
         }
+        int fd = SD_LISTEN_FDS_START;
+        if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                return rkl_log_error("the socket systemd passed (fd %d) is not a listening "
+                                     "unix stream socket",
+                                     fd);
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* rkt never inherits it */
+        arg_config.listen_fd = fd;
+        struct sockaddr_un sa = {0};
+        socklen_t len = sizeof(sa);
+        if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0] == '/') {
+                free(arg_config.listen_path);
+                arg_config.listen_path = rkl_xstrndup(sa.sun_path, sizeof(sa.sun_path));
+        }
+        return 0;
+}
 
-        if (!arg_rkt_path)
-                rkl_log_warning("no rkt binary in PATH: the runtime reports not ready until "
-                                "--rkt-path names one");
-
-        rkl_daemon_config cfg = {
-            .listen_path = arg_listen,
-            .listen_fd = listen_fd,
-            .metrics_address = arg_metrics_address,
-            .stream_address = arg_stream_address ? arg_stream_address : "127.0.0.1:0",
-            .stream_netns = arg_stream_netns,
-            .stream_token_ttl_usec = arg_stream_token_ttl_usec,
-            .state_dir = arg_state_dir,
-            .sync_full = arg_sync_full,
-            .wait = arg_wait,
-            .rkt_path = arg_rkt_path,
-            .rkt_data_dir = arg_rkt_data_dir,
-            .systemd_bus = arg_systemd_bus,
-            .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir,
-            .cni_bin_dirs = arg_cni_bin_dirs,
-            .cni_timeout_usec = arg_cni_timeout_usec,
-            .stage1_name = arg_stage1_name,
-            .max_actions = arg_max_actions,
-            .api_threads = arg_api_threads,
-            .socket_gid = arg_socket_gid,
-            .probe_interval_usec = arg_probe_interval_usec,
-            .stats_interval_usec = arg_stats_interval_usec,
-            .sandbox_ready_timeout_usec = arg_sandbox_ready_timeout_usec,
-            .rkt_timeout_usec = arg_rkt_timeout_usec,
-            .registry_mirrors = arg_registry_mirrors,
-        };
-        r = rkl_daemon_new(&cfg, &d, &err);
-        if (r >= 0)
-                r = rkl_daemon_start(d, &err);
-        if (r < 0)
-                return rkl_log_error_errno(r, "cannot start: %s", err.msg);
-
-        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'%s", RKL_VERSION, arg_listen,
-                     listen_fd > 0 ? " (socket-activated)" : "");
-        (void)sd_notify(0, "READY=1\nSTATUS=serving");
-
-        /* STATUS= every few seconds, and the watchdog when the unit has WatchdogSec=: a ping
-         * says the main thread runs and the reconciler has not sat on a change for a whole
-         * watchdog period (its passes are short; its rkt commands run on a pool). */
+/* Until SIGTERM or SIGINT comes on sfd: STATUS= every few seconds, and the watchdog when the
+ * unit has WatchdogSec=: a ping says the main thread runs and the reconciler has not sat on
+ * a change for a whole watchdog period (its passes are short; its rkt commands run on a
+ * pool). */
+static int serve(rkl_daemon *d, int sfd)
+{
         uint64_t watchdog_usec = 0;
         if (sd_watchdog_enabled(0, &watchdog_usec) <= 0)
                 watchdog_usec = 0;
@@ -628,7 +538,7 @@ static int run(void)
                         if (n != sizeof(si))
                                 return rkl_log_error_errno(errno, "signalfd read: %m");
                         rkl_log_info("received %s, shutting down", strsignal((int)si.ssi_signo));
-                        break;
+                        return 0;
                 }
                 rkl_daemon_status st;
                 rkl_daemon_get_status(d, &st);
@@ -644,6 +554,44 @@ static int run(void)
                                  (double)st.reconcile_lag_usec / 1e6,
                                  alive && watchdog_usec ? "\nWATCHDOG=1" : "");
         }
+}
+
+static int run(void)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_(rkl_daemon_freep) rkl_daemon *d = NULL;
+        sigset_t mask;
+        int r;
+
+        /* Signals are taken by this thread only: block them before any thread starts. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0)
+                return rkl_log_error_errno(errno, "signalfd: %m");
+
+        r = take_socket();
+        if (r < 0)
+                return r;
+        if (!arg_config.rkt_path)
+                rkl_log_warning("no rkt binary in PATH: the runtime reports not ready until "
+                                "--rkt-path names one");
+
+        r = rkl_daemon_new(&arg_config, &d, &err);
+        if (r >= 0)
+                r = rkl_daemon_start(d, &err);
+        if (r < 0)
+                return rkl_log_error_errno(r, "cannot start: %s", err.msg);
+
+        rkl_log_info("rktlet %s serving CRI runtime.v1 on '%s'%s", RKL_VERSION,
+                     arg_config.listen_path, arg_config.listen_fd > 0 ? " (socket-activated)" : "");
+        (void)sd_notify(0, "READY=1\nSTATUS=serving");
+        r = serve(d, sfd);
+        if (r < 0)
+                return r;
         (void)sd_notify(0, "STOPPING=1");
         rkl_daemon_stop(d);
         if (rkl_daemon_failed(d))
@@ -655,17 +603,7 @@ static int run(void)
 static int check(void)
 {
         rkl_check_config c = {
-            .rkt_path = arg_rkt_path,
-            .rkt_data_dir = arg_rkt_data_dir,
-            .stage1_name = arg_stage1_name,
-            .systemd_bus = arg_systemd_bus,
-            .net = arg_net,
-            .cni_conf_dir = arg_cni_conf_dir,
-            .cni_bin_dirs = arg_cni_bin_dirs,
-            .listen = arg_listen,
-            .socket_gid = arg_socket_gid,
-            .state_dir = arg_state_dir,
-            .mirrors = arg_registry_mirrors,
+            .config = &arg_config,
             .proc = "/proc",
             .cgroup = "/sys/fs/cgroup",
         };
@@ -706,28 +644,29 @@ int main(int argc, char *argv[])
 
         umask(0077);
         rkl_crash_points_init();
-        arg_listen = rkl_xstrdup(DEFAULT_LISTEN);
-        arg_state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
-        arg_rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
-        arg_cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
+        arg_config.listen_path = rkl_xstrdup(DEFAULT_LISTEN);
+        arg_config.state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
+        arg_config.rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
+        arg_config.cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
+        arg_config.stream_address = rkl_xstrdup(DEFAULT_STREAM_ADDRESS);
 
         r = parse_argv(argc, argv);
         if (r <= 0) {
-                args_free();
+                rkl_config_done(&arg_config);
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         }
-        if (!arg_rkt_path)
-                arg_rkt_path = find_in_path("rkt");
+        if (!arg_config.rkt_path)
+                arg_config.rkt_path = find_in_path("rkt");
         /* A repeatable option's default applies only when neither flags nor file gave it. */
-        if (!arg_cni_bin_dirs)
-                arg_cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
+        if (!arg_config.cni_bin_dirs)
+                arg_config.cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
 
         if (check_only) {
                 r = check();
-                args_free();
+                rkl_config_done(&arg_config);
                 return r;
         }
         r = run();
-        args_free();
+        rkl_config_done(&arg_config);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -18,6 +18,7 @@ typedef struct rkl_stream_server rkl_stream_server;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_store rkl_store;
 typedef struct rkl_db_options rkl_db_options;
+typedef struct rkl_config rkl_config;
 
 /* The largest message a client takes (kubelet's limit): the largest request grpc reads, and
  * the largest answer. */
@@ -25,25 +26,15 @@ typedef struct rkl_db_options rkl_db_options;
 
 /* Facts fixed at start, shared read-only by every handler. */
 typedef struct rkl_api_config {
-        const char *listen_path;
-        /* A listening socket inherited from systemd (rktlet.socket: fd 3 and up), served
-         * instead of binding listen_path; 0: bind listen_path. */
-        int listen_fd;
-        const char *version;  /* rktlet's own */
-        const char *rkt_path; /* as configured (NULL: not found) */
-        const char *rkt_data_dir;
-        const char *state_dir;
-        const char *db_path; /* each completion-queue thread opens its own connection */
+        const rkl_config *config; /* the options (base/config.h) */
+        const char *version;      /* rktlet's own */
+        const char *db_path;      /* each completion-queue thread opens its own connection */
         const rkl_db_options *store_opts;
-        const char *systemd_bus;
-        unsigned n_threads; /* completion-queue threads */
-        gid_t socket_gid;   /* (gid_t)-1: keep root's group */
         rkl_images *images; /* the image cache (thread-safe); NULL: ImageService unavailable */
         rkl_logs *logs;     /* the log follower (thread-safe); NULL: no ReopenContainerLog */
         rkl_stats *stats;   /* the stats cache (thread-safe); NULL: *Stats answer empty */
         /* The streaming server (thread-safe); NULL: Exec, Attach, PortForward unavailable */
         rkl_stream_server *stream;
-        bool wait;        /* --wait: mutating calls answer once carried out (wait.h) */
         size_t max_reply; /* the largest answer a List makes; 0: RKL_API_MAX_MESSAGE */
 } rkl_api_config;
 

@@ -4,7 +4,7 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
-#include "page.h"
+#include "views.h"
 #include "wait.h"
 #include "base/json.h"
 #include "base/alloc.h"
@@ -312,22 +312,22 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
         return 0;
 }
 
-/* The container as a ListContainers item, at a trim level (pb.h; 0: whole): the strings
- * point into the view, which the caller holds while this packs them, or into a. */
-static void container_item(rkl_arena *a, const rkl_container_view *v, unsigned level,
-                           Runtime__V1__Container *p, Runtime__V1__ContainerMetadata *m,
-                           Runtime__V1__ImageSpec *image)
+/* The container (an rkl_container_view) as a ListContainers item, at a trim level
+ * (pb.h; 0: whole), in a: its strings point into the view or into a. */
+static const ProtobufCMessage *container_item(rkl_arena *a, const void *view, unsigned level)
 {
+        const rkl_container_view *v = view;
         const rkl_container_record *c = v->rec;
+        Runtime__V1__Container *p = rkl_arena_newa(Runtime__V1__Container, a, 1);
+        Runtime__V1__ContainerMetadata *m = rkl_arena_newa(Runtime__V1__ContainerMetadata, a, 1);
         *p = (Runtime__V1__Container)RUNTIME__V1__CONTAINER__INIT;
         *m = (Runtime__V1__ContainerMetadata)RUNTIME__V1__CONTAINER_METADATA__INIT;
-        *image = (Runtime__V1__ImageSpec)RUNTIME__V1__IMAGE_SPEC__INIT;
         p->id = (char *)c->id;
         p->pod_sandbox_id = (char *)c->sandbox_id;
         m->name = (char *)c->spec.name;
         m->attempt = c->spec.attempt;
         p->metadata = m;
-        p->image = image_pb(image, (char *)c->spec.image);
+        p->image = image_pb(rkl_arena_newa(Runtime__V1__ImageSpec, a, 1), (char *)c->spec.image);
         p->image_ref = p->image_id = isempty(c->observed.image_ref)
                                          ? (char *)c->spec.image
                                          : rkl_api_pb_text(a, c->observed.image_ref);
@@ -340,94 +340,39 @@ static void container_item(rkl_arena *a, const rkl_container_view *v, unsigned l
                        Runtime__V1__Container__AnnotationsEntry,
                        RUNTIME__V1__CONTAINER__ANNOTATIONS_ENTRY__INIT, p->annotations,
                        p->n_annotations);
+        return &p->base;
 }
 
-/* The whole item, encoded once per view. */
-static const rkl_blob *container_wire(rkl_container_view *v)
-{
-        const rkl_blob *b = atomic_load(&v->memo);
-        if (b)
-                return b;
-        _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        Runtime__V1__Container p;
-        Runtime__V1__ContainerMetadata m;
-        Runtime__V1__ImageSpec image;
-        container_item(a, v, 0, &p, &m, &image);
-        return rkl_api_pb_wire(&v->memo, &p.base);
-}
+static _Atomic uint64_t containers_warned;
 
-/* An item trimmed to fit a List's answer: made for that answer only. */
-static const rkl_blob *container_trimmed(void *userdata, size_t i, unsigned level, rkl_arena *a)
-{
-        rkl_container_view *const *views = userdata;
-        Runtime__V1__Container p;
-        Runtime__V1__ContainerMetadata m;
-        Runtime__V1__ImageSpec image;
-        container_item(a, views[i], level, &p, &m, &image);
-        return rkl_api_pb_blob(a, &p.base);
-}
-
-typedef struct container_views {
-        rkl_container_view **v;
-        size_t n;
-} container_views;
-
-static void container_views_release(container_views *p)
-{
-        rkl_container_views_unref(p->v, p->n);
-}
+static const rkl_api_views_kind containers = {
+    .pods = false,
+    .method = "ListContainers",
+    .noun = "containers",
+    .list_field = 1,   /* ListContainersResponse.containers */
+    .stream_field = 1, /* StreamContainersResponse.containers */
+    .item = container_item,
+    .last_warned = &containers_warned,
+};
 
 /* The cache's filter of a List or Stream request's (cf may be NULL): the selector's
  * strings stay the request's. */
 static void container_filter(rkl_arena *a, const Runtime__V1__ContainerFilter *cf,
                              rkl_view_filter *f, rkl_kvs *selector)
 {
-        *f = (rkl_view_filter){0};
-        *selector = (rkl_kvs){0};
-        if (!cf)
-                return;
-        f->id = cf->id;
-        f->sandbox_id = cf->pod_sandbox_id;
-        if (cf->state) {
-                f->by_state = true;
-                f->state = (int)cf->state->state;
-        }
-        RKL_API_KVS_FROM_PB(a, cf->label_selector, cf->n_label_selector, selector);
-        f->label_selector = selector;
+        RKL_API_VIEW_FILTER_FROM_PB(a, cf, f, selector);
+        if (cf)
+                f->sandbox_id = cf->pod_sandbox_id;
 }
 
 int rkl_api_list_containers(rkl_api_ctx *ctx, const Runtime__V1__ListContainersRequest *req,
                             Runtime__V1__ListContainersResponse *resp, rkl_error *reterr)
 {
-        _cleanup_(container_views_release) container_views l = {0};
-        rkl_arena *a = ctx->arena;
         rkl_view_filter f;
         rkl_kvs selector;
 
-        container_filter(a, req->filter, &f, &selector);
-        int r = rkl_cache_container_list(ctx->cache, &f, &l.v, &l.n);
-        if (r < 0)
-                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
-
-        static _Atomic uint64_t last_warned;
-        const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
-        for (size_t i = 0; i < l.n; i++)
-                items[i] = container_wire(l.v[i]);
-        return rkl_api_pb_raw_repeated_fit(ctx, 1 /* ListContainersResponse.containers */, items,
-                                           l.n, container_trimmed, l.v, "ListContainers",
-                                           "containers", &last_warned, reterr);
-}
-
-static const rkl_blob *container_page_item(void *userdata, size_t i, rkl_arena *a,
-                                           rkl_error *reterr)
-{
-        return container_wire(((container_views *)userdata)->v[i]);
-}
-
-static void container_views_free(void *userdata)
-{
-        container_views_release(userdata);
-        free(userdata);
+        container_filter(ctx->arena, req->filter, &f, &selector);
+        return rkl_api_views_list(ctx, &containers, &f, reterr);
 }
 
 int rkl_api_stream_containers(rkl_api_ctx *ctx, const Runtime__V1__StreamContainersRequest *req,
@@ -435,19 +380,8 @@ int rkl_api_stream_containers(rkl_api_ctx *ctx, const Runtime__V1__StreamContain
 {
         rkl_view_filter f;
         rkl_kvs selector;
-        container_views *l = rkl_xnew0(container_views, 1);
 
         /* The containers as ListContainers takes them, items as it encodes them. */
         container_filter(ctx->arena, req->filter, &f, &selector);
-        int r = rkl_cache_container_list(ctx->cache, &f, &l->v, &l->n);
-        if (r < 0) {
-                free(l);
-                return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
-        }
-        rkl_api_page_list pages = {.field = 1 /* StreamContainersResponse.containers */,
-                                   .n = l->n,
-                                   .item = container_page_item,
-                                   .userdata = l,
-                                   .free = container_views_free};
-        return rkl_api_page_stream(ctx, &pages);
+        return rkl_api_views_stream(ctx, &containers, &f, reterr);
 }

@@ -262,6 +262,111 @@ static int sysctls_check(const rkl_kvs *l, rkl_error *reterr)
         return 0;
 }
 
+static int pod_dns_from(const Runtime__V1__DNSConfig *d, rkl_pod_spec *s, rkl_error *reterr)
+{
+        const check_flags f = CHECK_REQUIRED | CHECK_NO_COMMA | CHECK_NO_DASH | CHECK_NO_SPACE;
+        int r;
+        if ((r = strv_from("config.dns_config.servers", d->servers, d->n_servers, RKL_MAX_DNS,
+                           RKL_MAX_NAME, f, &s->dns_servers, reterr)) < 0 ||
+            (r = strv_from("config.dns_config.searches", d->searches, d->n_searches, RKL_MAX_DNS,
+                           RKL_MAX_NAME, f, &s->dns_searches, reterr)) < 0 ||
+            (r = strv_from("config.dns_config.options", d->options, d->n_options, RKL_MAX_DNS,
+                           RKL_MAX_NAME, f, &s->dns_options, reterr)) < 0)
+                return r;
+        RKL_STRV_FOREACH (p, s->dns_servers)
+                if (!is_ip(*p))
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.dns_config.servers: '%s' is not an IP "
+                                             "address",
+                                             *p);
+        return 0;
+}
+
+/* The labels and annotations, and the bandwidth annotations' values. */
+static int pod_metadata_from(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *s,
+                             rkl_error *reterr)
+{
+        int r = KVS_FROM("config.labels", c->labels, c->n_labels, &s->labels, reterr);
+        if (r >= 0)
+                r = metadata_check("config.labels", &s->labels, reterr);
+        if (r < 0)
+                return r;
+        r = KVS_FROM("config.annotations", c->annotations, c->n_annotations, &s->annotations,
+                     reterr);
+        if (r >= 0)
+                r = metadata_check("config.annotations", &s->annotations, reterr);
+        if (r < 0)
+                return r;
+        uint64_t ingress, egress;
+        const char *key = NULL;
+        if (rkl_pod_bandwidth(&s->annotations, &ingress, &egress, &key) < 0)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.annotations: '%s' = '%.64s' is not a bandwidth from "
+                                     "1k to 1P bits per second (e.g. 10M)",
+                                     key, rkl_kvs_get(&s->annotations, key));
+        return 0;
+}
+
+/* The namespaces a pod may have: its own PID and IPC namespaces (rkt's app sandbox cannot
+ * share the host's: refused rather than pretended), its own network or the host's. */
+static int pod_namespaces_from(const Runtime__V1__NamespaceOption *ns, rkl_pod_spec *s,
+                               rkl_error *reterr)
+{
+        s->host_network = ns->network == RUNTIME__V1__NAMESPACE_MODE__NODE;
+        for (size_t i = 0; s->host_network && i < s->sysctls.n; i++)
+                if (strncmp(s->sysctls.items[i].key, "net.", 4) == 0)
+                        return rkl_error_set(reterr, -EINVAL,
+                                             "config.linux.sysctls: '%.64s' would be the host's: "
+                                             "the pod uses the host's network",
+                                             s->sysctls.items[i].key);
+        if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.linux.security_context.namespace_options.pid: rkt "
+                                     "cannot run a pod in the host's PID namespace");
+        if (ns->ipc == RUNTIME__V1__NAMESPACE_MODE__NODE)
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.linux.security_context.namespace_options.ipc: rkt "
+                                     "cannot run a pod in the host's IPC namespace");
+        return 0;
+}
+
+static int pod_security_from(const Runtime__V1__LinuxSandboxSecurityContext *sc, rkl_pod_spec *s,
+                             rkl_error *reterr)
+{
+        int r;
+        s->privileged = sc->privileged;
+        /* The sandbox's own profiles are for an infra container rkt does not have: checked,
+         * nothing to apply. */
+        rkl_seccomp kind;
+        const char *ref;
+        if ((r = seccomp_kind(sc->seccomp, sc->seccomp_profile_path,
+                              "config.linux.security_context", &kind, &ref, reterr)) < 0 ||
+            (r = apparmor_check(sc->apparmor, NULL, "config.linux.security_context", reterr)) < 0)
+                return r;
+        if (selinux_set(sc->selinux_options))
+                return rkl_error_set(reterr, -EINVAL,
+                                     "config.linux.security_context.selinux_options: rkt's "
+                                     "stage1 applies no SELinux labels");
+        return sc->namespace_options ? pod_namespaces_from(sc->namespace_options, s, reterr) : 0;
+}
+
+static int pod_linux_from(const Runtime__V1__LinuxPodSandboxConfig *l, rkl_pod_spec *s,
+                          rkl_error *reterr)
+{
+        int r = check("config.linux.cgroup_parent", l->cgroup_parent, RKL_MAX_PATH, CHECK_NO_DOTDOT,
+                      reterr);
+        if (r < 0)
+                return r;
+        s->cgroup_parent = isempty(l->cgroup_parent) ? NULL : rkl_xstrdup(l->cgroup_parent);
+        r = KVS_FROM("config.linux.sysctls", l->sysctls, l->n_sysctls, &s->sysctls, reterr);
+        if (r < 0)
+                return r;
+        r = sysctls_check(&s->sysctls, reterr);
+        if (r < 0)
+                return r;
+        return l->security_context ? pod_security_from(l->security_context, s, reterr) : 0;
+}
+
 int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *ret,
                              rkl_error *reterr)
 {
@@ -295,104 +400,10 @@ int rkl_api_pod_spec_from_pb(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spe
                 return r;
         s.log_directory = isempty(c->log_directory) ? NULL : rkl_xstrdup(c->log_directory);
 
-        if (c->dns_config) {
-                const Runtime__V1__DNSConfig *d = c->dns_config;
-                const check_flags f =
-                    CHECK_REQUIRED | CHECK_NO_COMMA | CHECK_NO_DASH | CHECK_NO_SPACE;
-                if ((r = strv_from("config.dns_config.servers", d->servers, d->n_servers,
-                                   RKL_MAX_DNS, RKL_MAX_NAME, f, &s.dns_servers, reterr)) < 0 ||
-                    (r = strv_from("config.dns_config.searches", d->searches, d->n_searches,
-                                   RKL_MAX_DNS, RKL_MAX_NAME, f, &s.dns_searches, reterr)) < 0 ||
-                    (r = strv_from("config.dns_config.options", d->options, d->n_options,
-                                   RKL_MAX_DNS, RKL_MAX_NAME, f, &s.dns_options, reterr)) < 0)
-                        return r;
-                RKL_STRV_FOREACH (p, s.dns_servers)
-                        if (!is_ip(*p))
-                                return rkl_error_set(reterr, -EINVAL,
-                                                     "config.dns_config.servers: '%s' is not an "
-                                                     "IP address",
-                                                     *p);
-        }
-        r = ports_from(c, &s, reterr);
-        if (r < 0)
+        if ((c->dns_config && (r = pod_dns_from(c->dns_config, &s, reterr)) < 0) ||
+            (r = ports_from(c, &s, reterr)) < 0 || (r = pod_metadata_from(c, &s, reterr)) < 0 ||
+            (c->linux && (r = pod_linux_from(c->linux, &s, reterr)) < 0))
                 return r;
-        r = KVS_FROM("config.labels", c->labels, c->n_labels, &s.labels, reterr);
-        if (r >= 0)
-                r = metadata_check("config.labels", &s.labels, reterr);
-        if (r < 0)
-                return r;
-        r = KVS_FROM("config.annotations", c->annotations, c->n_annotations, &s.annotations,
-                     reterr);
-        if (r >= 0)
-                r = metadata_check("config.annotations", &s.annotations, reterr);
-        if (r < 0)
-                return r;
-        uint64_t ingress, egress;
-        const char *key = NULL;
-        if (rkl_pod_bandwidth(&s.annotations, &ingress, &egress, &key) < 0)
-                return rkl_error_set(reterr, -EINVAL,
-                                     "config.annotations: '%s' = '%.64s' is not a bandwidth from "
-                                     "1k to 1P bits per second (e.g. 10M)",
-                                     key, rkl_kvs_get(&s.annotations, key));
-
-        if (c->linux) {
-                const Runtime__V1__LinuxPodSandboxConfig *l = c->linux;
-                r = check("config.linux.cgroup_parent", l->cgroup_parent, RKL_MAX_PATH,
-                          CHECK_NO_DOTDOT, reterr);
-                if (r < 0)
-                        return r;
-                s.cgroup_parent = isempty(l->cgroup_parent) ? NULL : rkl_xstrdup(l->cgroup_parent);
-                r = KVS_FROM("config.linux.sysctls", l->sysctls, l->n_sysctls, &s.sysctls, reterr);
-                if (r < 0)
-                        return r;
-                r = sysctls_check(&s.sysctls, reterr);
-                if (r < 0)
-                        return r;
-                if (l->security_context) {
-                        const Runtime__V1__LinuxSandboxSecurityContext *sc = l->security_context;
-                        s.privileged = sc->privileged;
-                        /* The sandbox's own profiles are for an infra container rkt does not
-                         * have: checked, nothing to apply. */
-                        rkl_seccomp kind;
-                        const char *ref;
-                        if ((r = seccomp_kind(sc->seccomp, sc->seccomp_profile_path,
-                                              "config.linux.security_context", &kind, &ref,
-                                              reterr)) < 0 ||
-                            (r = apparmor_check(sc->apparmor, NULL, "config.linux.security_context",
-                                                reterr)) < 0)
-                                return r;
-                        if (selinux_set(sc->selinux_options))
-                                return rkl_error_set(reterr, -EINVAL,
-                                                     "config.linux.security_context."
-                                                     "selinux_options: rkt's stage1 applies no "
-                                                     "SELinux labels");
-                        if (sc->namespace_options) {
-                                const Runtime__V1__NamespaceOption *ns = sc->namespace_options;
-                                s.host_network = ns->network == RUNTIME__V1__NAMESPACE_MODE__NODE;
-                                for (size_t i = 0; s.host_network && i < s.sysctls.n; i++)
-                                        if (strncmp(s.sysctls.items[i].key, "net.", 4) == 0)
-                                                return rkl_error_set(
-                                                    reterr, -EINVAL,
-                                                    "config.linux.sysctls: '%.64s' would be the "
-                                                    "host's: the pod uses the host's network",
-                                                    s.sysctls.items[i].key);
-                                /* rkt's app sandbox cannot share the host's PID or IPC
-                                 * namespace: refuse rather than pretend. */
-                                if (ns->pid == RUNTIME__V1__NAMESPACE_MODE__NODE)
-                                        return rkl_error_set(
-                                            reterr, -EINVAL,
-                                            "config.linux.security_context.namespace_options."
-                                            "pid: rkt cannot run a pod in the host's PID "
-                                            "namespace");
-                                if (ns->ipc == RUNTIME__V1__NAMESPACE_MODE__NODE)
-                                        return rkl_error_set(
-                                            reterr, -EINVAL,
-                                            "config.linux.security_context.namespace_options."
-                                            "ipc: rkt cannot run a pod in the host's IPC "
-                                            "namespace");
-                        }
-                }
-        }
         *ret = s;
         s = (rkl_pod_spec){0};
         return 0;
@@ -687,6 +698,29 @@ int rkl_api_resources_from_pb(const Runtime__V1__LinuxContainerResources *res, r
         return 0;
 }
 
+static int envs_from(const Runtime__V1__ContainerConfig *c, rkl_container_spec *s,
+                     rkl_error *reterr)
+{
+        if (c->n_envs > RKL_MAX_ENVS)
+                return rkl_error_set(reterr, -EINVAL, "config.envs: more than %d entries",
+                                     RKL_MAX_ENVS);
+        for (size_t i = 0; i < c->n_envs; i++) {
+                char field[48];
+                (void)snprintf(field, sizeof(field), "config.envs[%zu].key", i);
+                int r = check(field, c->envs[i]->key, RKL_MAX_KEY, CHECK_REQUIRED, reterr);
+                if (r >= 0 && strchr(c->envs[i]->key, '='))
+                        r = rkl_error_set(reterr, -EINVAL, "%s: contains '='", field);
+                if (r >= 0) {
+                        (void)snprintf(field, sizeof(field), "config.envs[%zu].value", i);
+                        r = check(field, c->envs[i]->value, RKL_MAX_ARG, 0, reterr);
+                }
+                if (r < 0)
+                        return r;
+                rkl_kvs_add(&s->envs, c->envs[i]->key, c->envs[i]->value);
+        }
+        return 0;
+}
+
 int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_container_spec *ret,
                                    rkl_error *reterr)
 {
@@ -724,25 +758,7 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
                 return r;
         s.working_dir = isempty(c->working_dir) ? NULL : rkl_xstrdup(c->working_dir);
 
-        if (c->n_envs > RKL_MAX_ENVS)
-                return rkl_error_set(reterr, -EINVAL, "config.envs: more than %d entries",
-                                     RKL_MAX_ENVS);
-        for (size_t i = 0; i < c->n_envs; i++) {
-                char field[48];
-                (void)snprintf(field, sizeof(field), "config.envs[%zu].key", i);
-                r = check(field, c->envs[i]->key, RKL_MAX_KEY, CHECK_REQUIRED, reterr);
-                if (r >= 0 && strchr(c->envs[i]->key, '='))
-                        r = rkl_error_set(reterr, -EINVAL, "%s: contains '='", field);
-                if (r >= 0) {
-                        (void)snprintf(field, sizeof(field), "config.envs[%zu].value", i);
-                        r = check(field, c->envs[i]->value, RKL_MAX_ARG, 0, reterr);
-                }
-                if (r < 0)
-                        return r;
-                rkl_kvs_add(&s.envs, c->envs[i]->key, c->envs[i]->value);
-        }
-        r = mounts_from(c, &s, reterr);
-        if (r < 0)
+        if ((r = envs_from(c, &s, reterr)) < 0 || (r = mounts_from(c, &s, reterr)) < 0)
                 return r;
         if (c->n_devices > 0 || c->n_cdi_devices > 0)
                 return rkl_error_set(reterr, -EINVAL, "config.devices: rkt cannot pass devices");

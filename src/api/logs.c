@@ -1,6 +1,7 @@
 #include "logs.h"
 
 #include "lookup.h"
+#include "base/config.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "logs/logs.h"
@@ -19,10 +20,10 @@ static int invalid(int r, rkl_error *reterr)
 static char *const *forbidden(rkl_api_ctx *ctx, char *array[3])
 {
         size_t n = 0;
-        if (ctx->cfg->state_dir)
-                array[n++] = (char *)ctx->cfg->state_dir;
-        if (ctx->cfg->rkt_data_dir)
-                array[n++] = (char *)ctx->cfg->rkt_data_dir;
+        if (ctx->cfg->config->state_dir)
+                array[n++] = ctx->cfg->config->state_dir;
+        if (ctx->cfg->config->rkt_data_dir)
+                array[n++] = ctx->cfg->config->rkt_data_dir;
         array[n] = NULL;
         return array;
 }
@@ -56,12 +57,12 @@ int rkl_api_log_file_make(rkl_api_ctx *ctx, const rkl_container_view *v, rkl_err
 {
         const rkl_container_record *c = v->rec;
         _cleanup_free_ char *dir = log_directory_of(ctx, c);
-        if (!dir || isempty(c->spec.log_path) || !ctx->cfg->state_dir)
+        if (!dir || isempty(c->spec.log_path) || !ctx->cfg->config->state_dir)
                 return 0;
         _cleanup_free_ char *src =
-            rkl_log_source_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+            rkl_log_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         _cleanup_free_ char *progress =
-            rkl_log_progress_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+            rkl_log_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         rkl_log_target t = {
             .container_id = c->id,
             .source = src,
@@ -114,16 +115,16 @@ int rkl_api_reopen_container_log(rkl_api_ctx *ctx,
         _cleanup_free_ char *dir = log_directory_of(ctx, c);
         if (!dir || isempty(c->spec.log_path))
                 return rkl_error_set(reterr, -EBADFD, "container %s has no log path", c->id);
-        if (!ctx->cfg->logs || !ctx->cfg->state_dir)
+        if (!ctx->cfg->logs || !ctx->cfg->config->state_dir)
                 return rkl_error_set(reterr, -EOPNOTSUPP, "no log follower in this daemon");
 
         reopen_job *j = rkl_arena_newa(reopen_job, ctx->arena, 1);
         j->call = ctx->call;
         j->logs = ctx->cfg->logs;
         _cleanup_free_ char *src =
-            rkl_log_source_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+            rkl_log_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         _cleanup_free_ char *progress =
-            rkl_log_progress_path(ctx->cfg->state_dir, c->sandbox_id, c->app_name);
+            rkl_log_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         j->t = (rkl_log_target){
             .container_id = rkl_arena_strdup(ctx->arena, c->id),
             .source = rkl_arena_strdup(ctx->arena, src),

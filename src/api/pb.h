@@ -108,3 +108,21 @@ json_object *rkl_api_json_ns(int64_t ns);
                 for (size_t _i = 0; _i < (ret)->n; _i++)                                           \
                         (ret)->items[_i] = (rkl_kv){(entries)[_i]->key, (entries)[_i]->value};     \
         } while (0)
+
+/* The cache's filter f of a List or Stream request's filter pf (a PodSandboxFilter or a
+ * ContainerFilter; NULL: all): its ID, state and label selector, which goes in the list
+ * selector and whose strings stay the request's. */
+#define RKL_API_VIEW_FILTER_FROM_PB(a, pf, f, selector)                                            \
+        do {                                                                                       \
+                *(f) = (rkl_view_filter){0};                                                       \
+                *(selector) = (rkl_kvs){0};                                                        \
+                if (!(pf))                                                                         \
+                        break;                                                                     \
+                (f)->id = (pf)->id;                                                                \
+                if ((pf)->state) {                                                                 \
+                        (f)->by_state = true;                                                      \
+                        (f)->state = (int)(pf)->state->state;                                      \
+                }                                                                                  \
+                RKL_API_KVS_FROM_PB(a, (pf)->label_selector, (pf)->n_label_selector, selector);    \
+                (f)->label_selector = (selector);                                                  \
+        } while (0)

@@ -2,6 +2,7 @@
 
 #include <json-c/json.h>
 
+#include "base/config.h"
 #include "base/utf8.h"
 #include "store/cache.h"
 #include "base/banned.h"
@@ -125,13 +126,14 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
                 resp->info = rkl_arena_newa(Runtime__V1__StatusResponse__InfoEntry *, a, 4);
 
                 o = json_object_new_object();
-                json_object_object_add(o, "listen", json_str(ctx->cfg->listen_path));
-                json_object_object_add(o, "stateDir", json_str(ctx->cfg->state_dir));
-                json_object_object_add(o, "rktPath", json_str(ctx->cfg->rkt_path));
-                json_object_object_add(o, "rktDataDir", json_str(ctx->cfg->rkt_data_dir));
-                json_object_object_add(
-                    o, "systemdBus",
-                    json_str(ctx->cfg->systemd_bus ? ctx->cfg->systemd_bus : "system"));
+                json_object_object_add(o, "listen", json_str(ctx->cfg->config->listen_path));
+                json_object_object_add(o, "stateDir", json_str(ctx->cfg->config->state_dir));
+                json_object_object_add(o, "rktPath", json_str(ctx->cfg->config->rkt_path));
+                json_object_object_add(o, "rktDataDir", json_str(ctx->cfg->config->rkt_data_dir));
+                json_object_object_add(o, "systemdBus",
+                                       json_str(ctx->cfg->config->systemd_bus
+                                                    ? ctx->cfg->config->systemd_bus
+                                                    : "system"));
                 json_object_object_add(o, "version", json_str(ctx->cfg->version));
                 info_add(a, resp, "config", o);
 

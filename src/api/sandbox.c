@@ -4,7 +4,7 @@
 #include "pb.h"
 #include "logs.h"
 #include "lookup.h"
-#include "page.h"
+#include "views.h"
 #include "wait.h"
 #include "base/alloc.h"
 #include "base/log.h"
@@ -244,12 +244,14 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         return 0;
 }
 
-/* The sandbox as a ListPodSandbox item, at a trim level (pb.h; 0: whole); a is for what
- * the item points to besides the view. */
-static void pod_item(rkl_arena *a, const rkl_pod_view *v, unsigned level,
-                     Runtime__V1__PodSandbox *p, Runtime__V1__PodSandboxMetadata *m)
+/* The sandbox (an rkl_pod_view) as a ListPodSandbox item, at a trim level (pb.h; 0:
+ * whole), in a: its strings point into the view or into a. */
+static const ProtobufCMessage *pod_item(rkl_arena *a, const void *view, unsigned level)
 {
+        const rkl_pod_view *v = view;
         const rkl_pod_record *rec = v->rec;
+        Runtime__V1__PodSandbox *p = rkl_arena_newa(Runtime__V1__PodSandbox, a, 1);
+        Runtime__V1__PodSandboxMetadata *m = rkl_arena_newa(Runtime__V1__PodSandboxMetadata, a, 1);
         *p = (Runtime__V1__PodSandbox)RUNTIME__V1__POD_SANDBOX__INIT;
         *m = (Runtime__V1__PodSandboxMetadata)RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
         p->id = (char *)rec->id;
@@ -267,79 +269,29 @@ static void pod_item(rkl_arena *a, const rkl_pod_view *v, unsigned level,
                        Runtime__V1__PodSandbox__AnnotationsEntry,
                        RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT, p->annotations,
                        p->n_annotations);
+        return &p->base;
 }
 
-/* The whole item, encoded once per view (see container_wire()). */
-static const rkl_blob *pod_wire(rkl_pod_view *v)
-{
-        const rkl_blob *b = atomic_load(&v->memo);
-        if (b)
-                return b;
-        _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        Runtime__V1__PodSandbox p;
-        Runtime__V1__PodSandboxMetadata m;
-        pod_item(a, v, 0, &p, &m);
-        return rkl_api_pb_wire(&v->memo, &p.base);
-}
+static _Atomic uint64_t pods_warned;
 
-/* An item trimmed to fit a List's answer: made for that answer only. */
-static const rkl_blob *pod_trimmed(void *userdata, size_t i, unsigned level, rkl_arena *a)
-{
-        rkl_pod_view *const *views = userdata;
-        Runtime__V1__PodSandbox p;
-        Runtime__V1__PodSandboxMetadata m;
-        pod_item(a, views[i], level, &p, &m);
-        return rkl_api_pb_blob(a, &p.base);
-}
-
-typedef struct pod_views {
-        rkl_pod_view **v;
-        size_t n;
-} pod_views;
-
-static void pod_views_release(pod_views *p)
-{
-        rkl_pod_views_unref(p->v, p->n);
-}
-
-/* The cache's filter of a List or Stream request's (pf may be NULL): the selector's
- * strings stay the request's. */
-static void pod_filter(rkl_arena *a, const Runtime__V1__PodSandboxFilter *pf, rkl_view_filter *f,
-                       rkl_kvs *selector)
-{
-        *f = (rkl_view_filter){0};
-        *selector = (rkl_kvs){0};
-        if (!pf)
-                return;
-        f->id = pf->id;
-        if (pf->state) {
-                f->by_state = true;
-                f->state = (int)pf->state->state;
-        }
-        RKL_API_KVS_FROM_PB(a, pf->label_selector, pf->n_label_selector, selector);
-        f->label_selector = selector;
-}
+static const rkl_api_views_kind pods = {
+    .pods = true,
+    .method = "ListPodSandbox",
+    .noun = "sandboxes",
+    .list_field = 1,   /* ListPodSandboxResponse.items */
+    .stream_field = 1, /* StreamPodSandboxesResponse.pod_sandboxes */
+    .item = pod_item,
+    .last_warned = &pods_warned,
+};
 
 int rkl_api_list_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__ListPodSandboxRequest *req,
                              Runtime__V1__ListPodSandboxResponse *resp, rkl_error *reterr)
 {
-        _cleanup_(pod_views_release) pod_views l = {0};
-        rkl_arena *a = ctx->arena;
         rkl_view_filter f;
         rkl_kvs selector;
 
-        pod_filter(a, req->filter, &f, &selector);
-        int r = rkl_cache_pod_list(ctx->cache, &f, &l.v, &l.n);
-        if (r < 0)
-                return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
-
-        static _Atomic uint64_t last_warned;
-        const rkl_blob **items = rkl_arena_newa(const rkl_blob *, a, l.n);
-        for (size_t i = 0; i < l.n; i++)
-                items[i] = pod_wire(l.v[i]);
-        return rkl_api_pb_raw_repeated_fit(ctx, 1 /* ListPodSandboxResponse.items */, items, l.n,
-                                           pod_trimmed, l.v, "ListPodSandbox", "sandboxes",
-                                           &last_warned, reterr);
+        RKL_API_VIEW_FILTER_FROM_PB(ctx->arena, req->filter, &f, &selector);
+        return rkl_api_views_list(ctx, &pods, &f, reterr);
 }
 
 int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
@@ -364,36 +316,14 @@ int rkl_api_update_runtime_config(rkl_api_ctx *ctx,
         return 0;
 }
 
-static const rkl_blob *pod_page_item(void *userdata, size_t i, rkl_arena *a, rkl_error *reterr)
-{
-        return pod_wire(((pod_views *)userdata)->v[i]);
-}
-
-static void pod_views_free(void *userdata)
-{
-        pod_views_release(userdata);
-        free(userdata);
-}
-
 int rkl_api_stream_pod_sandboxes(rkl_api_ctx *ctx,
                                  const Runtime__V1__StreamPodSandboxesRequest *req,
                                  Runtime__V1__StreamPodSandboxesResponse *resp, rkl_error *reterr)
 {
         rkl_view_filter f;
         rkl_kvs selector;
-        pod_views *l = rkl_xnew0(pod_views, 1);
 
         /* The sandboxes as ListPodSandbox takes them, items as it encodes them. */
-        pod_filter(ctx->arena, req->filter, &f, &selector);
-        int r = rkl_cache_pod_list(ctx->cache, &f, &l->v, &l->n);
-        if (r < 0) {
-                free(l);
-                return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
-        }
-        rkl_api_page_list pages = {.field = 1 /* StreamPodSandboxesResponse.pod_sandboxes */,
-                                   .n = l->n,
-                                   .item = pod_page_item,
-                                   .userdata = l,
-                                   .free = pod_views_free};
-        return rkl_api_page_stream(ctx, &pages);
+        RKL_API_VIEW_FILTER_FROM_PB(ctx->arena, req->filter, &f, &selector);
+        return rkl_api_views_stream(ctx, &pods, &f, reterr);
 }

@@ -31,6 +31,7 @@
 #include "store/events.h"
 #include "store/store.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/workpool.h"
@@ -734,11 +735,12 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
             &runtime__v1__runtime_service__descriptor,
             &runtime__v1__image_service__descriptor,
         };
+        const rkl_config *o = cfg->config;
         _cleanup_(rkl_api_server_freep) rkl_api_server *s = NULL;
         int r;
 
-        if (cfg->listen_fd <= 0) {
-                r = socket_path_check(cfg->listen_path, reterr);
+        if (o->listen_fd <= 0) {
+                r = socket_path_check(o->listen_path, reterr);
                 if (r < 0)
                         return r;
         }
@@ -747,7 +749,7 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         grpc_init();
         s = rkl_xnew0(rkl_api_server, 1);
         s->cfg = cfg;
-        s->listen_fd = cfg->listen_fd;
+        s->listen_fd = o->listen_fd;
         s->accept_stop_fd = -EBADF;
         s->cache = cache;
         s->reconciler = reconciler;
@@ -770,7 +772,7 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         for (size_t i = 0; i < ELEMENTSOF(services); i++)
                 methods_add(s, services[i]);
 
-        s->n_workers = cfg->n_threads ? cfg->n_threads : 1;
+        s->n_workers = o->api_threads ? o->api_threads : 1;
         s->workers = rkl_xnew0(worker, s->n_workers);
         for (size_t i = 0; i < s->n_workers; i++) {
                 s->workers[i].srv = s;
@@ -790,22 +792,22 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
                 return 0;
         }
 
-        _cleanup_free_ char *addr = rkl_xasprintf("unix:%s", cfg->listen_path);
+        _cleanup_free_ char *addr = rkl_xasprintf("unix:%s", o->listen_path);
         grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
         int port = grpc_server_add_http2_port(s->server, addr, creds);
         grpc_server_credentials_release(creds);
         if (port == 0)
                 return rkl_error_set(reterr, -EADDRNOTAVAIL, "cannot listen on '%s'",
-                                     cfg->listen_path);
+                                     o->listen_path);
         /* From here on, grpc requires a shutdown before destroy. */
         s->listening = true;
 
         /* The umask made it 0600 at bind time; widen to 0660 for the configured group. */
-        if (cfg->socket_gid != (gid_t)-1 && chown(cfg->listen_path, (uid_t)-1, cfg->socket_gid) < 0)
-                return rkl_error_set(reterr, -errno, "chown '%s': %s", cfg->listen_path,
+        if (o->socket_gid != (gid_t)-1 && chown(o->listen_path, (uid_t)-1, o->socket_gid) < 0)
+                return rkl_error_set(reterr, -errno, "chown '%s': %s", o->listen_path,
                                      strerror(errno));
-        if (chmod(cfg->listen_path, 0660) < 0)
-                return rkl_error_set(reterr, -errno, "chmod '%s': %s", cfg->listen_path,
+        if (chmod(o->listen_path, 0660) < 0)
+                return rkl_error_set(reterr, -errno, "chmod '%s': %s", o->listen_path,
                                      strerror(errno));
 
         *ret = TAKE_PTR(s);
@@ -871,7 +873,7 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr)
                 s->workers[i].store = rkl_store_new(db, s->cache);
         }
         for (size_t i = 0; i < _RKL_API_POOL_MAX; i++)
-                if (i != RKL_API_POOL_WAIT || s->cfg->wait)
+                if (i != RKL_API_POOL_WAIT || s->cfg->config->wait)
                         s->pools[i] = rkl_workpool_new(pool_defs[i].threads, pool_defs[i].name);
         grpc_server_start(s->server);
         s->started = true;

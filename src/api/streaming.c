@@ -2,6 +2,7 @@
 
 #include "exec.h"
 #include "lookup.h"
+#include "base/config.h"
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/time-util.h"
@@ -172,12 +173,13 @@ int rkl_api_attach(rkl_api_ctx *ctx, const Runtime__V1__AttachRequest *req,
         };
         /* Being started: the directory is found once the app runs (url_when_running). */
         if (!starting) {
-                r = attach_dir_of(ctx->cache, ctx->arena, ctx->cfg->rkt_data_dir, c, &e.attach_dir,
-                                  reterr);
+                r = attach_dir_of(ctx->cache, ctx->arena, ctx->cfg->config->rkt_data_dir, c,
+                                  &e.attach_dir, reterr);
                 if (r < 0)
                         return r;
         }
-        return url_for(ctx, v, starting, accepted, &e, ctx->cfg->rkt_data_dir, &resp->url, reterr);
+        return url_for(ctx, v, starting, accepted, &e, ctx->cfg->config->rkt_data_dir, &resp->url,
+                       reterr);
 }
 
 int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest *req,

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "store/cache.h"
@@ -138,7 +139,7 @@ static void wait_run(void *userdata)
 int rkl_api_wait(rkl_api_ctx *ctx, rkl_api_wait_for what, const char *id,
                  uint64_t stop_timeout_usec)
 {
-        if (!ctx->cfg || !ctx->cfg->wait || !ctx->call)
+        if (!ctx->cfg || !ctx->cfg->config->wait || !ctx->call)
                 return 0;
         wait_job *j = rkl_arena_newa(wait_job, ctx->arena, 1);
         *j = (wait_job){

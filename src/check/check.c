@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/error.h"
 #include "base/fileio.h"
 #include "base/parse.h"
@@ -88,7 +89,7 @@ static char *human(uint64_t bytes)
 static int check_stage1(const rkl_check_config *c, rkl_rkt *rkt, const rkl_rkt_build *b,
                         char **ret_where, rkl_error *reterr)
 {
-        _cleanup_free_ char *db = rkl_xasprintf("%s/cas/db", c->rkt_data_dir);
+        _cleanup_free_ char *db = rkl_xasprintf("%s/cas/db", c->config->rkt_data_dir);
         rkl_rkt_image *l = NULL;
         size_t n = 0;
         int r = 0;
@@ -98,7 +99,7 @@ static int check_stage1(const rkl_check_config *c, rkl_rkt *rkt, const rkl_rkt_b
                 r = rkl_rkt_image_list(rkt, timeout_of(c), &l, &n, &e);
                 if (r < 0)
                         return rkl_error_set(reterr, r, "cannot list rkt's images in '%s': %s",
-                                             c->rkt_data_dir, e.msg);
+                                             c->config->rkt_data_dir, e.msg);
                 bool found = false;
                 for (size_t i = 0; i < n && r >= 0; i++) {
                         r = rkl_rkt_build_check_stage1(b, l[i].name, l[i].id, reterr);
@@ -131,45 +132,45 @@ void rkl_check_rkt(const rkl_check_config *c, rkl_check_result *ret)
         rkl_rkt_build b = {0};
         rkl_error e = RKL_ERROR_INIT;
 
-        if (!c->rkt_path) {
+        if (!c->config->rkt_path) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "no rkt: rkt-path is not set and there is none in PATH; install the "
                     "rktlet-rkt package (" PACKAGED_RKT ") and set rkt-path to it");
                 return;
         }
-        if (access(c->rkt_path, X_OK) < 0) {
+        if (access(c->config->rkt_path, X_OK) < 0) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "'%s' (rkt-path): %s; install the rktlet-rkt package (" PACKAGED_RKT
                     ") or set rkt-path to a built rkt",
-                    c->rkt_path, strerror(errno));
+                    c->config->rkt_path, strerror(errno));
                 return;
         }
-        rkl_rkt_config rc = {.rkt_path = c->rkt_path, .data_dir = c->rkt_data_dir};
+        rkl_rkt_config rc = {.rkt_path = c->config->rkt_path, .data_dir = c->config->rkt_data_dir};
         if (rkl_rkt_new(&rc, &rkt, &e) < 0 || rkl_rkt_version_get(rkt, &v, &e) < 0) {
-                set(ret, name, RKL_CHECK_FAIL, "'%s' does not run: %s", c->rkt_path, e.msg);
+                set(ret, name, RKL_CHECK_FAIL, "'%s' does not run: %s", c->config->rkt_path, e.msg);
                 return;
         }
-        if (rkl_rkt_build_verify(c->rkt_path, v.version, rkl_rkt_patches_wanted,
+        if (rkl_rkt_build_verify(c->config->rkt_path, v.version, rkl_rkt_patches_wanted,
                                  rkl_rkt_n_patches_wanted, NULL, &b, &e) < 0) {
                 set(ret, name, RKL_CHECK_FAIL, "%s", e.msg);
                 goto out;
         }
         summary = rkl_rkt_build_summary(&b);
-        if (c->stage1_name && !streq_ptr(c->stage1_name, b.stage1_name))
+        if (c->config->stage1_name && !streq_ptr(c->config->stage1_name, b.stage1_name))
                 set(ret, name, RKL_CHECK_WARN,
                     "'%s' %s with %s; pods run stage1 '%s' (stage1-name), which its build "
                     "record does not describe: not checked; leave stage1-name unset to run the "
                     "patched one",
-                    c->rkt_path, v.version, summary, c->stage1_name);
+                    c->config->rkt_path, v.version, summary, c->config->stage1_name);
         else if (!b.stage1_name)
-                set(ret, name, RKL_CHECK_OK, "'%s' %s with %s (no stage1 recorded)", c->rkt_path,
-                    v.version, summary);
+                set(ret, name, RKL_CHECK_OK, "'%s' %s with %s (no stage1 recorded)",
+                    c->config->rkt_path, v.version, summary);
         else if (check_stage1(c, rkt, &b, &where, &e) < 0)
-                set(ret, name, RKL_CHECK_FAIL, "'%s' %s with %s, but %s", c->rkt_path, v.version,
-                    summary, e.msg);
+                set(ret, name, RKL_CHECK_FAIL, "'%s' %s with %s, but %s", c->config->rkt_path,
+                    v.version, summary, e.msg);
         else
-                set(ret, name, RKL_CHECK_OK, "'%s' %s with %s; stage1 %s %.19s... %s", c->rkt_path,
-                    v.version, summary, b.stage1_name, b.stage1_id, where);
+                set(ret, name, RKL_CHECK_OK, "'%s' %s with %s; stage1 %s %.19s... %s",
+                    c->config->rkt_path, v.version, summary, b.stage1_name, b.stage1_id, where);
 out:
         rkl_rkt_build_done(&b);
         rkl_rkt_version_done(&v);
@@ -199,12 +200,13 @@ void rkl_check_systemd(const rkl_check_config *c, rkl_check_result *ret)
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *version = NULL;
-        const char *where = c->systemd_bus ? c->systemd_bus : "the system bus";
+        const char *where = c->config->systemd_bus ? c->config->systemd_bus : "the system bus";
         int r;
 
-        if (!c->systemd_bus)
+        if (!c->config->systemd_bus)
                 r = sd_bus_open_system(&bus);
-        else if ((r = sd_bus_new(&bus)) >= 0 && (r = sd_bus_set_address(bus, c->systemd_bus)) >= 0)
+        else if ((r = sd_bus_new(&bus)) >= 0 &&
+                 (r = sd_bus_set_address(bus, c->config->systemd_bus)) >= 0)
                 r = sd_bus_start(bus);
         if (r >= 0)
                 r = sd_bus_set_method_call_timeout(bus, timeout_of(c));
@@ -415,12 +417,13 @@ void rkl_check_cni(const rkl_check_config *c, rkl_check_result *ret)
         _cleanup_(rkl_cni_config_freep) rkl_cni_config *cfg = NULL;
         rkl_error e = RKL_ERROR_INIT;
 
-        if (c->net) {
+        if (c->config->net) {
                 set(ret, name, RKL_CHECK_OK,
-                    "pods use rkt's own network '%s' (net): no CNI configuration is read", c->net);
+                    "pods use rkt's own network '%s' (net): no CNI configuration is read",
+                    c->config->net);
                 return;
         }
-        if (rkl_cni_config_load_dir(c->cni_conf_dir, &cfg, &e) < 0) {
+        if (rkl_cni_config_load_dir(c->config->cni_conf_dir, &cfg, &e) < 0) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "%s; pods cannot start (NetworkReady stays false): install the cluster "
                     "network's configuration there (a *.conflist, which a network add-on "
@@ -429,10 +432,10 @@ void rkl_check_cni(const rkl_check_config *c, rkl_check_result *ret)
                 return;
         }
         _cleanup_strv_free_ char **types = plugin_types(cfg), **missing = NULL;
-        _cleanup_free_ char *dirs = rkl_strv_join(c->cni_bin_dirs, ", ");
+        _cleanup_free_ char *dirs = rkl_strv_join(c->config->cni_bin_dirs, ", ");
         RKL_STRV_FOREACH (t, types) {
                 bool found = false;
-                RKL_STRV_FOREACH (d, c->cni_bin_dirs) {
+                RKL_STRV_FOREACH (d, c->config->cni_bin_dirs) {
                         _cleanup_free_ char *p = rkl_xasprintf("%s/%s", *d, *t);
                         struct stat st;
                         if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
@@ -465,22 +468,22 @@ void rkl_check_cni(const rkl_check_config *c, rkl_check_result *ret)
 void rkl_check_socket(const rkl_check_config *c, rkl_check_result *ret)
 {
         static const char name[] = "socket";
-        gid_t want = c->socket_gid == (gid_t)-1 ? 0 : c->socket_gid;
+        gid_t want = c->config->socket_gid == (gid_t)-1 ? 0 : c->config->socket_gid;
         struct stat st;
 
         /* Never connect: rktlet.socket would start the daemon for it. */
-        if (lstat(c->listen, &st) < 0) {
+        if (lstat(c->config->listen_path, &st) < 0) {
                 set(ret, name, RKL_CHECK_WARN,
                     "'%s' (listen) is not there: %s; start rktlet.socket (systemctl enable --now "
                     "rktlet.socket), or the daemon makes it when it starts without one",
-                    c->listen, strerror(errno));
+                    c->config->listen_path, strerror(errno));
                 return;
         }
         if (!S_ISSOCK(st.st_mode)) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "'%s' (listen) is not a socket: kubelet cannot connect; remove it, or set "
                     "listen elsewhere",
-                    c->listen);
+                    c->config->listen_path);
                 return;
         }
         unsigned mode = st.st_mode & 07777;
@@ -488,18 +491,19 @@ void rkl_check_socket(const rkl_check_config *c, rkl_check_result *ret)
                 set(ret, name, RKL_CHECK_FAIL,
                     "'%s' is mode %04o: anyone on the machine can run pods as root; make it 0660 "
                     "(rktlet.socket's SocketMode=)",
-                    c->listen, mode);
+                    c->config->listen_path, mode);
                 return;
         }
         if (st.st_gid != want) {
                 set(ret, name, RKL_CHECK_WARN,
                     "'%s' is mode %04o, owner %u, group %u, not the configured group %u; "
                     "rktlet.socket's SocketGroup= and socket-group should agree",
-                    c->listen, mode, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)want);
+                    c->config->listen_path, mode, (unsigned)st.st_uid, (unsigned)st.st_gid,
+                    (unsigned)want);
                 return;
         }
-        set(ret, name, RKL_CHECK_OK, "'%s': mode %04o, owner %u, group %u", c->listen, mode,
-            (unsigned)st.st_uid, (unsigned)st.st_gid);
+        set(ret, name, RKL_CHECK_OK, "'%s': mode %04o, owner %u, group %u", c->config->listen_path,
+            mode, (unsigned)st.st_uid, (unsigned)st.st_gid);
 }
 
 /* ---- the state directory ---- */
@@ -548,8 +552,8 @@ static char *existing_ancestor(const char *path)
 void rkl_check_state(const rkl_check_config *c, rkl_check_result *ret)
 {
         static const char name[] = "state";
-        _cleanup_free_ char *on = existing_ancestor(c->state_dir);
-        _cleanup_free_ char *data_on = existing_ancestor(c->rkt_data_dir);
+        _cleanup_free_ char *on = existing_ancestor(c->config->state_dir);
+        _cleanup_free_ char *data_on = existing_ancestor(c->config->rkt_data_dir);
         struct statfs fs, data_fs;
         struct stat st;
 
@@ -569,32 +573,33 @@ void rkl_check_state(const rkl_check_config *c, rkl_check_result *ret)
         uint64_t avail = (uint64_t)data_fs.f_bavail * (uint64_t)data_fs.f_bsize;
         uint64_t size = (uint64_t)data_fs.f_blocks * (uint64_t)data_fs.f_bsize;
         _cleanup_free_ char *a = human(avail), *s = human(size);
-        const char *made = exists(c->state_dir) ? "" : " (made at the daemon's first start)";
+        const char *made =
+            exists(c->config->state_dir) ? "" : " (made at the daemon's first start)";
         bool same = fs.f_fsid.__val[0] == data_fs.f_fsid.__val[0] &&
                     fs.f_fsid.__val[1] == data_fs.f_fsid.__val[1];
         _cleanup_free_ char *data =
-            same ? rkl_xasprintf("rkt's data '%s' with it", c->rkt_data_dir)
-                 : rkl_xasprintf("rkt's data '%s' on %s", c->rkt_data_dir, data_type);
+            same ? rkl_xasprintf("rkt's data '%s' with it", c->config->rkt_data_dir)
+                 : rkl_xasprintf("rkt's data '%s' on %s", c->config->rkt_data_dir, data_type);
 
         if (streq(data_type, "overlayfs")) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "rkt's data '%s' is on overlayfs, on which rkt cannot mount its pods' "
                     "overlays; set rkt-data-dir on ext4, xfs or btrfs",
-                    c->rkt_data_dir);
+                    c->config->rkt_data_dir);
                 return;
         }
-        if (stat(c->state_dir, &st) == 0 && (st.st_mode & 0077)) {
+        if (stat(c->config->state_dir, &st) == 0 && (st.st_mode & 0077)) {
                 set(ret, name, RKL_CHECK_FAIL,
                     "'%s' is mode %04o: its database holds every pod's environment; chmod 0700 "
                     "it",
-                    c->state_dir, (unsigned)(st.st_mode & 07777));
+                    c->config->state_dir, (unsigned)(st.st_mode & 07777));
                 return;
         }
         rkl_check_level level = avail < FREE_FAIL_BYTES   ? RKL_CHECK_FAIL
                                 : avail < FREE_WARN_BYTES ? RKL_CHECK_WARN
                                                           : RKL_CHECK_OK;
-        set(ret, name, level, "'%s'%s on %s, %s; %s free of %s%s", c->state_dir, made, type, data,
-            a, s,
+        set(ret, name, level, "'%s'%s on %s, %s; %s free of %s%s", c->config->state_dir, made, type,
+            data, a, s,
             level == RKL_CHECK_OK ? ""
                                   : "; images and pods' layers need room: free some (crictl rmi "
                                     "--prune) or give rkt-data-dir a larger filesystem");
@@ -719,7 +724,7 @@ void rkl_check_mirror(const rkl_check_config *c, const char *spec, rkl_check_res
 
 void rkl_check_all(const rkl_check_config *c, rkl_check_result **ret, size_t *ret_n)
 {
-        size_t n_mirrors = rkl_strv_length(c->mirrors), n = 0;
+        size_t n_mirrors = rkl_strv_length(c->config->registry_mirrors), n = 0;
         rkl_check_result *l = rkl_xnew0(rkl_check_result, 7 + (n_mirrors ? n_mirrors : 1));
 
         rkl_check_rkt(c, &l[n++]);
@@ -729,7 +734,7 @@ void rkl_check_all(const rkl_check_config *c, rkl_check_result **ret, size_t *re
         rkl_check_cni(c, &l[n++]);
         rkl_check_socket(c, &l[n++]);
         rkl_check_state(c, &l[n++]);
-        RKL_STRV_FOREACH (m, c->mirrors)
+        RKL_STRV_FOREACH (m, c->config->registry_mirrors)
                 rkl_check_mirror(c, *m, &l[n++]);
         if (n_mirrors == 0)
                 set(&l[n++], "mirror", RKL_CHECK_OK,

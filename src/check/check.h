@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+typedef struct rkl_config rkl_config;
+
 typedef enum rkl_check_level {
         RKL_CHECK_OK,
         RKL_CHECK_WARN,
@@ -29,20 +31,10 @@ typedef struct rkl_check_result {
 void rkl_check_result_done(rkl_check_result *r);
 
 typedef struct rkl_check_config {
-        const char *rkt_path; /* NULL: none was found */
-        const char *rkt_data_dir;
-        const char *stage1_name;   /* NULL: rkt's default */
-        const char *systemd_bus;   /* NULL: the system bus */
-        const char *net;           /* rkt's own network for pods: no CNI */
-        const char *cni_conf_dir;  /* the cluster's network configuration */
-        char *const *cni_bin_dirs; /* where its plugins are looked for */
-        const char *listen;        /* the CRI socket's path */
-        gid_t socket_gid;          /* (gid_t)-1: root's */
-        const char *state_dir;
-        char *const *mirrors;  /* "HOST=URL" (--registry-mirror) */
-        const char *proc;      /* "/proc" */
-        const char *cgroup;    /* "/sys/fs/cgroup" */
-        uint64_t timeout_usec; /* each command and connection; 0: 10 s */
+        const rkl_config *config; /* the daemon's options (base/config.h) */
+        const char *proc;         /* "/proc" */
+        const char *cgroup;       /* "/sys/fs/cgroup" */
+        uint64_t timeout_usec;    /* each command and connection; 0: 10 s */
 } rkl_check_config;
 
 /* kubelet's default maxPods: the pods a node is expected to hold. */

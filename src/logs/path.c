@@ -31,7 +31,7 @@ static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
         struct open_how how = {
             .flags = (uint64_t)flags | O_CLOEXEC,
-            .mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0,
+            .mode = (flags & O_CREAT) ? mode : 0,
             .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
         long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
@@ -288,22 +288,13 @@ static int led_out(rkl_error *reterr)
         return -EXDEV;
 }
 
-int rkl_log_file_open(const char *log_directory, const char *log_path, char *const *forbidden,
-                      const rkl_log_file_id *ours, rkl_log_record_fn record, void *userdata,
-                      rkl_log_file *ret, rkl_error *reterr)
+/* The directory that holds the log file, reached from / through the resolved directory
+ * (real) and then log_path's directories: a symlink swapped in after the resolution is
+ * refused, not followed. file_path is a copy of log_path, cut at its last '/'; the file's
+ * name in the directory goes in *ret_leaf, which points into it. */
+static int open_parent(const char *log_directory, const char *real, const char *log_path,
+                       char *file_path, const char **ret_leaf, rkl_error *reterr)
 {
-        _cleanup_free_ char *real = NULL;
-        int r;
-
-        if (isempty(log_directory) || isempty(log_path))
-                return rkl_error_set(reterr, -EINVAL, "no log file");
-        /* Judged again as it resolves now, whatever it resolved to at the checks. */
-        if (directory_check(log_directory, forbidden, &real, reterr) < 0 ||
-            path_check(real, log_path, forbidden, reterr) < 0)
-                return led_out(reterr);
-
-        /* From / to the resolved directory, then to the file's: a symlink swapped in after
-         * the resolution is refused, not followed. */
         _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return rkl_error_set(reterr, -errno, "cannot open '/': %m");
@@ -315,27 +306,36 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                                      log_directory, real);
         if (dirfd < 0)
                 return rkl_error_set(reterr, dirfd, "cannot open '%s': %s", real, strerror(-dirfd));
-        _cleanup_free_ char *file_path = rkl_xstrdup(log_path);
-        const char *leaf = NULL;
-        _cleanup_close_ int parent = walk_dirs(dirfd, file_path, true, &leaf);
+        int parent = walk_dirs(dirfd, file_path, true, ret_leaf);
         if (parent == -ELOOP || parent == -EXDEV || parent == -ENOTDIR)
                 return rkl_error_set(reterr, -EXDEV, "'%s' leads out of '%s' (a symlink)", log_path,
                                      log_directory);
         if (parent < 0)
                 return rkl_error_set(reterr, parent, "cannot open '%s/%s': %s", log_directory,
                                      log_path, strerror(-parent));
+        return parent;
+}
 
+/* The log file leaf in parent, for writing: made now (*ret_created), or the one rktlet made
+ * before (ours) opened again, whose identity before the open goes in *ret_st. A file made
+ * now may have no name yet (*ret_named false): name_leaf() gives it its name. */
+static int open_leaf(int parent, const char *leaf, const char *log_directory, const char *log_path,
+                     const rkl_log_file_id *ours, bool *ret_created, bool *ret_named,
+                     struct stat *ret_st, rkl_error *reterr)
+{
         struct stat st = {0};
-        bool created = false, named = true;
-        _cleanup_close_ int fd = -EBADF;
+        int fd, r;
+
+        *ret_created = false;
+        *ret_named = true;
         int probe = openat2_beneath(parent, leaf, O_PATH, 0);
         if (probe == -ENOENT) {
                 /* Made without a name (O_TMPFILE), named once recorded: a daemon killed in
                  * between leaves no file, which it would then refuse as someone else's for
                  * ever. A file system without O_TMPFILE gets the name at once. */
                 fd = openat2_beneath(parent, ".", O_WRONLY | O_TMPFILE | O_NOCTTY, 0640);
-                named = fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL;
-                if (named)
+                *ret_named = fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL;
+                if (*ret_named)
                         fd = openat2_beneath(
                             parent, leaf, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY, 0640);
                 if (fd == -EEXIST)
@@ -343,7 +343,7 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                                              "'%s/%s' appeared while rktlet made it: not "
                                              "written",
                                              log_directory, log_path);
-                created = fd >= 0;
+                *ret_created = fd >= 0;
         } else if (probe >= 0) {
                 /* rktlet writes only into the files it made: a file of anyone else's (the
                  * daemon's database, a host's file) is never appended to. */
@@ -371,6 +371,51 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
         if (fd < 0)
                 return rkl_error_set(reterr, fd, "cannot open '%s/%s': %s", log_directory, log_path,
                                      strerror(-fd));
+        *ret_st = st;
+        return fd;
+}
+
+/* Gives fd, made by open_leaf() without a name, the name leaf in parent. */
+static int name_leaf(int fd, int parent, const char *leaf, const char *log_directory,
+                     const char *log_path, rkl_error *reterr)
+{
+        char self[64];
+        (void)snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+        if (linkat(AT_FDCWD, self, parent, leaf, AT_SYMLINK_FOLLOW) == 0)
+                return 0;
+        if (errno == EEXIST)
+                return rkl_error_set(reterr, -EEXIST,
+                                     "'%s/%s' appeared while rktlet made it: not written",
+                                     log_directory, log_path);
+        return rkl_error_set(reterr, -errno, "cannot name '%s/%s': %m", log_directory, log_path);
+}
+
+int rkl_log_file_open(const char *log_directory, const char *log_path, char *const *forbidden,
+                      const rkl_log_file_id *ours, rkl_log_record_fn record, void *userdata,
+                      rkl_log_file *ret, rkl_error *reterr)
+{
+        _cleanup_free_ char *real = NULL;
+        int r;
+
+        if (isempty(log_directory) || isempty(log_path))
+                return rkl_error_set(reterr, -EINVAL, "no log file");
+        /* Judged again as it resolves now, whatever it resolved to at the checks. */
+        if (directory_check(log_directory, forbidden, &real, reterr) < 0 ||
+            path_check(real, log_path, forbidden, reterr) < 0)
+                return led_out(reterr);
+
+        _cleanup_free_ char *file_path = rkl_xstrdup(log_path);
+        const char *leaf = NULL;
+        _cleanup_close_ int parent =
+            open_parent(log_directory, real, log_path, file_path, &leaf, reterr);
+        if (parent < 0)
+                return parent;
+        struct stat st = {0};
+        bool created = false, named = true;
+        _cleanup_close_ int fd = open_leaf(parent, leaf, log_directory, log_path, ours, &created,
+                                           &named, &st, reterr);
+        if (fd < 0)
+                return fd;
         struct stat now;
         if (fstat(fd, &now) < 0)
                 return rkl_error_set(reterr, -errno, "cannot stat '%s/%s': %m", log_directory,
@@ -401,16 +446,8 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                                 (void)unlinkat(parent, leaf, 0);
                         return r;
                 }
-                char self[64];
-                (void)snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-                if (!named && linkat(AT_FDCWD, self, parent, leaf, AT_SYMLINK_FOLLOW) < 0)
-                        return errno == EEXIST
-                                   ? rkl_error_set(reterr, -EEXIST,
-                                                   "'%s/%s' appeared while rktlet made it: not "
-                                                   "written",
-                                                   log_directory, log_path)
-                                   : rkl_error_set(reterr, -errno, "cannot name '%s/%s': %m",
-                                                   log_directory, log_path);
+                if (!named && (r = name_leaf(fd, parent, leaf, log_directory, log_path, reterr)) < 0)
+                        return r;
         }
         f.fd = TAKE_FD(fd);
         *ret = f;

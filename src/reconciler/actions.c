@@ -119,7 +119,7 @@ static int run_app_stop(action *a)
  * failure of ours. rkt's error is kept for when the pod really stays up. */
 static int run_pod_stop(action *a)
 {
-        int64_t grace = (int64_t)a->r->cfg.stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        int64_t grace = (int64_t)a->r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
         rkl_error err = RKL_ERROR_INIT;
         int k;
 

@@ -130,8 +130,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 _cleanup_free_ char *image = NULL;
                 if (!isempty(c->observed.image_ref))
                         image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
-                else if (rkl_images_resolve_refresh(r->cfg.images, c->spec.image, &image, &err) <
-                         0) {
+                else if (rkl_images_resolve_refresh(r->images, c->spec.image, &image, &err) < 0) {
                         rkl_reconciler__container_failed_attempt(r, c, err.msg);
                         return;
                 }
@@ -177,7 +176,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
                 a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
-                                                     : now + (int64_t)r->cfg.stop_grace_usec * 1000;
+                                                     : now + (int64_t)r->stop_grace_usec * 1000;
                 a->supervisor = (pid_t)p->ppid;
                 a->timeout_usec = 0;
         }
@@ -240,18 +239,18 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
 {
         /* A TTY's output goes to no log; an exit long past (the daemon was down) has had
          * its writer's time. */
-        if (!r->cfg.logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
+        if (!r->logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
             c->observed.phase == RKL_CONTAINER_PHASE_EXITED || rkl_container_never_ran(co) ||
             c->spec.tty || isempty(pod->spec.log_directory) || isempty(c->spec.log_path) ||
             !co->finished_ns || rkl_realtime_nsec() - co->finished_ns >= EXIT_HOLD_NSEC)
                 return false;
         if (log_writer_pending(r, p, c))
                 return true;
-        if (rkl_logs_finished(r->cfg.logs, c->id))
+        if (rkl_logs_finished(r->logs, c->id))
                 return false;
         rkl_log_target t = log_target(r, c, pod->spec.log_directory);
         t.exited = true;
-        rkl_logs_finish(r->cfg.logs, &t);
+        rkl_logs_finish(r->logs, &t);
         log_target_done(&t);
         return true;
 }
@@ -260,7 +259,7 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
 {
         rkl_container_view **v;
         size_t n;
-        if (!r->cfg.logs)
+        if (!r->logs)
                 return;
         rkl_cache_container_list(r->cache, NULL, &v, &n);
         /* Views are immutable and versioned: the same versions, the same answer. */
@@ -283,7 +282,7 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
                     rkl_cache_pod_get(r->cache, c->sandbox_id);
                 t[k++] = log_target(r, c, pod ? pod->rec->spec.log_directory : NULL);
         }
-        rkl_logs_sync(r->cfg.logs, t, k);
+        rkl_logs_sync(r->logs, t, k);
         for (size_t i = 0; i < k; i++)
                 log_target_done(&t[i]);
         free(t);

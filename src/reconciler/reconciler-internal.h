@@ -10,6 +10,7 @@
 
 #include "reconciler.h"
 #include "observe.h"
+#include "base/config.h"
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/workpool.h"
@@ -93,7 +94,13 @@ typedef struct action {
 } action;
 
 struct rkl_reconciler {
-        rkl_reconciler_config cfg;
+        /* The options, the defaults of their zeros filled in: a copy whose strings are
+         * still the daemon's, never freed here. */
+        rkl_config cfg;
+        rkl_images *images;
+        rkl_logs *logs;
+        rkl_stats *stats;
+        uint64_t resync_interval_usec, stop_grace_usec;
         char *pods_dir;
         rkl_cache *cache;
         rkl_rkt *rkt;

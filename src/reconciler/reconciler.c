@@ -66,8 +66,8 @@ static int probe_stage1(rkl_reconciler *r, const rkl_rkt_build *b, rkl_error *re
         size_t n = 0;
         int k = 0;
 
-        if (!b->stage1_name || !r->cfg.images || !rkl_images_wait_listed(r->cfg.images, 0) ||
-            rkl_images_list(r->cfg.images, NULL, &l, &n, NULL) < 0)
+        if (!b->stage1_name || !r->images || !rkl_images_wait_listed(r->images, 0) ||
+            rkl_images_list(r->images, NULL, &l, &n, NULL) < 0)
                 return 0;
         for (size_t i = 0; i < n && k >= 0; i++)
                 k = rkl_rkt_build_check_stage1(b, l[i]->name, l[i]->id, reterr);
@@ -302,7 +302,7 @@ static void list_images_run(void *userdata)
 {
         rkl_reconciler *r = userdata;
         rkl_error err = RKL_ERROR_INIT;
-        if (rkl_images_refresh(r->cfg.images, &err) < 0) {
+        if (rkl_images_refresh(r->images, &err) < 0) {
                 rkl_log_warning("%s, continuing with the images known so far", err.msg);
                 /* without rkt there is nothing to try again */
                 atomic_store(&r->images_unlisted, r->rkt != NULL);
@@ -313,7 +313,7 @@ static void list_images_run(void *userdata)
 
 static void list_images(rkl_reconciler *r)
 {
-        if (!r->cfg.images || atomic_exchange(&r->images_listing, true))
+        if (!r->images || atomic_exchange(&r->images_listing, true))
                 return;
         atomic_store(&r->images_unlisted, false);
         rkl_workpool_submit(r->pool, list_images_run, r);
@@ -334,7 +334,7 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         rkl_reconciler *r = userdata;
         r->rescan = true;
-        rearm(s, r->cfg.resync_interval_usec);
+        rearm(s, r->resync_interval_usec);
         schedule_pass(r);
         return 0;
 }
@@ -433,10 +433,10 @@ static void *reconciler_main(void *userdata)
                                       on_probe_timer, r);
         if (k >= 0)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC,
-                                      now + r->cfg.resync_interval_usec, USEC_PER_SEC,
-                                      on_resync_timer, r);
+                                      now + r->resync_interval_usec, USEC_PER_SEC, on_resync_timer,
+                                      r);
         /* The first refresh shortly after the start, then every stats interval. */
-        if (k >= 0 && r->cfg.stats)
+        if (k >= 0 && r->stats)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC, now + 100 * USEC_PER_MSEC,
                                       USEC_PER_MSEC, on_stats_timer, r);
         if (k >= 0)
@@ -501,17 +501,22 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         _cleanup_(rkl_reconciler_freep) rkl_reconciler *r = rkl_xnew0(rkl_reconciler, 1);
         int k;
 
-        r->cfg = *cfg;
+        r->cfg = *cfg->config;
+        r->images = cfg->images;
+        r->logs = cfg->logs;
+        r->stats = cfg->stats;
+        r->resync_interval_usec = cfg->resync_interval_usec;
+        r->stop_grace_usec = cfg->stop_grace_usec;
         if (!r->cfg.probe_interval_usec)
                 r->cfg.probe_interval_usec = 30 * USEC_PER_SEC;
-        if (!r->cfg.resync_interval_usec)
-                r->cfg.resync_interval_usec = 10 * USEC_PER_SEC;
+        if (!r->resync_interval_usec)
+                r->resync_interval_usec = 10 * USEC_PER_SEC;
         if (!r->cfg.stats_interval_usec)
                 r->cfg.stats_interval_usec = 10 * USEC_PER_SEC;
         if (!r->cfg.sandbox_ready_timeout_usec)
                 r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
-        if (!r->cfg.stop_grace_usec)
-                r->cfg.stop_grace_usec = 10 * USEC_PER_SEC;
+        if (!r->stop_grace_usec)
+                r->stop_grace_usec = 10 * USEC_PER_SEC;
         if (!r->cfg.rkt_timeout_usec)
                 r->cfg.rkt_timeout_usec = 60 * USEC_PER_SEC;
         if (!r->cfg.max_actions)
@@ -533,7 +538,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
                 rkl_log_warning("cannot read the kernel's log (/dev/kmsg: %s): an OOM-killed "
                                 "app whose cgroup is gone will read as a plain SIGKILL",
                                 strerror(-k));
-        r->pods_dir = rkl_xasprintf("%s/pods", cfg->rkt_data_dir ? cfg->rkt_data_dir : "/");
+        r->pods_dir = rkl_xasprintf("%s/pods", r->cfg.rkt_data_dir ? r->cfg.rkt_data_dir : "/");
 
         if (cfg->db_path) {
                 rkl_db *db = NULL;
@@ -542,8 +547,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
                         return k;
                 r->store = rkl_store_new(db, cache);
         }
-        if (cfg->rkt_path) {
-                rkl_rkt_config rc = {.rkt_path = cfg->rkt_path, .data_dir = cfg->rkt_data_dir};
+        if (r->cfg.rkt_path) {
+                rkl_rkt_config rc = {.rkt_path = r->cfg.rkt_path, .data_dir = r->cfg.rkt_data_dir};
                 k = rkl_rkt_new(&rc, &r->rkt, reterr);
                 if (k < 0)
                         return k;

@@ -16,29 +16,17 @@ typedef struct rkl_logs rkl_logs;
 typedef struct rkl_stats rkl_stats;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_db_options rkl_db_options;
+typedef struct rkl_config rkl_config;
 
 typedef struct rkl_reconciler_config {
-        const char *db_path; /* the thread opens its own connection; NULL: probe only */
+        const rkl_config *config; /* the options (base/config.h); zeros get their defaults */
+        const char *db_path;      /* the thread opens its own connection; NULL: probe only */
         const rkl_db_options *store_opts;
-        const char *state_dir;
-        rkl_images *images;   /* resolves containers' images to IDs */
-        rkl_logs *logs;       /* told which containers' logs to follow; NULL: none */
-        rkl_stats *stats;     /* refreshed every stats_interval_usec; NULL: no stats */
-        const char *rkt_path; /* NULL: no rkt was found */
-        const char *rkt_data_dir;
-        const char *systemd_bus;   /* NULL: the system bus */
-        const char *net;           /* rkt --net for pods; NULL: the reconciler runs CNI */
-        const char *cni_conf_dir;  /* the network configuration's directory */
-        char *const *cni_bin_dirs; /* where plugins are found */
-        uint64_t cni_timeout_usec; /* a plugin's deadline; 0: 30 s */
-        const char *stage1_name;   /* NULL: rkt's default stage1 */
-        unsigned max_actions;      /* rkt commands at once; 0: 4 */
-        uint64_t probe_interval_usec;
-        uint64_t resync_interval_usec;
-        uint64_t sandbox_ready_timeout_usec; /* a sandbox not ready by then is retried */
-        uint64_t stop_grace_usec;            /* SIGTERM to SIGKILL when no deadline was asked for */
-        uint64_t rkt_timeout_usec;           /* a rkt command's deadline; 0: 60 s */
-        uint64_t stats_interval_usec;        /* 0: 10 s, kubelet's housekeeping period */
+        rkl_images *images;            /* resolves containers' images to IDs */
+        rkl_logs *logs;                /* told which containers' logs to follow; NULL: none */
+        rkl_stats *stats;              /* refreshed every stats_interval_usec; NULL: no stats */
+        uint64_t resync_interval_usec; /* the rescan of the pod directories; 0: 10 s */
+        uint64_t stop_grace_usec; /* SIGTERM to SIGKILL when no deadline was asked for; 0: 10 s */
 } rkl_reconciler_config;
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,

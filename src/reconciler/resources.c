@@ -132,7 +132,7 @@ void rkl_reconciler__stats_refresh(rkl_reconciler *r)
         size_t n_pods, k = 0, cap = 16;
         rkl_stats_target *t;
 
-        if (!r->cfg.stats)
+        if (!r->stats)
                 return;
         t = rkl_xnew0(rkl_stats_target, cap);
         rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
@@ -170,7 +170,7 @@ void rkl_reconciler__stats_refresh(rkl_reconciler *r)
                 memcpy(x->sandbox_id, rec->id, sizeof(x->sandbox_id));
         }
         rkl_pod_views_unref(pods, n_pods);
-        rkl_stats_refresh(r->cfg.stats, t, k);
+        rkl_stats_refresh(r->stats, t, k);
 }
 
 int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)

@@ -384,6 +384,60 @@ static char *percent_doubled(char *s)
         return d;
 }
 
+/* The app's user, group and supplementary groups: the image's for the user when known
+ * (ids), else the spec's. */
+static void push_identity(char ***a, const rkl_container_spec *spec, const rkl_rkt_ids *ids)
+{
+        if (ids) {
+                pushf(a, "--user=%" PRIi64, ids->uid);
+                pushf(a, "--group=%" PRIi64, ids->gid);
+        } else if (!isempty(spec->run_as_username))
+                pushf(a, "--user=%s", spec->run_as_username);
+        else if (spec->has_run_as_user)
+                pushf(a, "--user=%" PRIi64, spec->run_as_user);
+        if (!ids && spec->has_run_as_group)
+                pushf(a, "--group=%" PRIi64, spec->run_as_group);
+        /* The spec's groups, then the image's for the user (as containerd adds them). */
+        size_t n_image = ids ? ids->n_groups : 0;
+        if (spec->n_supplemental_groups + n_image > 0) {
+                char buf[8192];
+                size_t n = 0;
+                for (size_t i = 0;
+                     i < spec->n_supplemental_groups + n_image && n < sizeof(buf) - 32; i++)
+                        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%" PRIi64, i ? "," : "",
+                                              i < spec->n_supplemental_groups
+                                                  ? spec->supplemental_groups[i]
+                                                  : ids->groups[i - spec->n_supplemental_groups]);
+                pushf(a, "--supplementary-gids=%s", buf);
+        }
+}
+
+/* The app's command line: rkt keeps exec[0] and replaces the rest with our args
+ * (stage0/app_add.go), so argv is always passed whole: command + args, or the image's
+ * entrypoint + args, as Docker would run it. */
+static void push_exec(char ***a, const rkl_container_spec *spec, const rkl_rkt_app_opts *o)
+{
+        _cleanup_strv_free_ char **argv = NULL;
+        RKL_STRV_FOREACH (s, spec->command ? spec->command : o->image_entrypoint)
+                rkl_strv_push(&argv, *s);
+        RKL_STRV_FOREACH (s, spec->args)
+                rkl_strv_push(&argv, *s);
+        /* rkt writes them into the app's ExecStart= quoted but with '%' as is, and systemd
+         * expands '%' specifiers there: "date +%s" would run with the unit's name in it,
+         * and "%0" fails the unit. Doubled, systemd gives back the one '%'. */
+        for (char **s = argv; s && *s; s++)
+                *s = percent_doubled(*s);
+        if (argv) {
+                pushf(a, "--exec=%s", argv[0]);
+                if (argv[1]) {
+                        rkl_strv_push(a, "--");
+                        for (char **s = argv + 1; *s; s++)
+                                rkl_strv_push(a, *s);
+                        rkl_strv_push(a, "---");
+                }
+        }
+}
+
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr)
 {
@@ -411,29 +465,7 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         if (spec->readonly_rootfs)
                 rkl_strv_push(&a, "--readonly-rootfs=true");
 
-        const rkl_rkt_ids *ids = o->ids && o->ids->set ? o->ids : NULL;
-        if (ids) {
-                pushf(&a, "--user=%" PRIi64, ids->uid);
-                pushf(&a, "--group=%" PRIi64, ids->gid);
-        } else if (!isempty(spec->run_as_username))
-                pushf(&a, "--user=%s", spec->run_as_username);
-        else if (spec->has_run_as_user)
-                pushf(&a, "--user=%" PRIi64, spec->run_as_user);
-        if (!ids && spec->has_run_as_group)
-                pushf(&a, "--group=%" PRIi64, spec->run_as_group);
-        /* The spec's groups, then the image's for the user (as containerd adds them). */
-        size_t n_image = ids ? ids->n_groups : 0;
-        if (spec->n_supplemental_groups + n_image > 0) {
-                char buf[8192];
-                size_t n = 0;
-                for (size_t i = 0;
-                     i < spec->n_supplemental_groups + n_image && n < sizeof(buf) - 32; i++)
-                        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%" PRIi64, i ? "," : "",
-                                              i < spec->n_supplemental_groups
-                                                  ? spec->supplemental_groups[i]
-                                                  : ids->groups[i - spec->n_supplemental_groups]);
-                pushf(&a, "--supplementary-gids=%s", buf);
-        }
+        push_identity(&a, spec, o->ids && o->ids->set ? o->ids : NULL);
 
         if (spec->cpu_shares > 0)
                 pushf(&a, "--cpu-shares=%" PRIi64, spec->cpu_shares);
@@ -460,28 +492,7 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                       m->host_path, m->container_path, m->readonly ? "true" : "false");
         }
 
-        /* rkt keeps exec[0] and replaces the rest with our args (stage0/app_add.go), so
-         * argv is always passed whole: command + args, or the image's entrypoint + args,
-         * as Docker would run it. */
-        _cleanup_strv_free_ char **argv = NULL;
-        RKL_STRV_FOREACH (s, spec->command ? spec->command : o->image_entrypoint)
-                rkl_strv_push(&argv, *s);
-        RKL_STRV_FOREACH (s, spec->args)
-                rkl_strv_push(&argv, *s);
-        /* rkt writes them into the app's ExecStart= quoted but with '%' as is, and systemd
-         * expands '%' specifiers there: "date +%s" would run with the unit's name in it,
-         * and "%0" fails the unit. Doubled, systemd gives back the one '%'. */
-        for (char **s = argv; s && *s; s++)
-                *s = percent_doubled(*s);
-        if (argv) {
-                pushf(&a, "--exec=%s", argv[0]);
-                if (argv[1]) {
-                        rkl_strv_push(&a, "--");
-                        for (char **s = argv + 1; *s; s++)
-                                rkl_strv_push(&a, *s);
-                        rkl_strv_push(&a, "---");
-                }
-        }
+        push_exec(&a, spec, o);
         *ret = TAKE_PTR(a);
         return 0;
 }

@@ -395,6 +395,16 @@ void rkl_cache_container_remove(rkl_cache *c, const char *id, uint64_t version)
         rkl_container_view_unref(tombstone(c, c->containers, id, version));
 }
 
+/* The next entry of m from *i on that holds a view (no tombstone), or NULL. Lock held. */
+static entry *next_live(rkl_hashmap *m, size_t *i)
+{
+        void *v;
+        while (rkl_hashmap_iterate(m, i, NULL, &v))
+                if (((entry *)v)->view)
+                        return v;
+        return NULL;
+}
+
 static void *get_locked(rkl_hashmap *m, const char *id)
 {
         entry *e = rkl_hashmap_get(m, id);
@@ -433,10 +443,8 @@ static int resolve_locked(rkl_hashmap *m, const char *prefix, void **ret)
         }
         void *found = NULL;
         size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(m, &i, NULL, &v)) {
-                entry *e = v;
-                if (!e->view || strncmp(e->id, prefix, n) != 0)
+        for (entry *e; (e = next_live(m, &i));) {
+                if (strncmp(e->id, prefix, n) != 0)
                         continue;
                 if (found)
                         return -ENOTUNIQ;
@@ -468,11 +476,14 @@ int rkl_cache_container_resolve(rkl_cache *c, const char *prefix, rkl_container_
         return r;
 }
 
-static bool labels_match(const rkl_kvs *labels, const rkl_kvs *selector)
+/* Whether a view in state with labels passes what sandboxes and containers share of f. */
+static bool selected(const rkl_view_filter *f, int state, const rkl_kvs *labels)
 {
-        for (size_t i = 0; selector && i < selector->n; i++)
-                if (!streq_ptr(rkl_kvs_get(labels, selector->items[i].key),
-                               selector->items[i].value))
+        if (f->by_state && state != f->state)
+                return false;
+        for (size_t i = 0; f->label_selector && i < f->label_selector->n; i++)
+                if (!streq_ptr(rkl_kvs_get(labels, f->label_selector->items[i].key),
+                               f->label_selector->items[i].value))
                         return false;
         return true;
 }
@@ -516,12 +527,8 @@ int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***r
         } else {
                 out = rkl_xnew0(rkl_pod_view *, rkl_hashmap_size(c->pods) + 1);
                 size_t i = 0;
-                void *v;
-                while (rkl_hashmap_iterate(c->pods, &i, NULL, &v)) {
-                        entry *e = v;
-                        if (e->view)
-                                out[n++] = rkl_pod_view_ref(e->view);
-                }
+                for (entry *e; (e = next_live(c->pods, &i));)
+                        out[n++] = rkl_pod_view_ref(e->view);
         }
         pthread_rwlock_unlock(&c->lock);
 
@@ -529,11 +536,10 @@ int rkl_cache_pod_list(rkl_cache *c, const rkl_view_filter *f, rkl_pod_view ***r
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
                 rkl_pod_view *v = out[i];
-                if ((f->by_state && (int)v->state != f->state) ||
-                    !labels_match(&v->rec->spec.labels, f->label_selector))
-                        rkl_pod_view_unref(v);
-                else
+                if (selected(f, (int)v->state, &v->rec->spec.labels))
                         out[k++] = v;
+                else
+                        rkl_pod_view_unref(v);
         }
         if (k > 1)
                 qsort(out, k, sizeof(*out), pod_cmp);
@@ -580,24 +586,19 @@ int rkl_cache_container_list(rkl_cache *c, const rkl_view_filter *f, rkl_contain
         } else {
                 out = rkl_xnew0(rkl_container_view *, rkl_hashmap_size(c->containers) + 1);
                 size_t i = 0;
-                void *v;
-                while (rkl_hashmap_iterate(c->containers, &i, NULL, &v)) {
-                        entry *e = v;
-                        if (e->view)
-                                out[n++] = rkl_container_view_ref(e->view);
-                }
+                for (entry *e; (e = next_live(c->containers, &i));)
+                        out[n++] = rkl_container_view_ref(e->view);
         }
         pthread_rwlock_unlock(&c->lock);
 
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
                 rkl_container_view *v = out[i];
-                if ((f->by_state && (int)v->state != f->state) ||
-                    (*sandbox && !streq(v->rec->sandbox_id, sandbox)) ||
-                    !labels_match(&v->rec->spec.labels, f->label_selector))
-                        rkl_container_view_unref(v);
-                else
+                if (selected(f, (int)v->state, &v->rec->spec.labels) &&
+                    (!*sandbox || streq(v->rec->sandbox_id, sandbox)))
                         out[k++] = v;
+                else
+                        rkl_container_view_unref(v);
         }
         if (k > 1)
                 qsort(out, k, sizeof(*out), container_cmp);

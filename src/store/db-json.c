@@ -85,6 +85,16 @@ static void put_map(json_object *obj, const char *key, const rkl_kvs *l)
         put(obj, key, map_new(l));
 }
 
+/* The limits both specs carry, under the same keys. */
+static void put_limits(json_object *obj, int64_t cpu_period, int64_t cpu_quota, int64_t cpu_shares,
+                       int64_t memory_limit)
+{
+        put_int(obj, "cpu_period", cpu_period);
+        put_int(obj, "cpu_quota", cpu_quota);
+        put_int(obj, "cpu_shares", cpu_shares);
+        put_int(obj, "memory_limit", memory_limit);
+}
+
 static const char *const protocols[] = {"TCP", "UDP", "SCTP"};
 static const char *const propagations[] = {"private", "host_to_container", "bidirectional"};
 static const char *const seccomps[] = {"runtime/default", "unconfined", "localhost"};
@@ -139,10 +149,7 @@ char *rkl_db__pod_config_to_json(const rkl_pod_spec *spec)
         put_bool(o, "host_network", spec->host_network);
         put_bool(o, "privileged", spec->privileged);
         put_str(o, "runtime_handler", spec->runtime_handler);
-        put_int(o, "cpu_period", spec->cpu_period);
-        put_int(o, "cpu_quota", spec->cpu_quota);
-        put_int(o, "cpu_shares", spec->cpu_shares);
-        put_int(o, "memory_limit", spec->memory_limit);
+        put_limits(o, spec->cpu_period, spec->cpu_quota, spec->cpu_shares, spec->memory_limit);
         return to_string(o);
 }
 
@@ -173,10 +180,7 @@ char *rkl_db__container_config_to_json(const rkl_container_spec *spec)
         put_bool(o, "stdin", spec->stdin_open);
         put_bool(o, "stdin_once", spec->stdin_once);
         put_bool(o, "tty", spec->tty);
-        put_int(o, "cpu_period", spec->cpu_period);
-        put_int(o, "cpu_quota", spec->cpu_quota);
-        put_int(o, "cpu_shares", spec->cpu_shares);
-        put_int(o, "memory_limit", spec->memory_limit);
+        put_limits(o, spec->cpu_period, spec->cpu_quota, spec->cpu_shares, spec->memory_limit);
         put_int(o, "oom_score_adj", spec->oom_score_adj);
         put_str(o, "cpuset_cpus", spec->cpuset_cpus);
         /* Present only when set: absence is how "unset" round-trips. */
@@ -230,14 +234,27 @@ static int get_str(json_object *obj, const char *key, char **ret, rkl_error *ret
         return 0;
 }
 
-static int get_strv(json_object *obj, const char *key, char ***ret, rkl_error *reterr)
+/* The array under key and its length; *ret stays NULL when there is none. */
+static int get_array(json_object *obj, const char *key, json_object **ret, size_t *ret_n,
+                     rkl_error *reterr)
 {
         json_object *v;
         if (!json_object_object_get_ex(obj, key, &v) || !v)
                 return 0;
         if (!json_object_is_type(v, json_type_array))
                 return bad(reterr, key, "not an array");
-        size_t n = json_object_array_length(v);
+        *ret = v;
+        *ret_n = json_object_array_length(v);
+        return 0;
+}
+
+static int get_strv(json_object *obj, const char *key, char ***ret, rkl_error *reterr)
+{
+        json_object *v = NULL;
+        size_t n = 0;
+        int r = get_array(obj, key, &v, &n, reterr);
+        if (r < 0 || !v)
+                return r;
         char **l = rkl_xnew0(char *, n + 1);
         *ret = l; /* the caller frees it on failure with the rest of the spec */
         for (size_t i = 0; i < n; i++) {
@@ -283,6 +300,17 @@ static int get_i64(json_object *obj, const char *key, int64_t *ret, rkl_error *r
         return get_int(obj, key, INT64_MIN, INT64_MAX, ret, NULL, reterr);
 }
 
+static int get_limits(json_object *obj, int64_t *cpu_period, int64_t *cpu_quota,
+                      int64_t *cpu_shares, int64_t *memory_limit, rkl_error *reterr)
+{
+        int r;
+        if ((r = get_i64(obj, "cpu_period", cpu_period, reterr)) < 0 ||
+            (r = get_i64(obj, "cpu_quota", cpu_quota, reterr)) < 0 ||
+            (r = get_i64(obj, "cpu_shares", cpu_shares, reterr)) < 0)
+                return r;
+        return get_i64(obj, "memory_limit", memory_limit, reterr);
+}
+
 static int get_enum(json_object *obj, const char *key, const char *const *table, size_t n, int *ret,
                     rkl_error *reterr)
 {
@@ -302,12 +330,12 @@ static int get_enum(json_object *obj, const char *key, const char *const *table,
 
 static int get_pair_list(json_object *obj, const char *key, rkl_kvs *ret, rkl_error *reterr)
 {
-        json_object *v;
-        if (!json_object_object_get_ex(obj, key, &v) || !v)
-                return 0;
-        if (!json_object_is_type(v, json_type_array))
-                return bad(reterr, key, "not an array");
-        for (size_t i = 0; i < json_object_array_length(v); i++) {
+        json_object *v = NULL;
+        size_t n = 0;
+        int r = get_array(obj, key, &v, &n, reterr);
+        if (r < 0 || !v)
+                return r;
+        for (size_t i = 0; i < n; i++) {
                 json_object *p = json_object_array_get_idx(v, i);
                 if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
                         return bad(reterr, key, "element not a pair");
@@ -384,17 +412,15 @@ int rkl_db__pod_config_from_json(const char *json, rkl_pod_spec *spec, rkl_error
             (r = get_bool(o, "host_network", &spec->host_network, reterr)) < 0 ||
             (r = get_bool(o, "privileged", &spec->privileged, reterr)) < 0 ||
             (r = get_str(o, "runtime_handler", &spec->runtime_handler, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_period", &spec->cpu_period, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_quota", &spec->cpu_quota, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_shares", &spec->cpu_shares, reterr)) < 0 ||
-            (r = get_i64(o, "memory_limit", &spec->memory_limit, reterr)) < 0)
+            (r = get_limits(o, &spec->cpu_period, &spec->cpu_quota, &spec->cpu_shares,
+                            &spec->memory_limit, reterr)) < 0)
                 return r;
 
-        json_object *ports;
-        if (json_object_object_get_ex(o, "port_mappings", &ports) && ports) {
-                if (!json_object_is_type(ports, json_type_array))
-                        return bad(reterr, "port_mappings", "not an array");
-                size_t n = json_object_array_length(ports);
+        json_object *ports = NULL;
+        size_t n = 0;
+        if ((r = get_array(o, "port_mappings", &ports, &n, reterr)) < 0)
+                return r;
+        if (ports) {
                 spec->ports = rkl_xnew0(rkl_port_mapping, n ? n : 1);
                 for (size_t i = 0; i < n; i++) {
                         json_object *m = json_object_array_get_idx(ports, i);
@@ -437,10 +463,8 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
             (r = get_bool(o, "stdin", &spec->stdin_open, reterr)) < 0 ||
             (r = get_bool(o, "stdin_once", &spec->stdin_once, reterr)) < 0 ||
             (r = get_bool(o, "tty", &spec->tty, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_period", &spec->cpu_period, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_quota", &spec->cpu_quota, reterr)) < 0 ||
-            (r = get_i64(o, "cpu_shares", &spec->cpu_shares, reterr)) < 0 ||
-            (r = get_i64(o, "memory_limit", &spec->memory_limit, reterr)) < 0 ||
+            (r = get_limits(o, &spec->cpu_period, &spec->cpu_quota, &spec->cpu_shares,
+                            &spec->memory_limit, reterr)) < 0 ||
             (r = get_i64(o, "oom_score_adj", &spec->oom_score_adj, reterr)) < 0 ||
             (r = get_str(o, "cpuset_cpus", &spec->cpuset_cpus, reterr)) < 0 ||
             (r = get_int(o, "run_as_user", INT64_MIN, INT64_MAX, &spec->run_as_user,
@@ -463,11 +487,11 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
                 return r;
         spec->seccomp = seccomp;
 
-        json_object *groups;
-        if (json_object_object_get_ex(o, "supplemental_groups", &groups) && groups) {
-                if (!json_object_is_type(groups, json_type_array))
-                        return bad(reterr, "supplemental_groups", "not an array");
-                size_t n = json_object_array_length(groups);
+        json_object *groups = NULL, *mounts = NULL;
+        size_t n = 0;
+        if ((r = get_array(o, "supplemental_groups", &groups, &n, reterr)) < 0)
+                return r;
+        if (groups) {
                 spec->supplemental_groups = rkl_xnew0(int64_t, n ? n : 1);
                 spec->n_supplemental_groups = n;
                 for (size_t i = 0; i < n; i++) {
@@ -478,11 +502,9 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
                 }
         }
 
-        json_object *mounts;
-        if (json_object_object_get_ex(o, "mounts", &mounts) && mounts) {
-                if (!json_object_is_type(mounts, json_type_array))
-                        return bad(reterr, "mounts", "not an array");
-                size_t n = json_object_array_length(mounts);
+        if ((r = get_array(o, "mounts", &mounts, &n, reterr)) < 0)
+                return r;
+        if (mounts) {
                 spec->mounts = rkl_xnew0(rkl_mount, n ? n : 1);
                 for (size_t i = 0; i < n; i++) {
                         json_object *j = json_object_array_get_idx(mounts, i);

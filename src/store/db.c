@@ -267,6 +267,25 @@ static int prepare_file(const char *path, rkl_error *reterr)
         return 0;
 }
 
+/* WAL: readers (operators' sqlite3 -readonly, other threads) never block the writer, and a
+ * commit is one append. */
+static int enable_wal(rkl_db *s, const char *path, rkl_error *reterr)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        bool wal = rc == SQLITE_ROW && streq_ptr((const char *)sqlite3_column_text(st, 0), "wal");
+        int r =
+            rc == SQLITE_ROW ? 0 : rkl_db__sql_error(s, rc, "PRAGMA journal_mode = WAL", reterr);
+        sqlite3_finalize(st);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "open '%s'", path);
+        if (!wal)
+                return rkl_error_set(reterr, -EIO, "open '%s': cannot enable WAL mode", path);
+        return 0;
+}
+
 int rkl_db_open(const char *path, const rkl_db_options *opts, rkl_db **ret, rkl_error *reterr)
 {
         rkl_db_options o = opts ? *opts : (rkl_db_options){0};
@@ -333,25 +352,8 @@ int rkl_db_open(const char *path, const rkl_db_options *opts, rkl_db **ret, rkl_
 
         int64_t dummy;
         char sql[64];
-        if (!memory) {
-                /* WAL: readers (operators' sqlite3 -readonly, other threads) never block the
-                 * writer, and a commit is one append. */
-                sqlite3_stmt *st = NULL;
-                rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-                if (rc == SQLITE_OK)
-                        rc = sqlite3_step(st);
-                bool wal =
-                    rc == SQLITE_ROW && streq_ptr((const char *)sqlite3_column_text(st, 0), "wal");
-                r = rc == SQLITE_ROW
-                        ? 0
-                        : rkl_db__sql_error(s, rc, "PRAGMA journal_mode = WAL", reterr);
-                sqlite3_finalize(st);
-                if (r < 0)
-                        return rkl_error_prefix(reterr, "open '%s'", path);
-                if (!wal)
-                        return rkl_error_set(reterr, -EIO, "open '%s': cannot enable WAL mode",
-                                             path);
-        }
+        if (!memory && (r = enable_wal(s, path, reterr)) < 0)
+                return r;
         /* A short number into 64 bytes: no truncation to check for. */
         (void)snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %d", WAL_SIZE_LIMIT);
         if ((r = query_int(s, sql, &dummy, reterr)) < 0 ||

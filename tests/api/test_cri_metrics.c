@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "api/cri-metrics.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/strv.h"
 #include "stats/stats.h"
 #include "store/cache.h"
@@ -112,7 +113,8 @@ static void test_metrics(void **state)
 {
         rkl_error err = RKL_ERROR_INIT;
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        rkl_api_config cfg = {0};
+        rkl_config options = {0};
+        rkl_api_config cfg = {.config = &options};
         rkl_api_ctx ctx = {.cfg = &cfg, .arena = a};
         descriptors d = {.resp = RUNTIME__V1__LIST_METRIC_DESCRIPTORS_RESPONSE__INIT};
         assert_int_equal(rkl_api_list_metric_descriptors(&ctx, NULL, &d.resp, &err), 0);
@@ -210,7 +212,8 @@ static void test_list_and_stream(void **state)
         rkl_error err = RKL_ERROR_INIT;
         _cleanup_(rkl_cache_freep) rkl_cache *cache = rkl_cache_new();
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
-        rkl_api_config cfg = {0}; /* no stats: records only */
+        rkl_config options = {0};
+        rkl_api_config cfg = {.config = &options}; /* no stats: records only */
         rkl_api_ctx ctx = {.cfg = &cfg, .cache = cache, .arena = a};
 
         assert_true(rkl_cache_pod_put(cache, pod_view()));

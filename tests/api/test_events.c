@@ -12,10 +12,13 @@
 #include "api/events.h"
 #include "api/status.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "store/events.h"
 #include "store/store.h"
 
-static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
+static char state_dir[] = "/var/lib/rktlet";
+static const rkl_config options = {.state_dir = state_dir};
+static const rkl_api_config cfg = {.config = &options, .version = "9.9.9"};
 
 typedef struct fixture {
         char dir[64];

@@ -11,6 +11,7 @@
 #include "api/exec.h"
 #include "api/status.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "store/cache.h"
 #include "store/db.h"
 
@@ -22,6 +23,7 @@
 typedef struct fixture {
         rkl_cache *cache;
         rkl_arena *arena;
+        rkl_config options;
         rkl_api_config cfg;
         rkl_api_ctx ctx;
 } fixture;
@@ -44,6 +46,7 @@ static int setup(void **state)
         fixture *f = rkl_xnew0(fixture, 1);
         f->cache = rkl_cache_new();
         f->arena = rkl_arena_new();
+        f->cfg.config = &f->options;
         f->ctx = (rkl_api_ctx){.cfg = &f->cfg, .cache = f->cache, .arena = f->arena};
         put(f->cache, RUNNING, RKL_CONTAINER_PHASE_RUNNING, 4242);
         put(f->cache, NO_PID, RKL_CONTAINER_PHASE_RUNNING, 0);

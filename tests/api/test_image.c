@@ -10,6 +10,7 @@
 #include "api/api.h"
 #include "api/image.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "store/cache.h"
 #include "images/images.h"
@@ -20,6 +21,7 @@ typedef struct fixture {
         rkl_cache *cache;
         rkl_images *images;
         rkl_arena *arena;
+        rkl_config options;
         rkl_api_config cfg;
         rkl_api_ctx ctx;
 } fixture;
@@ -38,7 +40,7 @@ static int setup(void **state)
         assert_true(rkl_images_wait_listed(f->images, 0));
         f->cache = rkl_cache_new();
         f->arena = rkl_arena_new();
-        f->cfg = (rkl_api_config){.images = f->images};
+        f->cfg = (rkl_api_config){.config = &f->options, .images = f->images};
         f->ctx = (rkl_api_ctx){
             .cfg = &f->cfg, .cache = f->cache, .images = f->images, .arena = f->arena};
         *state = f;

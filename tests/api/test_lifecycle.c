@@ -13,6 +13,7 @@
 #include "api/stats.h"
 #include "api/status.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "base/time-util.h"
 #include "base/utf8.h"
@@ -23,6 +24,7 @@
 typedef struct fixture {
         char dir[64], db_path[96];
         char *state, *logs; /* the daemon's state directory; where pods' logs go */
+        rkl_config options;
         rkl_api_config cfg;
         rkl_cache *cache;
         rkl_store *store;
@@ -60,7 +62,8 @@ static int setup(void **state)
         f->arena = rkl_arena_new();
         f->state = rkl_xasprintf("%s/state", f->dir);
         f->logs = rkl_xasprintf("%s/logs", f->dir);
-        f->cfg = (rkl_api_config){.version = "9.9.9", .state_dir = f->state};
+        f->options = (rkl_config){.state_dir = f->state};
+        f->cfg = (rkl_api_config){.config = &f->options, .version = "9.9.9"};
         f->ctx = (rkl_api_ctx){.cfg = &f->cfg, .arena = f->arena};
         state_open(f);
         *state = f;

@@ -16,6 +16,7 @@
 #include "api/sandbox.h"
 #include "api/stats.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "images/images.h"
 #include "store/store.h"
@@ -164,7 +165,9 @@ static void test_pages_bounded(void **state)
 
 /* ---- The handlers ---- */
 
-static const rkl_api_config cfg = {.version = "9.9.9", .state_dir = "/var/lib/rktlet"};
+static char state_dir[] = "/var/lib/rktlet";
+static const rkl_config options = {.state_dir = state_dir};
+static const rkl_api_config cfg = {.config = &options, .version = "9.9.9"};
 
 typedef struct fixture {
         char dir[64];
@@ -403,7 +406,7 @@ static void test_stream_images_empty(void **state)
         rkl_error err = RKL_ERROR_INIT;
         assert_int_equal(rkl_images_new(&ic, &images, NULL), 0);
         assert_true(rkl_images_refresh(images, &err) < 0); /* no rkt: listed, empty */
-        rkl_api_config c = {.images = images};
+        rkl_api_config c = {.config = &options, .images = images};
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
         rkl_api_ctx ctx = {.cfg = &c, .images = images, .arena = a};
         size_t len, pages;

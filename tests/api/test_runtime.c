@@ -7,15 +7,18 @@
 #include "api/api.h"
 #include "api/runtime.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "store/cache.h"
 
-static const rkl_api_config cfg = {
-    .listen_path = "/run/test.sock",
-    .version = "9.9.9",
-    .rkt_path = "/usr/bin/rkt",
-    .rkt_data_dir = "/var/lib/rktlet/data",
-    .state_dir = "/var/lib/rktlet",
+static char listen_path[] = "/run/test.sock", rkt_path[] = "/usr/bin/rkt",
+            rkt_data_dir[] = "/var/lib/rktlet/data", state_dir[] = "/var/lib/rktlet";
+static const rkl_config options = {
+    .listen_path = listen_path,
+    .rkt_path = rkt_path,
+    .rkt_data_dir = rkt_data_dir,
+    .state_dir = state_dir,
 };
+static const rkl_api_config cfg = {.config = &options, .version = "9.9.9"};
 
 typedef struct fixture {
         rkl_cache *cache;

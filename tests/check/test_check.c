@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/fileio.h"
 #include "base/strv.h"
 #include "check/check.h"
@@ -101,7 +102,8 @@ static void test_inotify_reads_proc(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *proc = path_in(f, "proc");
-        rkl_check_config c = {.proc = proc};
+        rkl_config o = {0};
+        rkl_check_config c = {.config = &o, .proc = proc};
         rkl_check_result r;
 
         put(f, "proc/sys/fs/inotify/max_user_instances", "8192\n", 0644);
@@ -121,7 +123,8 @@ static void test_cgroups_v2(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *cg = path_in(f, "cgroup");
-        rkl_check_config c = {.cgroup = cg};
+        rkl_config o = {0};
+        rkl_check_config c = {.config = &o, .cgroup = cg};
         rkl_check_result r;
 
         put(f, "cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n", 0644);
@@ -143,7 +146,8 @@ static void test_cgroups_v1(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *cg = path_in(f, "cgroup");
-        rkl_check_config c = {.cgroup = cg};
+        rkl_config o = {0};
+        rkl_check_config c = {.config = &o, .cgroup = cg};
         rkl_check_result r;
 
         put(f, "cgroup/cpu/cgroup.procs", "", 0644);
@@ -181,7 +185,9 @@ static void test_cni(void **state)
         fixture *f = *state;
         _cleanup_free_ char *conf = path_in(f, "net.d"), *bin = path_in(f, "bin");
         _cleanup_free_ char *none = path_in(f, "none");
-        rkl_check_config c = {.cni_conf_dir = conf, .cni_bin_dirs = RKL_STRV(none, bin)};
+        char *bin_dirs[] = {none, bin, NULL};
+        rkl_config o = {.cni_conf_dir = conf, .cni_bin_dirs = bin_dirs};
+        rkl_check_config c = {.config = &o};
         rkl_check_result r;
 
         assert_int_equal(rkl_mkdir_p(conf, 0755), 0);
@@ -214,7 +220,8 @@ static void test_cni(void **state)
         rkl_check_result_done(&r);
 
         /* rkt's own networking: nothing of CNI is read. */
-        c.net = "default";
+        char net[] = "default";
+        o.net = net;
         rkl_check_cni(&c, &r);
         expect(&r, RKL_CHECK_OK, "rkt's own network 'default'");
         rkl_check_result_done(&r);
@@ -226,7 +233,8 @@ static void test_socket(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *sock = path_in(f, "rktlet.sock");
-        rkl_check_config c = {.listen = sock, .socket_gid = getgid()};
+        rkl_config o = {.listen_path = sock, .socket_gid = getgid()};
+        rkl_check_config c = {.config = &o};
         rkl_check_result r;
 
         rkl_check_socket(&c, &r);
@@ -248,7 +256,7 @@ static void test_socket(void **state)
         expect(&r, RKL_CHECK_OK, "mode 0660");
         rkl_check_result_done(&r);
 
-        c.socket_gid = getgid() + 1;
+        o.socket_gid = getgid() + 1;
         rkl_check_socket(&c, &r);
         expect(&r, RKL_CHECK_WARN, "not the configured group");
         rkl_check_result_done(&r);
@@ -266,7 +274,8 @@ static void test_state(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *sd = path_in(f, "state"), *data = path_in(f, "state/data");
-        rkl_check_config c = {.state_dir = sd, .rkt_data_dir = data};
+        rkl_config o = {.state_dir = sd, .rkt_data_dir = data};
+        rkl_check_config c = {.config = &o};
         rkl_check_result r;
 
         rkl_check_state(&c, &r);
@@ -323,14 +332,15 @@ static void test_rkt(void **state)
         fixture *f = *state;
         _cleanup_free_ char *rkt = path_in(f, "bin/rkt"), *data = path_in(f, "data");
         _cleanup_free_ char *stage1 = path_in(f, "bin/stage1-host.aci");
-        rkl_check_config c = {.rkt_data_dir = data};
+        rkl_config o = {.rkt_data_dir = data};
+        rkl_check_config c = {.config = &o};
         rkl_check_result r;
 
         rkl_check_rkt(&c, &r);
         expect(&r, RKL_CHECK_FAIL, "no rkt: rkt-path is not set");
         rkl_check_result_done(&r);
 
-        c.rkt_path = rkt;
+        o.rkt_path = rkt;
         rkl_check_rkt(&c, &r);
         expect(&r, RKL_CHECK_FAIL, "No such file or directory; install the rktlet-rkt package");
         rkl_check_result_done(&r);
@@ -362,7 +372,8 @@ static void test_rkt(void **state)
                "from '");
         rkl_check_result_done(&r);
 
-        c.stage1_name = "example.com/other-stage1:1";
+        char other[] = "example.com/other-stage1:1";
+        o.stage1_name = other;
         rkl_check_rkt(&c, &r);
         expect(&r, RKL_CHECK_WARN, "pods run stage1 'example.com/other-stage1:1' (stage1-name)");
         rkl_check_result_done(&r);
@@ -374,7 +385,8 @@ static void test_systemd_unreachable(void **state)
 {
         fixture *f = *state;
         _cleanup_free_ char *bus = rkl_xasprintf("unix:path=%s/no-such-socket", f->dir);
-        rkl_check_config c = {.systemd_bus = bus};
+        rkl_config o = {.systemd_bus = bus};
+        rkl_check_config c = {.config = &o};
         rkl_check_result r;
 
         rkl_check_systemd(&c, &r);
@@ -427,7 +439,8 @@ static void server_stop(server *s)
 static void check_mirror(const char *answer, const char *scheme, rkl_check_level level,
                          const char *text)
 {
-        rkl_check_config c = {.timeout_usec = 5000000};
+        rkl_config o = {0};
+        rkl_check_config c = {.config = &o, .timeout_usec = 5000000};
         rkl_check_result r;
         server s;
         unsigned port = server_start(&s, answer);
@@ -459,7 +472,8 @@ static void test_mirrors(void **state)
         assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
         close(c);
         server_stop(&s);
-        rkl_check_config cfg = {.timeout_usec = 5000000};
+        rkl_config o = {0};
+        rkl_check_config cfg = {.config = &o, .timeout_usec = 5000000};
         rkl_check_result r;
         _cleanup_free_ char *spec = rkl_xasprintf("docker.io=http://127.0.0.1:%u", port);
         rkl_check_mirror(&cfg, spec, &r);
