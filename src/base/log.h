@@ -1,4 +1,6 @@
-/* Logging to stderr with "<N>" syslog priority prefixes, which journald keeps. */
+/* Logging to stderr with "<N>" syslog priority prefixes, which journald keeps. A line that
+ * does not go to the journal carries the monotonic clock after its prefix, as
+ * `journalctl -o short-monotonic` shows the journal's: "<6>[  812.046113] message". */
 #pragma once
 
 #include <syslog.h>
