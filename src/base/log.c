@@ -114,8 +114,8 @@ int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const
                 return -error;
         }
 
-        char f[8][2200];
-        struct iovec iov[8];
+        char f[9][2200];
+        struct iovec iov[9];
         size_t n = 0;
 #define FIELD(...)                                                                                 \
         do {                                                                                       \
@@ -137,6 +137,8 @@ int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const
                 FIELD("POD_NAME=%s", o->pod_name);
         if (o && o->pod_namespace)
                 FIELD("POD_NAMESPACE=%s", o->pod_namespace);
+        if (o && o->timeline)
+                FIELD("TIMELINE=%s", o->timeline);
 #undef FIELD
         if (sd_journal_sendv(iov, (int)n) < 0)
                 write_stderr(level, msg, file, line); /* the journal went away: not the line */

@@ -391,6 +391,10 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         rkl_reconciler__undo_mark(r, a->key);
                 else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
                         rkl_reconciler__undo_clear(r, a->key);
+                if (v && a->result >= 0 && a->kind == ACT_APP_ADD)
+                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
+                else if (v && a->result >= 0 && a->kind == ACT_APP_START)
+                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
                 if (v && a->result < 0) {
                         rkl_reconciler__container_failed_attempt(r, v->rec, a->error);
                 } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&

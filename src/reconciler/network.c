@@ -374,6 +374,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
         if (record_put(r, n) < 0)
                 return false;
         rkl_crash_point("net-recorded");
+        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_BEGUN);
         submit(r, ACT_NET_ADD, n);
         return false;
 }
@@ -531,6 +532,7 @@ static void apply_add(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
         rkl_crash_point("net-added");
         if (rec && streq_ptr(rec->rkt_uuid, a->net->rkt_uuid)) {
                 const rkl_pod_network *kept = record_get(r, a->key);
+                rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_DONE);
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: network '%s' added", rec->id,
                                     kept->network);
                 addresses_set(r, rec, kept->result);

@@ -129,6 +129,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 return;
         }
         rkl_crash_point("unit-started");
+        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
         rkl_reconciler__wake_at(r, rkl_realtime_nsec() +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);

@@ -134,6 +134,9 @@ struct rkl_reconciler {
         rkl_hashmap *undo;
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
+        /* Object ID -> step_marks*: the timeline of each start under way, ahead of the store
+         * (observing.c, 'Timelines'). */
+        rkl_hashmap *steps;
         rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
         rkl_reconciler_net *net; /* pod networking (network.c); NULL with rkt's own (--net) */
         int64_t wake_at_ns;      /* earliest time a pass must run again; 0: none */
@@ -157,6 +160,19 @@ void rkl_reconciler__write_failed(const char *kind, const char *id, const char *
                                   const rkl_error *err);
 void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
                                       const rkl_pod_observed *o);
+/* The container's observed state written through the store, with its timeline. */
+void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_container_record *rec,
+                                            const rkl_container_observed *o);
+/* ---- Timelines ---- */
+/* A step of a start seen now: kept in memory and written with the object's next observation
+ * (never in a commit of its own). The first step of an attempt (the unit's start, an app
+ * add) begins its timeline anew, an app start its own steps; any other step counts once. */
+void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step);
+void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
+                                    rkl_container_step step);
+/* Forgets the steps of objects no longer in the cache (removed while starting). */
+void rkl_reconciler__steps_sweep(rkl_reconciler *r);
+void rkl_reconciler__steps_free(rkl_reconciler *r);
 /* Is the app's process there yet? (see rkl_app_proc) */
 rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
                                          pid_t *ret_pid);
