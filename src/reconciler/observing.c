@@ -76,6 +76,10 @@ static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted
 
 void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
 {
+        /* A step seen after the start was written out would wait for a write that never
+         * comes: only a new attempt's first step begins anew. */
+        if (rec->observed.phase != RKL_POD_PHASE_PENDING && step != RKL_POD_STEP_UNIT_STARTED)
+                return;
         step_marks *m = marks_of(r, rec->id, &rec->observed.timeline);
         /* A new attempt starts its timeline over; the network's and stage1's steps do not
          * follow each other in a fixed order, so nothing else clears a step. */
@@ -86,6 +90,11 @@ void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_
 void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
                                     rkl_container_step step)
 {
+        /* rkt's app start often returns after the app was seen running (and written out):
+         * that start_done is left out rather than kept for a write that never comes. */
+        if (rec->observed.phase != RKL_CONTAINER_PHASE_CREATED &&
+            step != RKL_CONTAINER_STEP_ADD_BEGUN && step != RKL_CONTAINER_STEP_START_BEGUN)
+                return;
         step_marks *m = marks_of(r, rec->id, &rec->observed.timeline);
         step_set(&m->t, step, _RKL_CONTAINER_STEP_MAX - 1, rec->book.accepted_ns,
                  step == RKL_CONTAINER_STEP_ADD_BEGUN || step == RKL_CONTAINER_STEP_START_BEGUN);
