@@ -37,6 +37,9 @@
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
 #define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
+/* How often a sandbox whose rkt pod has not appeared yet has its unit asked after (pods.c):
+ * the first time that long after its start, then as often. */
+#define UNIT_LOOK_NS (1 * (int64_t)NSEC_PER_SEC)
 /* A pending pod not ready this long after its start has its boot looked at (pods.c), and
  * again as often. */
 #define BOOT_LOOK_AFTER_NS (5 * (int64_t)NSEC_PER_SEC)
@@ -134,6 +137,13 @@ struct rkl_reconciler {
         rkl_hashmap *undo;
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
+        rkl_hashmap *unit_looks; /* sandbox ID -> unit_look*: when its unit is next asked after */
+        /* rktlet's units as the manager last listed them (pods.c): name -> its state in
+         * unit_active, both owned by unit_names; when. */
+        rkl_hashmap *unit_states;
+        char **unit_names;
+        int *unit_active;
+        int64_t unit_states_ns;
         /* Object ID -> step_marks*: the timeline of each start under way, ahead of the store
          * (observing.c, 'Timelines'). */
         rkl_hashmap *steps;
@@ -246,6 +256,10 @@ void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record 
 /* ---- Sandboxes ---- */
 char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name);
 void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid);
+/* Forgets when the units of sandboxes that no longer wait for their pod are to be asked
+ * after. */
+void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r);
+void rkl_reconciler__unit_states_free(rkl_reconciler *r);
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                   const rkl_poddir_pod *p, int64_t now);
 void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,

@@ -157,6 +157,7 @@ static void pass(rkl_reconciler *r)
                 rkl_reconciler__reap_orphan_units(r);
                 rkl_reconciler__reap_orphan_state_dirs(r);
                 rkl_reconciler__steps_sweep(r);
+                rkl_reconciler__unit_looks_sweep(r);
         } else if (r->recheck) {
                 _cleanup_strv_free_ char **l = TAKE_PTR(r->recheck);
                 RKL_STRV_FOREACH (u, l)
@@ -470,6 +471,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->undo = rkl_hashmap_new();
         r->limits = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
+        r->unit_looks = rkl_hashmap_new();
         r->steps = rkl_hashmap_new();
         rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);
@@ -582,6 +584,8 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free(r->in_flight);
         hashmap_free_free(r->undo);
         hashmap_free_free(r->boot_looks);
+        hashmap_free_free(r->unit_looks);
+        rkl_reconciler__unit_states_free(r);
         rkl_reconciler__steps_free(r);
         rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);
