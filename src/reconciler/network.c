@@ -328,7 +328,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
                                       const rkl_poddir_pod *p)
 {
         if (!needs_network(r, rec) || !rec->rkt_uuid || !p || p->state != RKL_POD_STATE_RUNNING ||
-            !p->netns || record_get(r, rec->id) || !rkl_reconciler__can_start(r, rec->id))
+            !p->netns || record_get(r, rec->id) || !rkl_reconciler__can_start_net(r, rec->id))
                 return false; /* done, on its way, not possible yet, or an earlier DEL first */
         rkl_reconciler_net *net = r->net;
         if (!net->config) {
@@ -384,7 +384,7 @@ void rkl_reconciler__net_step_running(rkl_reconciler *r, const rkl_pod_record *r
 {
         const rkl_pod_network *n = record_get(r, rec->id);
         if (!n || !rkl_hashmap_get(r->net->unchecked, rec->id) ||
-            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_reconciler__can_start(r, rec->id))
+            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_reconciler__can_start_net(r, rec->id))
                 return;
         rkl_hashmap_remove(r->net->unchecked, rec->id);
         submit(r, ACT_NET_CHECK, n);
@@ -434,7 +434,7 @@ void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
                         rkl_reconciler__wake_at(r, d->next_ns);
                         continue;
                 }
-                if (!rkl_reconciler__can_start(r, n->sandbox_id))
+                if (!rkl_reconciler__can_start_net(r, n->sandbox_id))
                         continue;
                 submit(r, ACT_NET_DEL, n);
         }

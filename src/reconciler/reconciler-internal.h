@@ -128,9 +128,10 @@ struct rkl_reconciler {
         sd_bus *bus;
         rkl_poddir_watch *watch;
         int pods_dirfd;
-        rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */
-        rkl_hashmap *in_flight; /* object ID -> action* */
-        unsigned n_in_flight;
+        rkl_hashmap *seen;        /* uuid -> rkl_poddir_pod*: each pod as last read */
+        rkl_hashmap *in_flight;   /* object ID -> action* */
+        unsigned n_in_flight;     /* rkt's commands (and the boot check) */
+        unsigned n_net_in_flight; /* CNI plugin runs: slots of their own */
         /* Container ID -> its own copy: the last add or start failed and may have left a
          * half-made app that no start can run, to rm before the next start. Memory only: after
          * a crash the first start that fails sets it again, one attempt later. */
@@ -238,6 +239,9 @@ void rkl_reconciler__action_free(action *a);
  * whatever key (a container's, its sandbox's, the pod's own as an orphan). */
 bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds);
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key);
+/* The same for a CNI verb (ACT_NET_*): plugins are no rkt command, and have max_actions slots
+ * of their own, so that a sandbox's network is not queued behind other pods' app adds. */
+bool rkl_reconciler__can_start_net(rkl_reconciler *r, const char *key);
 /* app: the app verbs' app, else NULL. */
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
                                    const char *uuid, const char *app);

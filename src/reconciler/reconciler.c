@@ -505,7 +505,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 {
-        r->pool = rkl_workpool_new(r->cfg.max_actions, "rkt");
+        /* rkt's commands and CNI's plugins each have max_actions slots. */
+        r->pool = rkl_workpool_new(2 * r->cfg.max_actions, "rkt");
         int k = pthread_create(&r->thread, NULL, reconciler_main, r);
         if (k != 0)
                 return rkl_error_set(reterr, -k, "cannot start the reconciler: %s", strerror(k));
