@@ -470,13 +470,12 @@ int rkb_density_run(rkb_client *c, const rkb_density_opts *o, rkb_density **ret)
         }
         collect_timelines(d);
         measure_reads(d);
-        if (o->daemon_pid > 0) {
+        if (o->daemon_pid > 0)
                 read_rss(d);
-                if (o->idle_s > 0)
-                        measure_idle(d);
-        }
         if (o->on_running)
                 run_on_running(o->on_running);
+        if (o->daemon_pid > 0 && o->idle_s > 0)
+                measure_idle(d);
         if (!o->keep) {
                 d->teardown = true;
                 run_workers(d, false);
