@@ -13,6 +13,7 @@
 struct rkb_client {
         grpc_channel *channel;
         grpc_completion_queue *cq;
+        bool borrowed; /* the channel is another client's */
 };
 
 struct rkb_request {
@@ -69,11 +70,21 @@ int rkb_client_new(const char *endpoint, rkb_client **ret)
         return 0;
 }
 
+rkb_client *rkb_client_new_sharing(rkb_client *c)
+{
+        rkb_client *n = rkl_xnew0(rkb_client, 1);
+        n->channel = c->channel;
+        n->borrowed = true;
+        n->cq = grpc_completion_queue_create_for_next(NULL);
+        return n;
+}
+
 rkb_client *rkb_client_free(rkb_client *c)
 {
         if (!c)
                 return NULL;
-        grpc_channel_destroy(c->channel);
+        if (!c->borrowed)
+                grpc_channel_destroy(c->channel);
         grpc_completion_queue_shutdown(c->cq);
         for (;;) {
                 grpc_event ev =

@@ -24,6 +24,9 @@ typedef struct rkb_reply {
 } rkb_reply;
 
 int rkb_client_new(const char *endpoint, rkb_client **ret);
+/* A client on c's channel with a completion queue of its own, for another thread: calls from
+ * several threads share one connection, as kubelet's do. Free it before c. */
+rkb_client *rkb_client_new_sharing(rkb_client *c);
 rkb_client *rkb_client_free(rkb_client *c);
 
 /* method is the full path, e.g. "/runtime.v1.RuntimeService/Version". */

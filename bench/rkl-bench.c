@@ -16,6 +16,7 @@
 #include "api.pb-c.h"
 #include "client.h"
 #include "cri.h"
+#include "density.h"
 #include "stats.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -104,6 +105,7 @@ typedef struct bench {
                 double uuid_s, overlap_model_s; /* readiness off the action slots */
                 bool timed_out;
         } conv;
+        rkb_density *density;
         struct {
                 bool done;
                 size_t containers, running; /* running: before the kill */
@@ -133,6 +135,11 @@ static unsigned arg_containers_per_pod = 2;
 static unsigned arg_max_actions = 4;
 static unsigned arg_restart_containers = 1000;
 static unsigned arg_thr_containers = 100;
+static unsigned arg_workers;                /* density: 0 = one per pod */
+static unsigned arg_read_interval_ms = 100; /* density: the reader's pace while starting */
+static double arg_idle_s;                   /* density: CPU while idle, seconds */
+static double arg_call_timeout_s = 600;     /* density: a call's deadline */
+static const char *arg_on_running;          /* density: sh -c this while every pod runs */
 static double arg_duration = 2.0;
 static double arg_settle = 300.0;
 static double arg_ready_s = 1.33, arg_add_s = 0.12, arg_start_s = 0.12, arg_uuid_s = 0.08;
@@ -916,6 +923,26 @@ static int scenario_converge(bench *b)
         return t < 0 ? (int)t : 0;
 }
 
+/* N pods started at once as kubelet's pod workers do (density.h). */
+static int scenario_density(bench *b)
+{
+        rkb_density_opts o = {
+            .cri = &b->cri,
+            .pods = arg_pods,
+            .containers = arg_containers_per_pod,
+            .workers = arg_workers ? arg_workers : arg_pods,
+            .call_timeout_usec = (uint64_t)(arg_call_timeout_s * 1e6),
+            .read_interval_ms = arg_read_interval_ms,
+            .read_iterations = b->iterations,
+            .idle_s = arg_idle_s,
+            .settle_s = arg_settle,
+            .daemon_pid = b->daemon_pid,
+            .keep = arg_keep,
+            .on_running = arg_on_running,
+        };
+        return rkb_density_run(b->cli, &o, &b->density);
+}
+
 /* Runs the restart command; its last line of output, if a number, is the new daemon's PID. */
 static int run_restart_cmd(pid_t *ret_pid)
 {
@@ -1270,8 +1297,9 @@ static void print_table(const bench *b)
         target t[32];
         size_t n_t;
 
-        printf("\n%-22s %-22s %6s %6s %9s %9s %9s %9s %8s\n", "rpc", "phase", "ctrs", "n", "p50_us",
-               "p99_us", "mean_us", "max_us", "xVersion");
+        if (b->n_lat > 0)
+                printf("\n%-22s %-22s %6s %6s %9s %9s %9s %9s %8s\n", "rpc", "phase", "ctrs", "n",
+                       "p50_us", "p99_us", "mean_us", "max_us", "xVersion");
         for (size_t i = 0; i < b->n_lat; i++) {
                 const lat_row *r = &b->lat[i];
                 char ratio[16] = "-";
@@ -1319,7 +1347,10 @@ static void print_table(const bench *b)
                        b->rst.timed_out ? " (TIMED OUT)" : "", b->rst.rss_before_kib,
                        b->rst.rss_after_kib);
         n_t = targets(b, t, ELEMENTSOF(t));
-        if (n_t > 0) {
+        bool measured = false;
+        for (size_t i = 0; i < n_t; i++)
+                measured = measured || t[i].known;
+        if (measured) {
                 printf("\n%-52s %10s %8s %s\n", "target", "value", "limit", "verdict");
                 for (size_t i = 0; i < n_t; i++)
                         printf("%-52s %10.2f %8.2f %s %s\n", t[i].name, t[i].value, t[i].limit,
@@ -1328,6 +1359,8 @@ static void print_table(const bench *b)
                                : t[i].value <= t[i].limit ? "met"
                                                           : "MISSED");
         }
+        if (b->density)
+                rkb_density_print(b->density, stdout);
         for (size_t i = 0; i < _RKB_RPC_MAX; i++)
                 if (b->err[i].n > 0)
                         printf("\nerrors: %s: %" PRIu64 " calls failed, first %s: %s",
@@ -1437,6 +1470,11 @@ static int write_json(const bench *b, const char *path)
                         b->conv.overlap_model_s, b->conv.converged_s / b->conv.overlap_model_s);
         else
                 fprintf(f, "null");
+        fprintf(f, ",\n  \"density\": ");
+        if (b->density)
+                rkb_density_json(b->density, f);
+        else
+                fprintf(f, "null");
         fprintf(f, ",\n  \"restart\": ");
         if (b->rst.done)
                 fprintf(f,
@@ -1488,7 +1526,10 @@ static void help(void)
                "  --scenario LIST          latency,throughput,converge,exec,restart,stats\n"
                "                           (default latency);\n"
                "                           run in this order on one growing set of pods; or\n"
-               "                           reads: the read calls on what the endpoint has\n"
+               "                           reads: the read calls on what the endpoint has; or\n"
+               "                           density: --pods P x --containers C started at once,\n"
+               "                           one worker a pod, as kubelet does (run the daemon\n"
+               "                           with --wait)\n"
                "  --json FILE              write every number as JSON\n"
                "  --daemon-pid PID         read the daemon's VmRSS; restart kills it\n"
                "  --iterations N           calls per RPC and phase (default 1000)\n"
@@ -1507,6 +1548,15 @@ static void help(void)
                "  --ready-s S --add-s S --start-s S\n"
                "                           converge model: rkt's latencies (1.33, 0.12, 0.12)\n"
                "  --uuid-s S               converge: app sandbox until its uuid file (0.08)\n"
+               "  --workers W              density: at most W pods starting at once (default:\n"
+               "                           one per pod; 1: one after the other)\n"
+               "  --read-interval MS       density: a reader lists and asks one pod's status\n"
+               "                           every MS while the pods start (default 100; 0: no)\n"
+               "  --idle-s S               density: then a relist every second for S seconds,\n"
+               "                           the daemon's CPU measured (needs --daemon-pid)\n"
+               "  --call-timeout S         density: each call's deadline (default 600)\n"
+               "  --on-running CMD         density: sh -c CMD once every pod runs, before the\n"
+               "                           teardown (bench/density measures the pods' cost)\n"
                "  --restart-containers N   restart: containers before the kill (default 1000)\n"
                "  --restart-cmd CMD        restart: sh command that starts the daemon again and\n"
                "                           prints its PID\n"
@@ -1574,6 +1624,11 @@ static int parse_args(int argc, char **argv)
                 O_EXEC_COMMAND,
                 O_EXEC_ITER,
                 O_EXEC_INFLIGHT,
+                O_WORKERS,
+                O_READ_INTERVAL,
+                O_IDLE,
+                O_CALL_TIMEOUT,
+                O_ON_RUNNING,
         };
         static const struct option opts[] = {
             {"endpoint", required_argument, NULL, O_ENDPOINT},
@@ -1605,6 +1660,11 @@ static int parse_args(int argc, char **argv)
             {"exec-command", required_argument, NULL, O_EXEC_COMMAND},
             {"exec-iterations", required_argument, NULL, O_EXEC_ITER},
             {"exec-inflight", required_argument, NULL, O_EXEC_INFLIGHT},
+            {"workers", required_argument, NULL, O_WORKERS},
+            {"read-interval", required_argument, NULL, O_READ_INTERVAL},
+            {"idle-s", required_argument, NULL, O_IDLE},
+            {"call-timeout", required_argument, NULL, O_CALL_TIMEOUT},
+            {"on-running", required_argument, NULL, O_ON_RUNNING},
             {"help", no_argument, NULL, 'h'},
             {},
         };
@@ -1702,6 +1762,21 @@ static int parse_args(int argc, char **argv)
                 case O_EXEC_INFLIGHT:
                         r = parse_u(optarg, &arg_exec_inflight);
                         break;
+                case O_WORKERS:
+                        r = parse_u(optarg, &arg_workers);
+                        break;
+                case O_READ_INTERVAL:
+                        r = parse_u(optarg, &arg_read_interval_ms);
+                        break;
+                case O_IDLE:
+                        r = parse_d(optarg, &arg_idle_s);
+                        break;
+                case O_CALL_TIMEOUT:
+                        r = parse_d(optarg, &arg_call_timeout_s);
+                        break;
+                case O_ON_RUNNING:
+                        arg_on_running = optarg;
+                        break;
                 case 'h':
                         help();
                         exit(EXIT_SUCCESS);
@@ -1752,7 +1827,7 @@ int main(int argc, char **argv)
                 return 2;
         for (const char *p = arg_scenarios; *p;) {
                 static const char *const known[] = {"latency", "throughput", "converge", "exec",
-                                                    "restart", "stats",      "reads"};
+                                                    "restart", "stats",      "reads",    "density"};
                 size_t n = strcspn(p, ",");
                 bool ok = false;
                 for (size_t i = 0; i < ELEMENTSOF(known); i++)
@@ -1794,6 +1869,8 @@ int main(int argc, char **argv)
         }
         if (ret == EXIT_SUCCESS && has_scenario("reads") && (r = scenario_reads(&b)) < 0)
                 ret = EXIT_FAILURE;
+        if (ret == EXIT_SUCCESS && has_scenario("density") && (r = scenario_density(&b)) < 0)
+                ret = EXIT_FAILURE;
         if (ret == EXIT_SUCCESS && has_scenario("converge") && (r = scenario_converge(&b)) < 0)
                 ret = EXIT_FAILURE;
         if (ret == EXIT_SUCCESS && has_scenario("latency") && (r = scenario_latency(&b)) < 0)
@@ -1814,6 +1891,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "rkl-bench: cannot write '%s': %s\n", arg_json, strerror(-r));
                 ret = EXIT_FAILURE;
         }
+        b.density = rkb_density_free(b.density);
         b.cli = rkb_client_free(b.cli);
         for (size_t i = 0; b.cri.command[i]; i++)
                 free(b.cri.command[i]);

@@ -47,6 +47,7 @@ void rkb_samples_summarize(rkb_samples *s, rkb_summary *ret)
                         sum += (double)s->v[i];
                 r.mean_us = sum / (double)s->n / 1000.0;
                 r.p50_us = rank(s, 0.50);
+                r.p90_us = rank(s, 0.90);
                 r.p99_us = rank(s, 0.99);
                 r.min_us = (double)s->v[0] / 1000.0;
                 r.max_us = (double)s->v[s->n - 1] / 1000.0;

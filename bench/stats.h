@@ -11,7 +11,7 @@ typedef struct rkb_samples {
 
 typedef struct rkb_summary {
         size_t n;
-        double mean_us, p50_us, p99_us, max_us, min_us;
+        double mean_us, p50_us, p90_us, p99_us, max_us, min_us;
 } rkb_summary;
 
 void rkb_samples_add(rkb_samples *s, uint64_t nsec);

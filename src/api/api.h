@@ -89,7 +89,9 @@ typedef enum rkl_api_pool {
 #define RKL_API_SLOW_THREADS  4
 #define RKL_API_EXEC_THREADS  16
 #define RKL_API_EXEC_ADMITTED 64
-#define RKL_API_WAIT_THREADS  64
+/* kubelet starts up to 110 pods at once, one call of each in flight: every RunPodSandbox of a
+ * full node's batch must wait, or those past the pool's size would answer without their IP. */
+#define RKL_API_WAIT_THREADS  256
 #define RKL_API_WAIT_ADMITTED RKL_API_WAIT_THREADS /* a waiter never queues: it would be late */
 /* rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, ...). */
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);

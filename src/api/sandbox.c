@@ -156,6 +156,9 @@ static json_object *pod_info(const rkl_pod_record *p)
         json_object_object_add(j, "lastError", rkl_api_json_str(b->last_error));
         json_object_object_add(j, "nextRetryAt", rkl_api_json_ns(b->next_retry_ns));
         json_object_object_add(j, "acceptedAt", rkl_api_json_ns(b->accepted_ns));
+        /* Its start, step by step: microseconds after acceptedAt (migrations/0006). */
+        _cleanup_free_ char *timeline = rkl_db_timeline_json(&o->timeline, true);
+        json_object_object_add(j, "timelineUs", timeline ? json_tokener_parse(timeline) : NULL);
         json_object_object_add(j, "version", json_object_new_int64((int64_t)b->version));
         json_object_object_add(j, "hostNetwork", json_object_new_boolean(p->spec.host_network));
         json_object_object_add(j, "hostname", rkl_api_json_str(p->spec.hostname));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <systemd/sd-journal.h>
 
 #include "banned.h"
@@ -35,13 +36,31 @@ const char *rkl_log_level_to_string(int level)
         return level_names[level];
 }
 
+static bool stderr_is_journal(void);
+
+/* The monotonic clock's seconds, as `journalctl -o short-monotonic` and the kernel's log
+ * print them: a log file (tests, benchmarks, a daemon run by hand) can then be read against
+ * the pods' journals and the clock of a benchmark, and a step's duration read off it. The
+ * journal stamps its entries itself: no stamp there. */
+static void stamp(char *buf, size_t size)
+{
+        struct timespec ts;
+        if (stderr_is_journal() || clock_gettime(CLOCK_MONOTONIC, &ts) < 0) {
+                buf[0] = 0;
+                return;
+        }
+        (void)snprintf(buf, size, "[%5lld.%06ld] ", (long long)ts.tv_sec, ts.tv_nsec / 1000);
+}
+
 static void write_stderr(int level, const char *msg, const char *file, int line)
 {
+        char ts[32];
+        stamp(ts, sizeof(ts));
         /* One write per line so that lines from threads do not interleave. */
         if (rkl_log_max_level >= LOG_DEBUG)
-                fprintf(stderr, "<%d>%s (%s:%d)\n", level, msg, file, line);
+                fprintf(stderr, "<%d>%s%s (%s:%d)\n", level, ts, msg, file, line);
         else
-                fprintf(stderr, "<%d>%s\n", level, msg);
+                fprintf(stderr, "<%d>%s%s\n", level, ts, msg);
 }
 
 int rkl_log_internal(int level, int error, const char *file, int line, const char *fmt, ...)
@@ -95,8 +114,8 @@ int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const
                 return -error;
         }
 
-        char f[8][2200];
-        struct iovec iov[8];
+        char f[9][2200];
+        struct iovec iov[9];
         size_t n = 0;
 #define FIELD(...)                                                                                 \
         do {                                                                                       \
@@ -118,6 +137,8 @@ int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const
                 FIELD("POD_NAME=%s", o->pod_name);
         if (o && o->pod_namespace)
                 FIELD("POD_NAMESPACE=%s", o->pod_namespace);
+        if (o && o->timeline)
+                FIELD("TIMELINE=%s", o->timeline);
 #undef FIELD
         if (sd_journal_sendv(iov, (int)n) < 0)
                 write_stderr(level, msg, file, line); /* the journal went away: not the line */

@@ -1,4 +1,6 @@
-/* Logging to stderr with "<N>" syslog priority prefixes, which journald keeps. */
+/* Logging to stderr with "<N>" syslog priority prefixes, which journald keeps. A line that
+ * does not go to the journal carries the monotonic clock after its prefix, as
+ * `journalctl -o short-monotonic` shows the journal's: "<6>[  812.046113] message". */
 #pragma once
 
 #include <syslog.h>
@@ -25,11 +27,12 @@ int rkl_log_internal(int level, int error, const char *file, int line, const cha
 
 /* The pod or container a line is about. Under journald (stderr is its stream: $JOURNAL_STREAM)
  * such lines go to the journal natively with these as fields, POD_ID= (the sandbox ID),
- * CONTAINER_ID=, POD_NAME= and POD_NAMESPACE=, so that `journalctl POD_ID=...` finds every
- * line about a pod; elsewhere they are written to stderr exactly like any other line. Any
+ * CONTAINER_ID=, POD_NAME=, POD_NAMESPACE= (and TIMELINE=), so that `journalctl POD_ID=...` finds
+ * every line about a pod; elsewhere they are written to stderr exactly like any other line. Any
  * member may be NULL. */
 typedef struct rkl_log_object {
         const char *pod_id, *container_id, *pod_name, *pod_namespace;
+        const char *timeline; /* TIMELINE=: a start's steps (JSON), on the line that ends it */
 } rkl_log_object;
 
 int rkl_log_object_internal(int level, int error, const rkl_log_object *o, const char *file,

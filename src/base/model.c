@@ -96,6 +96,18 @@ static const char *const container_desired[] = {"created", "running", "stopped"}
 static const char *const pod_phase[] = {"pending", "running", "failed", "stopped"};
 static const char *const container_phase[] = {"created", "running", "exited", "unknown"};
 
+static const char *const pod_step[] = {"unit_started",  "pod_seen",     "netns_seen",
+                                       "net_add_begun", "net_add_done", "stage1_ready",
+                                       "running"};
+static const char *const container_step[] = {"add_begun", "add_done", "start_begun", "start_done",
+                                             "running"};
+
+_Static_assert(ELEMENTSOF(pod_step) == _RKL_POD_STEP_MAX &&
+                   ELEMENTSOF(container_step) == _RKL_CONTAINER_STEP_MAX &&
+                   _RKL_POD_STEP_MAX <= RKL_TIMELINE_STEPS &&
+                   _RKL_CONTAINER_STEP_MAX <= RKL_TIMELINE_STEPS,
+               "a name for every step, and room for each in a timeline");
+
 static const char *to_string(const char *const *table, size_t n, int v)
 {
         return v >= 0 && (size_t)v < n ? table[v] : NULL;
@@ -123,6 +135,8 @@ DEFINE_STRING_TABLE(rkl_pod_desired, rkl_pod_desired, pod_desired)
 DEFINE_STRING_TABLE(rkl_container_desired, rkl_container_desired, container_desired)
 DEFINE_STRING_TABLE(rkl_pod_phase, rkl_pod_phase, pod_phase)
 DEFINE_STRING_TABLE(rkl_container_phase, rkl_container_phase, container_phase)
+DEFINE_STRING_TABLE(rkl_pod_step, rkl_pod_step, pod_step)
+DEFINE_STRING_TABLE(rkl_container_step, rkl_container_step, container_step)
 
 bool rkl_id_is_valid(const char *id)
 {

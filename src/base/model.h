@@ -183,6 +183,44 @@ typedef enum rkl_container_phase {
         _RKL_CONTAINER_PHASE_INVALID = -22,
 } rkl_container_phase;
 
+/* The steps of a start as the reconciler sees them happen, in the order they happen: each
+ * object's timeline (docs/performance.md, 'Where a start's time goes'). */
+typedef enum rkl_pod_step {
+        RKL_POD_STEP_UNIT_STARTED = 0,  /* systemd started the unit of `rkt app sandbox` */
+        RKL_POD_STEP_POD_SEEN = 1,      /* rkt's pod, its uuid, recorded: prepared, stage1 next */
+        RKL_POD_STEP_NETNS_SEEN = 2,    /* the pod's network namespace seen: nspawn is up */
+        RKL_POD_STEP_NET_ADD_BEGUN = 3, /* the CNI ADD began, on an action slot */
+        RKL_POD_STEP_NET_ADD_DONE = 4,
+        RKL_POD_STEP_STAGE1_READY = 5, /* the pod's systemd booted: rkt's supervisor is ready */
+        RKL_POD_STEP_RUNNING = 6,      /* ready with its network: READY, what --wait waits for */
+        _RKL_POD_STEP_MAX,
+        _RKL_POD_STEP_INVALID = -22,
+} rkl_pod_step;
+
+typedef enum rkl_container_step {
+        RKL_CONTAINER_STEP_ADD_BEGUN = 0, /* `rkt app add` began, on an action slot */
+        RKL_CONTAINER_STEP_ADD_DONE = 1,
+        RKL_CONTAINER_STEP_START_BEGUN = 2, /* `rkt app start` began */
+        RKL_CONTAINER_STEP_START_DONE = 3,
+        RKL_CONTAINER_STEP_RUNNING = 4, /* its process exec'd the program: RUNNING */
+        _RKL_CONTAINER_STEP_MAX,
+        _RKL_CONTAINER_STEP_INVALID = -22,
+} rkl_container_step;
+
+#define RKL_TIMELINE_STEPS 8 /* room for either kind's steps */
+
+/* When each step of an object's start happened: microseconds after the object was recorded
+ * (its accepted time), by rktlet's clock, indexed by step; 0 for a step not reached in the
+ * current attempt. */
+typedef struct rkl_timeline {
+        int64_t us[RKL_TIMELINE_STEPS];
+} rkl_timeline;
+
+const char *rkl_pod_step_to_string(rkl_pod_step s);
+rkl_pod_step rkl_pod_step_from_string(const char *s);
+const char *rkl_container_step_to_string(rkl_container_step s);
+rkl_container_step rkl_container_step_from_string(const char *s);
+
 const char *rkl_pod_desired_to_string(rkl_pod_desired d);
 rkl_pod_desired rkl_pod_desired_from_string(const char *s);
 const char *rkl_container_desired_to_string(rkl_container_desired d);

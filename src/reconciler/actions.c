@@ -289,6 +289,17 @@ bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key)
         return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);
 }
 
+bool rkl_reconciler__can_start_net(rkl_reconciler *r, const char *key)
+{
+        return r->rkt && r->n_net_in_flight < r->cfg.max_actions &&
+               !rkl_hashmap_get(r->in_flight, key);
+}
+
+static bool is_net(act_kind kind)
+{
+        return kind == ACT_NET_ADD || kind == ACT_NET_CHECK || kind == ACT_NET_DEL;
+}
+
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
                                    const char *uuid, const char *app)
 {
@@ -313,8 +324,11 @@ void rkl_reconciler__submit(rkl_reconciler *r, action *a)
                                   : "container",
                       a->key, act_names[a->kind]);
         rkl_hashmap_put(r->in_flight, a->key, a);
-        r->n_in_flight++;
-        atomic_store(&r->in_flight_seen, r->n_in_flight);
+        if (is_net(a->kind))
+                r->n_net_in_flight++;
+        else
+                r->n_in_flight++;
+        atomic_store(&r->in_flight_seen, r->n_in_flight + r->n_net_in_flight);
         rkl_workpool_submit(r->pool, run_action, a);
 }
 
@@ -348,10 +362,13 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         rkl_crash_point(act_crash_points[a->kind]);
 
         rkl_hashmap_remove(r->in_flight, a->key);
-        r->n_in_flight--;
-        atomic_store(&r->in_flight_seen, r->n_in_flight);
+        if (is_net(a->kind))
+                r->n_net_in_flight--;
+        else
+                r->n_in_flight--;
+        atomic_store(&r->in_flight_seen, r->n_in_flight + r->n_net_in_flight);
 
-        if (a->kind == ACT_NET_ADD || a->kind == ACT_NET_CHECK || a->kind == ACT_NET_DEL) {
+        if (is_net(a->kind)) {
                 rkl_reconciler__net_apply(r, a);
         } else if (a->kind == ACT_POD_BOOT) {
                 /* Nothing to record: the pod's readiness is observed as ever. */
@@ -391,6 +408,10 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
                         rkl_reconciler__undo_mark(r, a->key);
                 else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
                         rkl_reconciler__undo_clear(r, a->key);
+                if (v && a->result >= 0 && a->kind == ACT_APP_ADD)
+                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
+                else if (v && a->result >= 0 && a->kind == ACT_APP_START)
+                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
                 if (v && a->result < 0) {
                         rkl_reconciler__container_failed_attempt(r, v->rec, a->error);
                 } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&

@@ -36,7 +36,6 @@ void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id)
 static void container_never_runs(rkl_reconciler *r, const rkl_container_record *rec, int exit_code,
                                  const char *reason, char *message)
 {
-        rkl_error err = RKL_ERROR_INIT;
         rkl_container_observed o;
         rkl_container_observed_copy(&o, &rec->observed);
         o.phase = RKL_CONTAINER_PHASE_EXITED;
@@ -49,8 +48,7 @@ static void container_never_runs(rkl_reconciler *r, const rkl_container_record *
         o.reason = rkl_xstrdup(reason);
         o.message = message;
         rkl_reconciler__undo_clear(r, rec->id); /* no start follows; removal takes what is left */
-        int k = rkl_store_container_set_observed(r->store, rec->id, &o, &err);
-        rkl_reconciler__write_failed("container", rec->id, "observation", k, &err);
+        rkl_reconciler__container_set_observed(r, rec, &o);
         rkl_container_observed_done(&o);
 }
 
@@ -142,6 +140,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 }
                 a->image = TAKE_PTR(image);
                 a->log_file = TAKE_PTR(log_file);
+                rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
                 rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
                 a->pod_pid = p ? p->ppid : 0;
                 rkl_reconciler__pod_add_submitted(r, p);
@@ -159,6 +158,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 } else {
                         a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid,
                                                        c->app_name);
+                        rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
                 }
         } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
                    c->observed.phase == RKL_CONTAINER_PHASE_CREATED && c->book.last_error) {
@@ -171,6 +171,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+                rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
         } else if (c->desired == RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
                 if (!rkl_reconciler__can_start(r, c->id))
                         return;

@@ -342,7 +342,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
                                       const rkl_poddir_pod *p)
 {
         if (!needs_network(r, rec) || !rec->rkt_uuid || !p || p->state != RKL_POD_STATE_RUNNING ||
-            !p->netns || record_get(r, rec->id) || !rkl_reconciler__can_start(r, rec->id))
+            !p->netns || record_get(r, rec->id) || !rkl_reconciler__can_start_net(r, rec->id))
                 return false; /* done, on its way, not possible yet, or an earlier DEL first */
         rkl_reconciler_net *net = r->net;
         if (!net->config) {
@@ -388,6 +388,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
         if (record_put(r, n) < 0)
                 return false;
         rkl_crash_point("net-recorded");
+        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_BEGUN);
         submit(r, ACT_NET_ADD, n);
         return false;
 }
@@ -397,7 +398,7 @@ void rkl_reconciler__net_step_running(rkl_reconciler *r, const rkl_pod_record *r
 {
         const rkl_pod_network *n = record_get(r, rec->id);
         if (!n || !rkl_hashmap_get(r->net->unchecked, rec->id) ||
-            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_reconciler__can_start(r, rec->id))
+            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_reconciler__can_start_net(r, rec->id))
                 return;
         rkl_hashmap_remove(r->net->unchecked, rec->id);
         submit(r, ACT_NET_CHECK, n);
@@ -447,7 +448,7 @@ void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
                         rkl_reconciler__wake_at(r, d->next_ns);
                         continue;
                 }
-                if (!rkl_reconciler__can_start(r, n->sandbox_id))
+                if (!rkl_reconciler__can_start_net(r, n->sandbox_id))
                         continue;
                 submit(r, ACT_NET_DEL, n);
         }
@@ -545,6 +546,7 @@ static void apply_add(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
         rkl_crash_point("net-added");
         if (rec && streq_ptr(rec->rkt_uuid, a->net->rkt_uuid)) {
                 const rkl_pod_network *kept = record_get(r, a->key);
+                rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_DONE);
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: network '%s' added", rec->id,
                                     kept->network);
                 addresses_set(r, rec, kept->result);

@@ -31,22 +31,190 @@ void rkl_reconciler__write_failed(const char *kind, const char *id, const char *
                 rkl_log_error("%s %.12s: cannot record %s: %s", kind, id, what, err->msg);
 }
 
+/* ---- Timelines ----
+ *
+ * The steps of each start under way are kept here, ahead of the store, and go into the
+ * object's row with the next observation the reconciler writes anyway (a sandbox's address,
+ * its phase; a container's app as rkt created it, its phase): a start costs no commit more
+ * than before. The last step (running) is itself such a write, so a finished start's
+ * timeline is all in the store. An entry lives from the first step to the end of the start
+ * (the object running, failed or gone); after a restart of the daemon it starts from what
+ * the store holds. */
+
+typedef struct step_marks {
+        char id[RKL_ID_LEN + 1];
+        rkl_timeline t;
+} step_marks;
+
+static step_marks *marks_of(rkl_reconciler *r, const char *id, const rkl_timeline *stored)
+{
+        step_marks *m = rkl_hashmap_get(r->steps, id);
+        if (!m) {
+                m = rkl_xnew0(step_marks, 1);
+                (void)snprintf(m->id, sizeof(m->id), "%s", id);
+                m->t = *stored;
+                rkl_hashmap_put(r->steps, m->id, m);
+        }
+        return m;
+}
+
+static void marks_forget(rkl_reconciler *r, const char *id)
+{
+        free(rkl_hashmap_remove(r->steps, id));
+}
+
+/* again: the step begins anew, with those after it up to last; else it counts once. */
+static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted_ns, bool again)
+{
+        if (!again && t->us[step] > 0)
+                return;
+        int64_t us = (rkl_realtime_nsec() - accepted_ns) / (int64_t)NSEC_PER_USEC;
+        t->us[step] = us > 0 ? us : 1; /* 0 is "not reached" */
+        for (size_t i = step + 1; again && i <= last; i++)
+                t->us[i] = 0;
+}
+
+void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
+{
+        /* A step seen after the start was written out would wait for a write that never
+         * comes: only a new attempt's first step begins anew. */
+        if (rec->observed.phase != RKL_POD_PHASE_PENDING && step != RKL_POD_STEP_UNIT_STARTED)
+                return;
+        step_marks *m = marks_of(r, rec->id, &rec->observed.timeline);
+        /* A new attempt starts its timeline over; the network's and stage1's steps do not
+         * follow each other in a fixed order, so nothing else clears a step. */
+        step_set(&m->t, step, _RKL_POD_STEP_MAX - 1, rec->book.accepted_ns,
+                 step == RKL_POD_STEP_UNIT_STARTED);
+}
+
+void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
+                                    rkl_container_step step)
+{
+        /* rkt's app start often returns after the app was seen running (and written out):
+         * that start_done is left out rather than kept for a write that never comes. */
+        if (rec->observed.phase != RKL_CONTAINER_PHASE_CREATED &&
+            step != RKL_CONTAINER_STEP_ADD_BEGUN && step != RKL_CONTAINER_STEP_START_BEGUN)
+                return;
+        step_marks *m = marks_of(r, rec->id, &rec->observed.timeline);
+        step_set(&m->t, step, _RKL_CONTAINER_STEP_MAX - 1, rec->book.accepted_ns,
+                 step == RKL_CONTAINER_STEP_ADD_BEGUN || step == RKL_CONTAINER_STEP_START_BEGUN);
+}
+
+void rkl_reconciler__steps_sweep(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        _cleanup_strv_free_ char **gone = NULL;
+        while (rkl_hashmap_iterate(r->steps, &i, NULL, &v)) {
+                const step_marks *m = v;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, m->id);
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *c =
+                    p ? NULL : rkl_cache_container_get(r->cache, m->id);
+                if (!p && !c)
+                        rkl_strv_push(&gone, rkl_xstrdup(m->id));
+        }
+        RKL_STRV_FOREACH (id, gone)
+                marks_forget(r, *id);
+}
+
+void rkl_reconciler__steps_free(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->steps, &i, NULL, &v))
+                free(v);
+        rkl_hashmap_free(r->steps);
+        r->steps = NULL;
+}
+
+/* "running after 2.31 s (unit_started 12 ms, ...)" for the line that ends a start, and the
+ * timeline's JSON for its journal field. */
+static void timeline_text(const rkl_timeline *t, bool pod, char *buf, size_t size)
+{
+        size_t n = 0, steps = pod ? _RKL_POD_STEP_MAX : _RKL_CONTAINER_STEP_MAX;
+        const char *sep = " (";
+        buf[0] = 0;
+        for (size_t i = 0; i < steps && n < size; i++) {
+                if (t->us[i] <= 0)
+                        continue;
+                const char *name = pod ? rkl_pod_step_to_string((rkl_pod_step)i)
+                                       : rkl_container_step_to_string((rkl_container_step)i);
+                int k = snprintf(buf + n, size - n, "%s%s %.0f%s", sep, name,
+                                 (double)t->us[i] / 1e3, n ? "" : " ms");
+                n += k > 0 ? (size_t)k : 0;
+                sep = ", ";
+        }
+        if (n > 0 && n + 2 < size) {
+                buf[n++] = ')';
+                buf[n] = 0;
+        }
+}
+
+static void log_start_done(const rkl_log_object *obj, const char *kind, const char *id,
+                           const char *from, const char *to, const rkl_timeline *t, bool pod,
+                           int64_t last_us)
+{
+        char steps[512];
+        _cleanup_free_ char *json = rkl_db_timeline_json(t, pod);
+        rkl_log_object o = *obj;
+        o.timeline = json;
+        timeline_text(t, pod, steps, sizeof(steps));
+        rkl_log_object_info(&o, "%s %.12s: %s -> %s after %.2f s%s", kind, id, from, to,
+                            (double)last_us / 1e6, steps);
+}
+
 void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
                                       const rkl_pod_observed *o)
 {
         rkl_error err = RKL_ERROR_INIT;
         if (rkl_pod_observed_equal(o, &rec->observed))
                 return;
+        bool started =
+            o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase == RKL_POD_PHASE_PENDING;
+        if (started)
+                rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_RUNNING);
         if (o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase != RKL_POD_PHASE_RUNNING)
                 r->stats_new = true;
         if (o->phase != RKL_POD_PHASE_PENDING)
                 rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
-        if (o->phase != rec->observed.phase)
+        rkl_pod_observed w = *o; /* borrows o's strings */
+        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        if (m)
+                w.timeline = m->t;
+        if (started)
+                log_start_done(POD_OBJECT(rec), "sandbox", rec->id, "pending", "running",
+                               &w.timeline, true, w.timeline.us[RKL_POD_STEP_RUNNING]);
+        else if (o->phase != rec->observed.phase)
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
                                     rkl_pod_phase_to_string(rec->observed.phase),
                                     rkl_pod_phase_to_string(o->phase));
-        int k = rkl_store_pod_set_observed(r->store, rec->id, o, &err);
+        int k = rkl_store_pod_set_observed(r->store, rec->id, &w, &err);
         rkl_reconciler__write_failed("sandbox", rec->id, "observation", k, &err);
+        if (k >= 0 && o->phase != RKL_POD_PHASE_PENDING)
+                marks_forget(r, rec->id); /* the start is over: its steps are in the store */
+}
+
+void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_container_record *rec,
+                                            const rkl_container_observed *o)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        bool started = o->phase == RKL_CONTAINER_PHASE_RUNNING &&
+                       rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING;
+        if (started)
+                rkl_reconciler__container_step(r, rec, RKL_CONTAINER_STEP_RUNNING);
+        rkl_container_observed w = *o; /* borrows o's strings */
+        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        if (m)
+                w.timeline = m->t;
+        if (started)
+                log_start_done(CONTAINER_OBJECT(rec), "container", rec->id,
+                               rkl_container_phase_to_string(rec->observed.phase), "running",
+                               &w.timeline, false, w.timeline.us[RKL_CONTAINER_STEP_RUNNING]);
+        int k = rkl_store_container_set_observed(r->store, rec->id, &w, &err);
+        rkl_reconciler__write_failed("container", rec->id, "observation", k, &err);
+        if (k >= 0 &&
+            (o->phase == RKL_CONTAINER_PHASE_RUNNING || o->phase == RKL_CONTAINER_PHASE_EXITED))
+                marks_forget(r, rec->id);
 }
 
 static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *rec,
@@ -141,6 +309,12 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         rkl_pod_observed o;
         bool dead;
 
+        if (p && rec->observed.phase == RKL_POD_PHASE_PENDING) {
+                if (p->netns)
+                        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NETNS_SEEN);
+                if (p->state == RKL_POD_STATE_RUNNING && p->supervisor_ready)
+                        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_STAGE1_READY);
+        }
         rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_realtime_nsec(), &o, &dead);
         if (!p && o.phase == RKL_POD_PHASE_FAILED && rec->observed.phase == RKL_POD_PHASE_RUNNING &&
             rec->unit_name) {
@@ -162,7 +336,6 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         for (size_t i = 0; i < n; i++) {
                 const rkl_container_record *c = containers[i]->rec;
                 rkl_container_observed co;
-                rkl_error err = RKL_ERROR_INIT;
 
                 pid_t pid;
                 rkl_app_proc proc = rkl_reconciler__app_process(c, p, &pid);
@@ -188,10 +361,9 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         if (co.phase == RKL_CONTAINER_PHASE_RUNNING &&
                             c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
                                 r->stats_new = true;
-                        if (co.phase != c->observed.phase)
-                                log_phase_change(c, &co);
-                        int k = rkl_store_container_set_observed(r->store, c->id, &co, &err);
-                        rkl_reconciler__write_failed("container", c->id, "observation", k, &err);
+                        else if (co.phase != c->observed.phase)
+                                log_phase_change(c, &co); /* a start's end says more */
+                        rkl_reconciler__container_set_observed(r, c, &co);
                 }
                 rkl_container_observed_done(&co);
         }
@@ -296,6 +468,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
                         return;
                 }
                 rkl_log_info("sandbox %.12s: rkt pod %s", id, uuid);
+                rkl_reconciler__pod_step(r, v->rec, RKL_POD_STEP_POD_SEEN);
                 rkl_pod_view_unref(v);
                 v = rkl_cache_pod_get(r->cache, id);
                 if (!v)

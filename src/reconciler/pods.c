@@ -130,6 +130,8 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         }
         rkl_crash_point("unit-started");
         rkl_reconciler__pod_limits_forget(r, rec->id); /* a new unit has none of them yet */
+        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
+        free(rkl_hashmap_remove(r->unit_looks, rec->id)); /* a new unit: its first look later */
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
         rkl_reconciler__wake_at(r, rkl_realtime_nsec() +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
@@ -224,10 +226,93 @@ void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid)
                 free(rkl_hashmap_remove(r->boot_looks, uuid));
 }
 
+/* Whether the unit of a sandbox still without its pod has gone or failed: the sandbox exited
+ * before its pod appeared. A sandbox's unit was asked after with four calls to the system
+ * manager at every pass, and the manager is busiest when many pods start: 110 sandboxes
+ * starting together held the reconciler for 16 s before any of their pods was seen
+ * (docs/performance.md). Now each sandbox is looked at UNIT_LOOK_NS after its start and as
+ * often after (rkt names its pod within 0.1 s of the start: this is for the rare failure),
+ * in one list of every rktlet unit that all sandboxes share, taken at most twice in that
+ * time, and never before the sandbox's unit was started (it would be missing from it). */
+typedef struct unit_look {
+        char id[RKL_ID_LEN + 1];
+        int64_t since_ns, next_ns;
+} unit_look;
+
+void rkl_reconciler__unit_states_free(rkl_reconciler *r)
+{
+        r->unit_states = rkl_hashmap_free(r->unit_states);
+        r->unit_names = rkl_strv_free(r->unit_names);
+        r->unit_active = mfree(r->unit_active);
+        r->unit_states_ns = 0;
+}
+
+static int unit_states_refresh(rkl_reconciler *r, int64_t now, rkl_error *reterr)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        rkl_unit_active *active = NULL;
+        int k = rkl_unit_list_active(r->bus, "rktlet-*.service", &names, &active, reterr);
+        if (k < 0)
+                return k;
+        rkl_reconciler__unit_states_free(r);
+        r->unit_states = rkl_hashmap_new();
+        r->unit_active = rkl_xnew0(int, rkl_strv_length(names) + 1);
+        for (size_t i = 0; names[i]; i++) {
+                r->unit_active[i] = (int)active[i];
+                rkl_hashmap_put(r->unit_states, names[i], &r->unit_active[i]);
+        }
+        free(active);
+        r->unit_names = TAKE_PTR(names);
+        r->unit_states_ns = now;
+        return 0;
+}
+
+/* The sandbox's unit is gone or failed, by the list; false when it is not time to look or
+ * the list cannot be had. */
+static bool unit_gone(rkl_reconciler *r, const rkl_pod_record *rec, int64_t now)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        unit_look *u = rkl_hashmap_get(r->unit_looks, rec->id);
+        if (!u) {
+                u = rkl_xnew0(unit_look, 1);
+                (void)snprintf(u->id, sizeof(u->id), "%s", rec->id);
+                u->since_ns = now;
+                u->next_ns = now + UNIT_LOOK_NS;
+                rkl_hashmap_put(r->unit_looks, u->id, u);
+        }
+        if (now < u->next_ns) {
+                rkl_reconciler__wake_at(r, u->next_ns);
+                return false;
+        }
+        u->next_ns = now + UNIT_LOOK_NS;
+        rkl_reconciler__wake_at(r, u->next_ns);
+        if ((r->unit_states_ns <= u->since_ns || now - r->unit_states_ns > UNIT_LOOK_NS / 2) &&
+            unit_states_refresh(r, now, &err) < 0) {
+                rkl_log_debug("sandbox %.12s: cannot list units: %s", rec->id, err.msg);
+                return false;
+        }
+        const int *a = rkl_hashmap_get(r->unit_states, rec->unit_name);
+        return !a || *a == RKL_UNIT_FAILED || *a == RKL_UNIT_GONE;
+}
+
+void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r)
+{
+        size_t i = 0;
+        void *v;
+        _cleanup_strv_free_ char **done = NULL;
+        while (rkl_hashmap_iterate(r->unit_looks, &i, NULL, &v)) {
+                const unit_look *u = v;
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, u->id);
+                if (!p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING)
+                        rkl_strv_push(&done, rkl_xstrdup(u->id));
+        }
+        RKL_STRV_FOREACH (id, done)
+                free(rkl_hashmap_remove(r->unit_looks, *id));
+}
+
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                   const rkl_poddir_pod *p, int64_t now)
 {
-        rkl_error err = RKL_ERROR_INIT;
         int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
         /* A retry gets the whole timeout too, not what its predecessors left of it. */
         int64_t since = rkl_reconciler__attempt_start_ns(rec);
@@ -252,9 +337,7 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                 rkl_reconciler__observe_uuid(r, uuid); /* adopts it if it lives */
                 }
                 /* The sandbox is the unit's main process: no unit, no pod. */
-                rkl_unit_state st = {0};
-                if (r->bus && rkl_unit_get_state(r->bus, rec->unit_name, &st, &err) == 0 &&
-                    (st.active == RKL_UNIT_GONE || st.active == RKL_UNIT_FAILED)) {
+                if (r->bus && unit_gone(r, rec, now)) {
                         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
                             rkl_cache_pod_get(r->cache, rec->id);
                         if (!v || !v->rec->rkt_uuid)

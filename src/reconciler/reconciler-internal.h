@@ -39,6 +39,9 @@
 #define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
 #define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
+/* How often a sandbox whose rkt pod has not appeared yet has its unit asked after (pods.c):
+ * the first time that long after its start, then as often. */
+#define UNIT_LOOK_NS (1 * (int64_t)NSEC_PER_SEC)
 /* A pending pod not ready this long after its start has its boot looked at (pods.c), and
  * again as often. */
 #define BOOT_LOOK_AFTER_NS (5 * (int64_t)NSEC_PER_SEC)
@@ -135,9 +138,10 @@ struct rkl_reconciler {
         rkl_rkt_build_memo rkt_memo; /* the rkt binary's sha256, for its build record */
         rkl_poddir_watch *watch;
         int pods_dirfd;
-        rkl_hashmap *seen;      /* uuid -> rkl_poddir_pod*: each pod as last read */
-        rkl_hashmap *in_flight; /* object ID -> action* */
-        unsigned n_in_flight;
+        rkl_hashmap *seen;        /* uuid -> rkl_poddir_pod*: each pod as last read */
+        rkl_hashmap *in_flight;   /* object ID -> action* */
+        unsigned n_in_flight;     /* rkt's commands (and the boot check) */
+        unsigned n_net_in_flight; /* CNI plugin runs: slots of their own */
         /* Container ID -> its own copy: the last add or start failed and may have left a
          * half-made app that no start can run, to rm before the next start. Memory only: after
          * a crash the first start that fails sets it again, one attempt later. */
@@ -146,6 +150,16 @@ struct rkl_reconciler {
         rkl_hashmap *pod_limits; /* sandbox ID -> the pod's own limits last applied (the same) */
         rkl_hashmap *rm_owed;    /* uuid -> its copy: pods whose next app add waits for an rm */
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
+        rkl_hashmap *unit_looks; /* sandbox ID -> unit_look*: when its unit is next asked after */
+        /* rktlet's units as the manager last listed them (pods.c): name -> its state in
+         * unit_active, both owned by unit_names; when. */
+        rkl_hashmap *unit_states;
+        char **unit_names;
+        int *unit_active;
+        int64_t unit_states_ns;
+        /* Object ID -> step_marks*: the timeline of each start under way, ahead of the store
+         * (observing.c, 'Timelines'). */
+        rkl_hashmap *steps;
         rkl_oom_log *oom_log;    /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
         rkl_reconciler_net *net; /* pod networking (network.c); NULL with rkt's own (--net) */
         int64_t wake_at_ns;      /* earliest time a pass must run again; 0: none */
@@ -169,6 +183,19 @@ void rkl_reconciler__write_failed(const char *kind, const char *id, const char *
                                   const rkl_error *err);
 void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
                                       const rkl_pod_observed *o);
+/* The container's observed state written through the store, with its timeline. */
+void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_container_record *rec,
+                                            const rkl_container_observed *o);
+/* ---- Timelines ---- */
+/* A step of a start seen now: kept in memory and written with the object's next observation
+ * (never in a commit of its own). The first step of an attempt (the unit's start, an app
+ * add) begins its timeline anew, an app start its own steps; any other step counts once. */
+void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step);
+void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
+                                    rkl_container_step step);
+/* Forgets the steps of objects no longer in the cache (removed while starting). */
+void rkl_reconciler__steps_sweep(rkl_reconciler *r);
+void rkl_reconciler__steps_free(rkl_reconciler *r);
 /* Is the app's process there yet? (see rkl_app_proc) */
 rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
                                          pid_t *ret_pid);
@@ -229,6 +256,9 @@ void rkl_reconciler__action_free(action *a);
  * whatever key (a container's, its sandbox's, the pod's own as an orphan). */
 bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds);
 bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key);
+/* The same for a CNI verb (ACT_NET_*): plugins are no rkt command, and have max_actions slots
+ * of their own, so that a sandbox's network is not queued behind other pods' app adds. */
+bool rkl_reconciler__can_start_net(rkl_reconciler *r, const char *key);
 /* app: the app verbs' app, else NULL. */
 action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
                                    const char *uuid, const char *app);
@@ -247,6 +277,10 @@ void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record 
 /* ---- Sandboxes ---- */
 char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name);
 void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid);
+/* Forgets when the units of sandboxes that no longer wait for their pod are to be asked
+ * after. */
+void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r);
+void rkl_reconciler__unit_states_free(rkl_reconciler *r);
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                   const rkl_poddir_pod *p, int64_t now);
 void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,

@@ -210,6 +210,8 @@ static void pass(rkl_reconciler *r)
                 rkl_reconciler__rescan(r);
                 rkl_reconciler__reap_orphan_units(r);
                 rkl_reconciler__reap_orphan_state_dirs(r);
+                rkl_reconciler__steps_sweep(r);
+                rkl_reconciler__unit_looks_sweep(r);
         } else if (r->recheck) {
                 _cleanup_strv_free_ char **l = TAKE_PTR(r->recheck);
                 RKL_STRV_FOREACH (u, l)
@@ -532,6 +534,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->pod_limits = rkl_hashmap_new();
         r->rm_owed = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
+        r->unit_looks = rkl_hashmap_new();
+        r->steps = rkl_hashmap_new();
         rkl_reconciler__net_new(r);
         k = rkl_oom_log_open(NULL, &r->oom_log);
         if (k < 0)
@@ -564,7 +568,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
 
 int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 {
-        r->pool = rkl_workpool_new(r->cfg.max_actions, "rkt");
+        /* rkt's commands and CNI's plugins each have max_actions slots. */
+        r->pool = rkl_workpool_new(2 * r->cfg.max_actions, "rkt");
         int k = pthread_create(&r->thread, NULL, reconciler_main, r);
         if (k != 0)
                 return rkl_error_set(reterr, -k, "cannot start the reconciler: %s", strerror(k));
@@ -634,6 +639,9 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free_values(r->undo, free);
         rkl_hashmap_free_values(r->rm_owed, free);
         rkl_hashmap_free_values(r->boot_looks, free);
+        rkl_hashmap_free_values(r->unit_looks, free);
+        rkl_reconciler__unit_states_free(r);
+        rkl_reconciler__steps_free(r);
         rkl_reconciler__net_free(r);
         rkl_reconciler__limits_free_all(r);
         rkl_oom_log_free(r->oom_log);

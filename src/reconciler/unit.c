@@ -88,12 +88,17 @@ char *rkl_unit_sandbox_id(const char *unit)
         return id;
 }
 
-int rkl_unit_list(sd_bus *bus, const char *pattern, char ***ret, rkl_error *reterr)
+static rkl_unit_active active_from_string(const char *active);
+
+int rkl_unit_list_active(sd_bus *bus, const char *pattern, char ***ret_names,
+                         rkl_unit_active **ret_active, rkl_error *reterr)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_strv_free_ char **names = NULL;
-        const char *name;
+        _cleanup_free_ rkl_unit_active *active = NULL;
+        size_t n = 0;
+        const char *name, *state;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
@@ -108,15 +113,25 @@ int rkl_unit_list(sd_bus *bus, const char *pattern, char ***ret, rkl_error *rete
                 return bus_error(reterr, r, &e, "ListUnitsByPatterns");
         r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
         while (r > 0) {
-                r = sd_bus_message_read(reply, "(ssssssouso)", &name, NULL, NULL, NULL, NULL, NULL,
-                                        NULL, NULL, NULL, NULL);
-                if (r > 0)
+                r = sd_bus_message_read(reply, "(ssssssouso)", &name, NULL, NULL, &state, NULL,
+                                        NULL, NULL, NULL, NULL, NULL);
+                if (r > 0) {
                         rkl_strv_push(&names, name);
+                        active = rkl_xrealloc(active, (n + 1) * sizeof(*active));
+                        active[n++] = active_from_string(state);
+                }
         }
         if (r < 0)
                 return rkl_error_set(reterr, r, "ListUnitsByPatterns reply: %s", strerror(-r));
-        *ret = names ? TAKE_PTR(names) : rkl_xnew0(char *, 1);
+        *ret_names = names ? TAKE_PTR(names) : rkl_xnew0(char *, 1);
+        if (ret_active)
+                *ret_active = active ? TAKE_PTR(active) : rkl_xnew0(rkl_unit_active, 1);
         return 0;
+}
+
+int rkl_unit_list(sd_bus *bus, const char *pattern, char ***ret, rkl_error *reterr)
+{
+        return rkl_unit_list_active(bus, pattern, ret, NULL, reterr);
 }
 
 static bool slice_name_is_valid(const char *s)
@@ -370,6 +385,14 @@ static const char *const active_names[_RKL_UNIT_ACTIVE_MAX] = {
     [RKL_UNIT_FAILED] = "failed",     [RKL_UNIT_GONE] = "gone",
 };
 
+static rkl_unit_active active_from_string(const char *active)
+{
+        for (int i = 0; i < _RKL_UNIT_ACTIVE_MAX; i++)
+                if (streq(active, active_names[i]))
+                        return (rkl_unit_active)i;
+        return streq(active, "reloading") ? RKL_UNIT_ACTIVE : RKL_UNIT_INACTIVE;
+}
+
 const char *rkl_unit_active_to_string(rkl_unit_active a)
 {
         return a >= 0 && a < _RKL_UNIT_ACTIVE_MAX ? active_names[a] : NULL;
@@ -413,12 +436,7 @@ int rkl_unit_get_state(sd_bus *bus, const char *name, rkl_unit_state *ret, rkl_e
                 return bus_error(reterr, r, &e, name);
         }
 
-        rkl_unit_state st = {.active = RKL_UNIT_INACTIVE, .main_pid = (pid_t)pid};
-        for (int i = 0; i < _RKL_UNIT_ACTIVE_MAX; i++)
-                if (streq(active, active_names[i]))
-                        st.active = (rkl_unit_active)i;
-        if (streq(active, "reloading"))
-                st.active = RKL_UNIT_ACTIVE;
+        rkl_unit_state st = {.active = active_from_string(active), .main_pid = (pid_t)pid};
         (void)snprintf(st.result, sizeof(st.result), "%s", result);
         *ret = st;
         return 0;

@@ -79,4 +79,9 @@ typedef struct rkl_unit_state {
 } rkl_unit_state;
 
 int rkl_unit_get_state(sd_bus *bus, const char *name, rkl_unit_state *ret, rkl_error *reterr);
+/* The loaded units matching a glob pattern with their active states, in one call:
+ * *ret_names (NULL-terminated) and *ret_active side by side. A unit not listed is
+ * RKL_UNIT_GONE. */
+int rkl_unit_list_active(sd_bus *bus, const char *pattern, char ***ret_names,
+                         rkl_unit_active **ret_active, rkl_error *reterr);
 const char *rkl_unit_active_to_string(rkl_unit_active a);

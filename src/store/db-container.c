@@ -79,6 +79,8 @@ static int read_container_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_
         r = rkl_db__read_kvs(st, 23, &c->spec.labels, &c->spec.annotations, reterr);
         if (r < 0)
                 return rkl_error_prefix(reterr, "container '%s'", c->id);
+        rkl_db__timeline_from_json((const char *)sqlite3_column_text(st, 25), false,
+                                   &c->observed.timeline);
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -306,6 +308,7 @@ int rkl_db_container_start(rkl_db *s, const char *container_id, rkl_container_re
 typedef struct container_observed_args {
         const rkl_container_observed *o;
         char *reason, *message;
+        char *timeline;
 } container_observed_args;
 
 static int bind_container_observed(sqlite3_stmt *st, const void *arg)
@@ -323,7 +326,8 @@ static int bind_container_observed(sqlite3_stmt *st, const void *arg)
         rkl_db__bind_text(st, 8, a->reason);
         rkl_db__bind_text(st, 9, a->message);
         rkl_db__bind_text(st, 10, a->o->image_ref);
-        return 11;
+        rkl_db__bind_text(st, 11, a->timeline);
+        return 12;
 }
 
 int rkl_db_container_set_observed(rkl_db *s, const char *container_id,
@@ -341,9 +345,13 @@ int rkl_db_container_set_observed(rkl_db *s, const char *container_id,
             (r = rkl_db__check_time("started_at", o->started_ns, reterr)) < 0 ||
             (r = rkl_db__check_time("finished_at", o->finished_ns, reterr)) < 0)
                 return r;
+        for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
+                if ((r = rkl_db__check_time("timeline", o->timeline.us[i], reterr)) < 0)
+                        return r;
         _cleanup_free_ char *reason = rkl_db__sanitize_text(o->reason);
         _cleanup_free_ char *message = rkl_db__sanitize_text(o->message);
-        container_observed_args a = {o, reason, message};
+        _cleanup_free_ char *timeline = rkl_db__timeline_to_json(&o->timeline, false);
+        container_observed_args a = {o, reason, message, timeline};
         return rkl_db__update_one(s, STMT_CONTAINER_SET_OBSERVED, "container", container_id,
                                   bind_container_observed, &a, NULL, NULL, reterr);
 }

@@ -47,6 +47,14 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
 char *rkl_db__kvs_to_json(const rkl_kvs *l);
 int rkl_db__kvs_from_json(const char *json, const char *column, rkl_kvs *ret, rkl_error *reterr);
 
+/* The timeline column: {"step": microseconds, ...} in step order, with the steps reached
+ * only; NULL when none is. pod picks the sandbox's step names, else the container's. Decoding
+ * is lenient, unlike the config's: the timeline is for people, so a column edited by hand or
+ * by a newer rktlet never fails its row. Unknown steps are skipped, and a column that is not
+ * such an object reads as an empty timeline. */
+char *rkl_db__timeline_to_json(const rkl_timeline *t, bool pod);
+void rkl_db__timeline_from_json(const char *json, bool pod, rkl_timeline *ret);
+
 /* Test hook: runs the given migrations instead of the embedded ones, exactly as
  * rkl_db_open() does (one IMMEDIATE transaction each, keyed by user_version). */
 int rkl_db__migrate(rkl_db *s, const rkl_db__migration *migrations, size_t n, rkl_error *reterr);

@@ -5,6 +5,7 @@
 #include "store/db-internal.h"
 
 #include "base/json.h"
+#include <inttypes.h>
 #include <limits.h>
 
 #include "base/alloc.h"
@@ -524,4 +525,132 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
                 }
         }
         return 0;
+}
+
+/* The timeline codec: hand-written, since every record loaded at start carries one and
+ * json-c's parse is most of that load already (docs/performance.md). */
+
+static const char *step_name(bool pod, size_t i)
+{
+        return pod ? rkl_pod_step_to_string((rkl_pod_step)i)
+                   : rkl_container_step_to_string((rkl_container_step)i);
+}
+
+static size_t n_steps(bool pod)
+{
+        return pod ? _RKL_POD_STEP_MAX : _RKL_CONTAINER_STEP_MAX;
+}
+
+char *rkl_db__timeline_to_json(const rkl_timeline *t, bool pod)
+{
+        char buf[RKL_TIMELINE_STEPS * 48 + 4];
+        size_t n = 0;
+        for (size_t i = 0; i < n_steps(pod); i++) {
+                if (t->us[i] <= 0)
+                        continue;
+                int k = snprintf(buf + n, sizeof(buf) - n, "%s\"%s\":%" PRId64, n ? "," : "{",
+                                 step_name(pod, i), t->us[i]);
+                assert(k > 0 && (size_t)k < sizeof(buf) - n); /* names are short */
+                n += (size_t)k;
+        }
+        if (n == 0)
+                return NULL;
+        buf[n++] = '}';
+        buf[n] = 0;
+        return rkl_xstrdup(buf);
+}
+
+static const char *skip_space(const char *p)
+{
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+                p++;
+        return p;
+}
+
+/* Past a JSON string whose opening quote p is at; NULL when it does not end. */
+static const char *skip_string(const char *p)
+{
+        for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && !*++p)
+                        return NULL;
+        return *p == '"' ? p + 1 : NULL;
+}
+
+/* Past the value p is at (an unknown step's, from a newer rktlet: any JSON); NULL when it
+ * does not end. */
+static const char *skip_value(const char *p)
+{
+        unsigned depth = 0;
+        while (*p) {
+                if (*p == '"') {
+                        if (!(p = skip_string(p)))
+                                return NULL;
+                        continue;
+                }
+                if (*p == '[' || *p == '{')
+                        depth++;
+                else if ((*p == ']' || *p == '}') && depth > 0)
+                        depth--;
+                else if ((*p == ',' || *p == '}') && depth == 0)
+                        return p;
+                p++;
+        }
+        return NULL;
+}
+
+void rkl_db__timeline_from_json(const char *json, bool pod, rkl_timeline *ret)
+{
+        rkl_timeline t = {0};
+        const char *p = json ? skip_space(json) : "";
+
+        *ret = (rkl_timeline){0};
+        if (*p++ != '{')
+                return;
+        p = skip_space(p);
+        if (*p == '}')
+                return;
+        for (;;) {
+                if (*p != '"')
+                        return;
+                const char *key = p + 1, *end_key = skip_string(p);
+                if (!end_key)
+                        return;
+                size_t len = (size_t)(end_key - 1 - key);
+                p = skip_space(end_key);
+                if (*p++ != ':')
+                        return;
+                p = skip_space(p);
+                int step = -1;
+                for (size_t i = 0; i < n_steps(pod); i++) {
+                        const char *name = step_name(pod, i);
+                        if (strlen(name) == len && memcmp(name, key, len) == 0)
+                                step = (int)i;
+                }
+                if (step < 0) {
+                        if (!(p = skip_value(p)))
+                                return;
+                } else {
+                        /* A step's value is an integer: anything else is not ours. */
+                        if (!((*p >= '0' && *p <= '9') || *p == '-'))
+                                return;
+                        char *end;
+                        errno = 0;
+                        long long v = strtoll(p, &end, 10);
+                        if (errno != 0 || end == p)
+                                return;
+                        t.us[step] = v > 0 ? v : 0;
+                        p = skip_space(end);
+                }
+                if (*p == '}')
+                        break;
+                if (*p++ != ',')
+                        return;
+                p = skip_space(p);
+        }
+        *ret = t;
+}
+
+char *rkl_db_timeline_json(const rkl_timeline *t, bool pod)
+{
+        return rkl_db__timeline_to_json(t, pod);
 }

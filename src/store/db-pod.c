@@ -92,6 +92,8 @@ static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reter
         if (r < 0)
                 return rkl_error_prefix(reterr, "sandbox '%s'", p->id);
         p->observed.additional_ips = ips_split((const char *)sqlite3_column_text(st, 24));
+        rkl_db__timeline_from_json((const char *)sqlite3_column_text(st, 25), true,
+                                   &p->observed.timeline);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -278,6 +280,7 @@ typedef struct pod_observed_args {
         const rkl_pod_observed *o;
         char *reason, *message; /* sanitized */
         char *additional_ips;   /* joined */
+        char *timeline;         /* encoded */
 } pod_observed_args;
 
 static int bind_pod_observed(sqlite3_stmt *st, const void *arg)
@@ -292,7 +295,8 @@ static int bind_pod_observed(sqlite3_stmt *st, const void *arg)
         rkl_db__bind_text(st, 8, a->reason);
         rkl_db__bind_text(st, 9, a->message);
         rkl_db__bind_text(st, 10, a->additional_ips);
-        return 11;
+        rkl_db__bind_text(st, 11, a->timeline);
+        return 12;
 }
 
 int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observed *o,
@@ -310,6 +314,9 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
             (r = rkl_db__check_time("started_at", o->started_ns, reterr)) < 0 ||
             (r = rkl_db__check_time("finished_at", o->finished_ns, reterr)) < 0)
                 return r;
+        for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
+                if ((r = rkl_db__check_time("timeline", o->timeline.us[i], reterr)) < 0)
+                        return r;
         if (rkl_strv_length(o->additional_ips) > 8)
                 return rkl_error_set(reterr, -EINVAL, "additional_ips: more than 8");
         RKL_STRV_FOREACH (ip, o->additional_ips)
@@ -321,7 +328,8 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
         _cleanup_free_ char *message = rkl_db__sanitize_text(o->message);
         _cleanup_free_ char *ips =
             rkl_strv_length(o->additional_ips) ? rkl_strv_join(o->additional_ips, ",") : NULL;
-        pod_observed_args a = {o, reason, message, ips};
+        _cleanup_free_ char *timeline = rkl_db__timeline_to_json(&o->timeline, true);
+        pod_observed_args a = {o, reason, message, ips, timeline};
         return rkl_db__update_one(s, STMT_POD_SET_OBSERVED, "sandbox", pod_id, bind_pod_observed,
                                   &a, NULL, NULL, reterr);
 }

@@ -16,11 +16,13 @@
 #define POD_COLUMNS                                                                                \
         "id, name, namespace, uid, attempt, config, desired, phase, pid, ip, created_ns, "         \
         "started_ns, finished_ns, reason, message, rkt_uuid, unit_name, version, attempts, "       \
-        "last_error, next_retry_ns, accepted_ns, labels, annotations, additional_ips"
+        "last_error, next_retry_ns, accepted_ns, labels, annotations, additional_ips, timeline"
 #define CONTAINER_COLUMNS                                                                          \
         "id, sandbox_id, name, attempt, image, config, app_name, desired, phase, pid, "            \
         "exit_code, created_ns, started_ns, finished_ns, reason, message, image_ref, version, "    \
-        "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns, labels, annotations"
+        "attempts, last_error, next_retry_ns, accepted_ns, stop_deadline_ns, labels, "             \
+        "annotations, "                                                                            \
+        "timeline"
 #define ORDER " ORDER BY accepted_ns, id"
 
 const char *const rkl_db__stmt_sql[_STMT_MAX] = {
@@ -47,8 +49,8 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
                                  "WHERE sandbox_id = ?1 AND desired <> 'stopped'",
     [STMT_POD_SET_OBSERVED] = "UPDATE sandbox SET phase = ?2, pid = ?3, ip = ?4, "
                               "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
-                              "reason = ?8, message = ?9, additional_ips = ?10, version = ?11 "
-                              "WHERE id = ?1",
+                              "reason = ?8, message = ?9, additional_ips = ?10, timeline = ?11, "
+                              "version = ?12 WHERE id = ?1",
     [STMT_POD_SET_RKT_UUID] = "UPDATE sandbox SET rkt_uuid = ?2, version = ?3 WHERE id = ?1",
     [STMT_POD_SET_RESOURCES] =
         "UPDATE sandbox SET config = json_set(config, '$.cpu_period', ?2, '$.cpu_quota', ?3, "
@@ -82,8 +84,8 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
         "WHERE id = ?1",
     [STMT_CONTAINER_SET_OBSERVED] = "UPDATE container SET phase = ?2, pid = ?3, exit_code = ?4, "
                                     "created_ns = ?5, started_ns = ?6, finished_ns = ?7, "
-                                    "reason = ?8, message = ?9, image_ref = ?10, version = ?11 "
-                                    "WHERE id = ?1",
+                                    "reason = ?8, message = ?9, image_ref = ?10, timeline = ?11, "
+                                    "version = ?12 WHERE id = ?1",
     [STMT_CONTAINER_RECORD_ERROR] = "UPDATE container SET attempts = attempts + 1, "
                                     "last_error = ?2, next_retry_ns = ?3, version = ?4 "
                                     "WHERE id = ?1 RETURNING attempts",

@@ -106,6 +106,11 @@ typedef struct rkl_db_bookkeeping {
         int64_t accepted_ns;   /* when the CRI call was accepted (realtime ns) */
 } rkl_db_bookkeeping;
 
+/* A timeline (rkl_pod_observed.timeline, rkl_container_observed.timeline) as its column
+ * holds it, {"step": microseconds, ...}, for a sandbox's steps (pod) or a container's; NULL
+ * when no step is in it. */
+char *rkl_db_timeline_json(const rkl_timeline *t, bool pod);
+
 /* Sandboxes. */
 
 /* What the reconciler last observed of a sandbox; 0 / NULL mean unknown or not yet. */
@@ -116,6 +121,10 @@ typedef struct rkl_pod_observed {
         char **additional_ips; /* a dual-stack pod's other family; NULL: none */
         int64_t created_ns, started_ns, finished_ns;
         char *reason, *message;
+        /* Its start's steps (rkl_pod_step). Written with whatever else a write changes, never
+         * on its own (rkl_pod_observed_equal() leaves it out): the reconciler keeps the steps
+         * it saw until its next write of the sandbox. */
+        rkl_timeline timeline;
 } rkl_pod_observed;
 
 void rkl_pod_observed_done(rkl_pod_observed *o);
@@ -232,7 +241,8 @@ typedef struct rkl_container_observed {
         int32_t exit_code;
         int64_t created_ns, started_ns, finished_ns;
         char *reason, *message;
-        char *image_ref; /* the image rkt actually ran (sha512-… or digest) */
+        char *image_ref;       /* the image rkt actually ran (sha512-… or digest) */
+        rkl_timeline timeline; /* its start's steps (rkl_container_step), as a sandbox's */
 } rkl_container_observed;
 
 void rkl_container_observed_done(rkl_container_observed *o);

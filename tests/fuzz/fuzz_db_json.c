@@ -1,6 +1,7 @@
 /* Fuzz target for the store's JSON columns, which an operator (or a damaged disk) can change
- * under the daemon: the first byte picks the decoder (byte % 3: '0' a sandbox's config, '1' a
- * container's config, '2' labels/annotations), the rest is the column's text. What decodes
+ * under the daemon: the first byte picks the decoder (byte % 4: '0' a sandbox's config, '1' a
+ * container's config, '2' labels/annotations, '3' a timeline, a sandbox's for an even byte / 4
+ * ('3'), a container's for an odd one ('7')), the rest is the column's text. What decodes
  * must encode again and decode to the same encoding (the codec round-trips exactly). Corpus:
  * tests/fuzz/db-json/, replayed by ctest. */
 #include <stdint.h>
@@ -65,6 +66,19 @@ static void kvs(const char *in)
         rkl_kvs_done(&t);
 }
 
+static void timeline(const char *in, bool pod)
+{
+        rkl_timeline t, u;
+        rkl_db__timeline_from_json(in, pod, &t);
+        _cleanup_free_ char *j = rkl_db__timeline_to_json(&t, pod);
+        rkl_db__timeline_from_json(j, pod, &u);
+        _cleanup_free_ char *k = rkl_db__timeline_to_json(&u, pod);
+        if (memcmp(&t, &u, sizeof(t)) != 0)
+                abort();
+        if (j || k)
+                same(j ? j : "", k ? k : "");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (size < 1)
@@ -72,15 +86,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         _cleanup_free_ char *in = rkl_xmalloc(size);
         memcpy(in, data + 1, size - 1);
         in[size - 1] = 0;
-        switch (data[0] % 3) {
+        switch (data[0] % 4) {
         case 0:
                 pod(in);
                 break;
         case 1:
                 container(in);
                 break;
-        default:
+        case 2:
                 kvs(in);
+                break;
+        default:
+                timeline(in, (data[0] / 4) % 2 == 0);
                 break;
         }
         return 0;

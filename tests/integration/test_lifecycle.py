@@ -1,6 +1,7 @@
 """Pods and containers end to end: CRI calls over gRPC into the real daemon, which drives the
 rkt simulator under a real (private) systemd. What is checked is what a user sees: CRI
 states, times, exit codes, and real processes and pod directories."""
+import json
 import os
 import signal
 import subprocess
@@ -319,6 +320,61 @@ class LifecycleTest(unittest.TestCase):
         # Everything removed is gone from rkt too.
         # A generous bound: rm of a leftover pod waits for its pod to go down, slow under load.
         harness.wait_for("no pods left in rkt", lambda: self.rkt_pods() == [], timeout=180)
+
+
+POD_STEPS = ("unit_started", "pod_seen", "netns_seen", "stage1_ready", "running")
+CONTAINER_STEPS = ("add_begun", "add_done", "start_begun", "start_done", "running")
+
+
+class TimelineTest(unittest.TestCase):
+    """Each start, step by step, where operators and clients read it: verbose status, the
+    store's views and the log line that ends it (docs/performance.md). Times are only ordered
+    here, never measured."""
+
+    def test_steps_of_a_start(self):
+        env = harness.SimEnv(self, extra=["--wait"]).start()
+        env.fetch("docker://" + IMAGE)
+        ch = env.daemon.channel()
+        self.addCleanup(ch.close)
+        rs = pbg.RuntimeServiceStub(ch)
+        cfg = sandbox_config("timed")
+        sid = rs.RunPodSandbox(pb.RunPodSandboxRequest(config=cfg), timeout=60).pod_sandbox_id
+        cid = rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=container_config("c", ["/bin/sleep", "1000"]),
+            sandbox_config=cfg), timeout=10).container_id
+        rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=60)
+
+        # --wait answered once each ran: the start is over and its steps all recorded.
+        info = json.loads(rs.PodSandboxStatus(pb.PodSandboxStatusRequest(
+            pod_sandbox_id=sid, verbose=True), timeout=10).info["info"])
+        pod = info["timelineUs"]
+        self.assertEqual([s for s in POD_STEPS if s in pod], list(POD_STEPS), pod)
+        self.assertEqual(sorted(pod.values()), [pod[s] for s in POD_STEPS], pod)
+        self.assertNotIn("net_add_begun", pod)  # rkt's own networking (--net): no CNI
+        info = json.loads(rs.ContainerStatus(pb.ContainerStatusRequest(
+            container_id=cid, verbose=True), timeout=10).info["info"])
+        ctr = info["timelineUs"]
+        self.assertEqual(list(ctr), list(CONTAINER_STEPS), ctr)
+        self.assertEqual(sorted(ctr.values()), list(ctr.values()), ctr)
+
+        # The same in the store's views, in milliseconds.
+        db = os.path.join(env.daemon.state_dir, "rktlet.db")
+        out = subprocess.run(["sqlite3", "-readonly", db,
+                              "SELECT running_ms FROM sandbox_timelines WHERE id = '%s';"
+                              "SELECT add_begun_ms, running_ms FROM container_timelines "
+                              "WHERE id = '%s'" % (sid, cid)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        self.assertAlmostEqual(float(out[0]), pod["running"] / 1e3, places=3)
+        self.assertEqual([float(v) for v in out[1].split("|")],
+                         [ctr["add_begun"] / 1e3, ctr["running"] / 1e3])
+
+        # And in the log, on the line that ends each start, with the monotonic clock.
+        lines = [line for line in env.daemon.log().splitlines() if "running after" in line]
+        self.assertEqual(len(lines), 2, lines)
+        self.assertRegex(lines[0], r"^<6>\[ *\d+\.\d{6}\] sandbox %s: pending -> running "
+                         r"after \d+\.\d\d s \(unit_started \d+ ms, pod_seen" % sid[:12])
+        self.assertRegex(lines[1], r"container %s: created -> running after .*\(add_begun "
+                         % cid[:12])
 
 
 if __name__ == "__main__":

@@ -335,6 +335,14 @@ class WaitTest(RealRktBase):
         self.assertEqual(st.state, pb.SANDBOX_READY)
         self.assertTrue(st.network.ip)
         self.assertEqual(json.loads(info["info"])["phase"], "running")
+        # Its start, step by step (the network's steps and stage1's overlap).
+        steps = json.loads(info["info"])["timelineUs"]
+        print("[figure] RunPodSandbox --wait, its steps in ms: %s" % ", ".join(
+            "%s %.0f" % (k, v / 1e3) for k, v in steps.items()))
+        order = ("unit_started", "pod_seen", "netns_seen", "net_add_begun", "net_add_done",
+                 "running")
+        self.assertEqual([steps[k] for k in order], sorted(steps[k] for k in order), steps)
+        self.assertLessEqual(steps["stage1_ready"], steps["running"])
 
         sleeper = self.create(sid, cfg, "sleeper", ["sh", "-c", "trap '' TERM; sleep 3600"])
         quick = self.create(sid, cfg, "quick", ["sh", "-c", "sleep 3600"])

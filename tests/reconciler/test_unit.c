@@ -115,6 +115,21 @@ static void test_start_stop(void **state)
         for (char **u = units; *u; u++)
                 free(*u);
         free(units);
+        /* With their states, in the one call the reconciler makes for all sandboxes. */
+        rkl_unit_active *active = NULL;
+        assert_int_equal(rkl_unit_list_active(e->bus, "rktlet-*.service", &units, &active, &err),
+                         0);
+        assert_string_equal(units[0], spec.name);
+        assert_null(units[1]);
+        assert_int_equal(active[0], RKL_UNIT_ACTIVE);
+        free(active);
+        for (char **u = units; *u; u++)
+                free(*u);
+        free(units);
+        assert_int_equal(rkl_unit_list_active(e->bus, "none-*.service", &units, &active, &err), 0);
+        assert_null(units[0]);
+        free(active);
+        free(units);
 
         /* A second start of the same name is refused, not duplicated. */
         assert_int_equal(rkl_unit_start(e->bus, &spec, 10 * USEC_PER_SEC, &err), -EEXIST);

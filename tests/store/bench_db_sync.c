@@ -1,6 +1,7 @@
 /* Measures what durability costs: commits per second of rkl_db_pod_create() (one
  * IMMEDIATE transaction: sandbox row, 3 labels, 2 annotations, generation bump) and of
- * rkl_db_pod_set_observed() (one UPDATE), with synchronous=NORMAL (the default) and
+ * rkl_db_pod_set_observed() (one UPDATE), then the same with a start's timeline, and a list of
+ * every row without and with timelines, with synchronous=NORMAL (the default) and
  * synchronous=FULL, on a file database in the given directory. Not a test: speed is
  * measured, never asserted (docs/design.md, 'Testing'). Results go in docs/store.md.
  *
@@ -64,10 +65,35 @@ static int run(const char *dir, bool full, unsigned n)
                         goto fail;
         }
         uint64_t t2 = rkl_now_usec(CLOCK_MONOTONIC);
-        double c = (double)(t1 - t0) / n, u = (double)(t2 - t1) / n;
+        rkl_pod_record **all = NULL;
+        size_t n_all = 0;
+        if ((r = rkl_db_pod_list(s, NULL, &all, &n_all, &e)) < 0)
+                goto fail;
+        all = rkl_pod_record_array_free(all, n_all);
+        uint64_t t3 = rkl_now_usec(CLOCK_MONOTONIC);
+        /* The same update carrying a finished start's timeline (every step): what the
+         * reconciler's last write of a sandbox's start costs. */
+        rkl_pod_observed o = {.phase = RKL_POD_PHASE_RUNNING, .pid = 101};
+        for (size_t k = 0; k < _RKL_POD_STEP_MAX; k++)
+                o.timeline.us[k] = (int64_t)(k + 1) * 123457;
+        for (unsigned i = 0; i < n; i++) {
+                char id[RKL_ID_LEN + 1];
+                (void)snprintf(id, sizeof(id), "%064x", i + 1);
+                r = rkl_db_pod_set_observed(s, id, &o, &e);
+                if (r < 0)
+                        goto fail;
+        }
+        uint64_t t4 = rkl_now_usec(CLOCK_MONOTONIC);
+        if ((r = rkl_db_pod_list(s, NULL, &all, &n_all, &e)) < 0)
+                goto fail;
+        all = rkl_pod_record_array_free(all, n_all);
+        uint64_t t5 = rkl_now_usec(CLOCK_MONOTONIC);
+        double c = (double)(t1 - t0) / n, u = (double)(t2 - t1) / n, ut = (double)(t4 - t3) / n;
         printf("%-7s create: %8.1f us/commit %8.0f commits/s   update: %8.1f us/commit %8.0f "
-               "commits/s\n",
-               full ? "FULL" : "NORMAL", c, 1e6 / c, u, 1e6 / u);
+               "commits/s   with a timeline: %8.1f us/commit\n",
+               full ? "FULL" : "NORMAL", c, 1e6 / c, u, 1e6 / u, ut);
+        printf("%-7s list of %u: %.2f us/record, with timelines %.2f us/record\n",
+               full ? "FULL" : "NORMAL", n, (double)(t3 - t2) / n, (double)(t5 - t4) / n);
         s = rkl_db_close(s);
         free(path);
         return 0;

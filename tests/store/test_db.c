@@ -1699,6 +1699,102 @@ static void test_views(void **state)
         sqlite3_close(db);
 }
 
+static char *raw_text(sqlite3 *db, const char *sql)
+{
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        char *v = rkl_xstrdup((const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        return v;
+}
+
+/* The steps of a start travel with the observation, come back as written, read as
+ * milliseconds in the views, and a column edited by hand never fails its row. */
+static void test_timeline(void **state)
+{
+        fixture *f = *state;
+        const char *pod = "00000000000000000000000000000000000000000000000000000000000000a1";
+        const char *ctr = "00000000000000000000000000000000000000000000000000000000000000c1";
+        sqlite3 *db = raw_open(f->path);
+        rkl_pod_record *p = NULL;
+        rkl_container_record *c = NULL;
+
+        create_pod(f->s, pod, "a", 0);
+        create_container(f->s, ctr, pod, "one", "one", 0);
+        assert_int_equal(raw_int(db, "SELECT timeline IS NULL FROM sandbox"), 1);
+
+        rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING};
+        po.timeline.us[RKL_POD_STEP_UNIT_STARTED] = 1200;
+        po.timeline.us[RKL_POD_STEP_POD_SEEN] = 350000;
+        po.timeline.us[RKL_POD_STEP_RUNNING] = 2300500;
+        OK(rkl_db_pod_set_observed(f->s, pod, &po, &e_));
+        OK(rkl_db_pod_get(f->s, pod, &p, &e_));
+        assert_memory_equal(&p->observed.timeline, &po.timeline, sizeof(po.timeline));
+        p = rkl_pod_record_free(p);
+        _cleanup_free_ char *j = raw_text(db, "SELECT timeline FROM sandbox");
+        assert_string_equal(j, "{\"unit_started\":1200,\"pod_seen\":350000,\"running\":2300500}");
+        assert_int_equal(raw_int(db, "SELECT running_ms * 10 FROM sandbox_timelines"), 23005);
+        assert_int_equal(raw_int(db, "SELECT net_add_begun_ms IS NULL FROM sandbox_timelines"), 1);
+
+        rkl_container_observed co = {.phase = RKL_CONTAINER_PHASE_RUNNING};
+        co.timeline.us[RKL_CONTAINER_STEP_ADD_BEGUN] = 10;
+        co.timeline.us[RKL_CONTAINER_STEP_RUNNING] = 99000;
+        OK(rkl_db_container_set_observed(f->s, ctr, &co, &e_));
+        OK(rkl_db_container_get(f->s, ctr, &c, &e_));
+        assert_memory_equal(&c->observed.timeline, &co.timeline, sizeof(co.timeline));
+        c = rkl_container_record_free(c);
+        assert_int_equal(raw_int(db, "SELECT running_ms FROM container_timelines "
+                                     "WHERE name = 'default/a/one'"),
+                         99);
+
+        /* No step: NULL again. A negative time is refused. */
+        OK(rkl_db_container_set_observed(f->s, ctr, &(rkl_container_observed){0}, &e_));
+        assert_int_equal(raw_int(db, "SELECT timeline IS NULL FROM container"), 1);
+        po.timeline.us[RKL_POD_STEP_STAGE1_READY] = -1;
+        FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &po, &e_));
+
+        /* By hand: unknown steps are skipped, a wrong value empties the timeline. */
+        raw_exec(db, "UPDATE sandbox SET timeline = '{\"later_step\": [1], \"running\": 7}'");
+        OK(rkl_db_pod_get(f->s, pod, &p, &e_));
+        assert_int_equal(p->observed.timeline.us[RKL_POD_STEP_RUNNING], 7);
+        p = rkl_pod_record_free(p);
+        raw_exec(db, "UPDATE sandbox SET timeline = '{\"running\": 7, \"pod_seen\": \"soon\"}'");
+        OK(rkl_db_pod_get(f->s, pod, &p, &e_));
+        assert_int_equal(p->observed.timeline.us[RKL_POD_STEP_RUNNING], 0);
+        p = rkl_pod_record_free(p);
+        sqlite3_close(db);
+}
+
+/* The timeline codec alone: what decodes encodes back the same. */
+static void test_timeline_codec(void **state)
+{
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+            {"{}", NULL},
+            {" { \"add_done\" : 5 , \"add_begun\":4 } ", "{\"add_begun\":4,\"add_done\":5}"},
+            {"{\"running\":1,\"running\":2}", "{\"running\":2}"},
+            {"{\"ru\\\"n\":1,\"running\":3}", "{\"running\":3}"},
+            {"{\"running\":-4}", NULL},
+            {"{\"running\":1.5}", NULL},
+            {"{\"running\":1,}", NULL},
+            {"{\"running\":99999999999999999999}", NULL},
+            {"[1]", NULL},
+            {"", NULL},
+            {"{\"running\":1", NULL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                rkl_timeline t;
+                rkl_db__timeline_from_json(cases[i].in, false, &t);
+                _cleanup_free_ char *j = rkl_db__timeline_to_json(&t, false);
+                assert_str_eq(j, cases[i].out);
+        }
+        rkl_timeline t;
+        rkl_db__timeline_from_json(NULL, true, &t);
+        assert_null(rkl_db__timeline_to_json(&t, true));
+}
+
 /* Two threads, each with its own connection, writing at once: busy_timeout queues them. */
 typedef struct writer {
         const char *path;
@@ -1786,6 +1882,8 @@ int main(void)
                                             teardown_memory),
             cmocka_unit_test_setup_teardown(test_other_process_sees_us, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_views, setup_file, teardown_dir),
+            cmocka_unit_test_setup_teardown(test_timeline, setup_file, teardown_dir),
+            cmocka_unit_test(test_timeline_codec),
             cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_file, teardown_dir),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
