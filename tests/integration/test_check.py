@@ -7,6 +7,7 @@ shared by every root process of the machine, and a test must not change it. So t
 shown a value through a bind mount over /proc/sys/fs/inotify/max_user_instances in a private
 mount namespace (unshare -m). What that covers: the check reads the sysctl's file and judges
 the value against the instances root really holds now; the kernel's limit stays as it is."""
+import glob
 import os
 import socket
 import subprocess
@@ -67,7 +68,9 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         for name in ("rkt", "systemd", "cgroups", "inotify", "cni", "socket", "state"):
             self.assertEqual(lines[name][0], "ok", out)
-        self.assertIn("1.30.0 with 8 patches (app-rm-shared-image", lines["rkt"][1])
+        patches = glob.glob(os.path.join(harness.SOURCE_DIR, "packaging", "rkt", "*.patch"))
+        self.assertIn("1.30.0 with %d patches (app-rm-shared-image" % len(patches),
+                      lines["rkt"][1])
         self.assertIn("stage1 coreos.com/rkt/stage1-host:1.30.0 sha512-", lines["rkt"][1])
         self.assertIn("plugins bridge, host-local, portmap, bandwidth found", lines["cni"][1])
         self.assertIn("= 8192", lines["inotify"][1])

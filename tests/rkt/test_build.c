@@ -40,8 +40,8 @@ static void test_parse_real_record(void **state)
         assert_string_equal(b.stage1_name, "coreos.com/rkt/stage1-host:1.30.0");
         assert_int_equal(strlen(b.stage1_id), strlen("sha512-") + 64);
         assert_non_null(strstr(b.stage1_path, "/bin/stage1-host.aci"));
-        assert_int_equal(rkl_strv_length(b.patch_names), 8);
-        assert_int_equal(rkl_strv_length(b.patch_sums), 8);
+        assert_int_equal(rkl_strv_length(b.patch_names), rkl_rkt_n_patches_wanted);
+        assert_int_equal(rkl_strv_length(b.patch_sums), rkl_rkt_n_patches_wanted);
         assert_int_equal(rkl_rkt_build_check_patches(&b, want, ELEMENTSOF(want), &err), 0);
         /* What this rktlet was built with is what that build applied. */
         assert_int_equal(
@@ -49,9 +49,13 @@ static void test_parse_real_record(void **state)
             0);
 
         _cleanup_free_ char *s = rkl_rkt_build_summary(&b);
-        assert_string_equal(s, "8 patches (app-rm-shared-image, iottymux-partial, make43, "
-                               "nspawn-incoming, stderr-fd, stdin-once, stream-drain, "
-                               "supervisor-ready)");
+        /* In name order, without ".patch"; as many as packaging/rkt/ has. */
+        _cleanup_free_ char *head =
+            rkl_xasprintf("%zu patches (app-rm-shared-image, iottymux-partial, make43, "
+                          "nspawn-incoming, ",
+                          rkl_rkt_n_patches_wanted);
+        assert_true(startswith(s, head));
+        assert_non_null(strstr(s, ", stream-drain, supervisor-ready)"));
         rkl_rkt_build_done(&b);
 }
 
