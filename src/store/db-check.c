@@ -285,6 +285,22 @@ int rkl_db__check_time(const char *field, int64_t t, rkl_error *reterr)
         return 0;
 }
 
+int rkl_db__check_observed(int64_t pid, int64_t created_ns, int64_t started_ns, int64_t finished_ns,
+                           const rkl_timeline *timeline, rkl_error *reterr)
+{
+        int r;
+        if (pid < 0)
+                return rkl_error_set(reterr, -EINVAL, "pid: negative");
+        if ((r = rkl_db__check_time("created_at", created_ns, reterr)) < 0 ||
+            (r = rkl_db__check_time("started_at", started_ns, reterr)) < 0 ||
+            (r = rkl_db__check_time("finished_at", finished_ns, reterr)) < 0)
+                return r;
+        for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
+                if ((r = rkl_db__check_time("timeline", timeline->us[i], reterr)) < 0)
+                        return r;
+        return 0;
+}
+
 /* Free text from the reconciler (errors, reasons, messages) may carry a tool's raw output:
  * it is cut to MAX_TEXT and invalid UTF-8 becomes '?', because refusing to record a failure
  * would only hide it. Returns NULL for NULL. */

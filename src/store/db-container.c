@@ -40,7 +40,8 @@ rkl_container_record **rkl_container_record_array_free(rkl_container_record **a,
         return NULL;
 }
 
-static int read_container_row(sqlite3_stmt *st, rkl_container_record **ret, rkl_error *reterr)
+/* A record of the current row; a void ** for rkl_db__rows. */
+static int read_container_row(sqlite3_stmt *st, void **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_container_record_freep) rkl_container_record *c =
             rkl_xnew0(rkl_container_record, 1);
@@ -89,9 +90,13 @@ int rkl_db__container_get(rkl_db *s, const char *container_id, rkl_container_rec
                           rkl_error *reterr)
 {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r =
-            rkl_db__select_one(s, STMT_CONTAINER_SELECT, "container", container_id, &st, reterr);
-        return r < 0 ? r : read_container_row(st, ret, reterr);
+        int r = rkl_db__select_one(s, STMT_CONTAINER_SELECT, &rkl_db__kind_container, container_id,
+                                   &st, reterr);
+        void *rec = NULL;
+        if (r < 0 || (r = read_container_row(st, &rec, reterr)) < 0)
+                return r;
+        *ret = rec;
+        return 0;
 }
 
 int rkl_db_container_create(rkl_db *s, const char *container_id, const char *pod_id,
@@ -162,29 +167,35 @@ int rkl_db_container_create(rkl_db *s, const char *container_id, const char *pod
         return 0;
 }
 
+static bool keep_container(const void *rec, const void *filter)
+{
+        const rkl_container_record *c = rec;
+        const rkl_container_filter *f = filter;
+        return (!f->sandbox_id || streq(c->sandbox_id, f->sandbox_id)) &&
+               (!f->by_desired || c->desired == f->desired) &&
+               (!f->by_phase || c->observed.phase == f->phase) &&
+               rkl_db__labels_match(&c->spec.labels, f->label_selector);
+}
+
+static void drop_container(void *rec)
+{
+        rkl_container_record_free(rec);
+}
+
+static const rkl_db__rows container_rows = {"select containers", read_container_row, keep_container,
+                                            drop_container};
+
 int rkl_db_container_get(rkl_db *s, const char *container_id, rkl_container_record **ret,
                          rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_db *tx = NULL;
-        _cleanup_(rkl_container_record_freep) rkl_container_record *c = NULL;
-        int r;
-        if ((r = rkl_db__check_id("container_id", container_id, reterr)) < 0 ||
-            (r = rkl_db__tx_begin_read(s, &tx, reterr)) < 0 ||
-            (r = rkl_db__container_get(s, container_id, &c, reterr)) < 0 ||
-            (r = rkl_db__tx_commit(&tx, reterr)) < 0)
-                return r;
-        *ret = TAKE_PTR(c);
-        return 0;
+        return rkl_db__get(s, STMT_CONTAINER_SELECT, &rkl_db__kind_container, container_id,
+                           &container_rows, (void **)ret, reterr);
 }
 
 int rkl_db_container_list(rkl_db *s, const rkl_container_filter *f, rkl_container_record ***ret,
                           size_t *ret_n, rkl_error *reterr)
 {
         static const rkl_container_filter all = {0};
-        _cleanup_tx_ rkl_db *tx = NULL;
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        rkl_container_record **a = NULL;
-        size_t n = 0;
         int r;
 
         if (!f)
@@ -194,57 +205,14 @@ int rkl_db_container_list(rkl_db *s, const rkl_container_filter *f, rkl_containe
              (r = rkl_db__check_id("filter.pod_sandbox_id", f->sandbox_id, reterr)) < 0) ||
             (r = rkl_db__check_selector(f->label_selector, reterr)) < 0)
                 return r;
-        if ((r = rkl_db__tx_begin_read(s, &tx, reterr)) < 0)
-                return r;
-        if (f->id) {
-                r = rkl_db__use(s, STMT_CONTAINER_SELECT, &st, reterr);
-                if (r >= 0)
-                        rkl_db__bind_text(st, 1, f->id);
-        } else if (f->sandbox_id) {
-                r = rkl_db__use(s, STMT_CONTAINER_SELECT_BY_SANDBOX, &st, reterr);
-                if (r >= 0)
-                        rkl_db__bind_text(st, 1, f->sandbox_id);
-        } else
-                r = rkl_db__use(s, STMT_CONTAINER_SELECT_ALL, &st, reterr);
-        if (r < 0)
-                return r;
-        while ((r = rkl_db__step_row(s, st, "select containers", reterr)) > 0) {
-                rkl_container_record *c = NULL;
-                r = read_container_row(st, &c, reterr);
-                if (r < 0)
-                        break;
-                if ((f->sandbox_id && !streq(c->sandbox_id, f->sandbox_id)) ||
-                    (f->by_desired && c->desired != f->desired) ||
-                    (f->by_phase && c->observed.phase != f->phase) ||
-                    !rkl_db__labels_match(&c->spec.labels, f->label_selector)) {
-                        rkl_container_record_free(c);
-                        continue;
-                }
-                rkl_db__push_ptr((void ***)&a, &n, c);
-        }
-        if (r >= 0)
-                r = rkl_db__tx_commit(&tx, reterr);
-        if (r < 0) {
-                rkl_container_record_array_free(a, n);
-                return r;
-        }
-        *ret = a;
-        *ret_n = n;
-        return 0;
-}
-
-int rkl_db_container_foreach(rkl_db *s, const rkl_container_filter *filter, rkl_db_container_cb cb,
-                             void *userdata, rkl_error *reterr)
-{
-        rkl_container_record **a = NULL;
-        size_t n = 0;
-        int r = rkl_db_container_list(s, filter, &a, &n, reterr);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n && r == 0; i++)
-                r = cb(a[i], userdata);
-        rkl_container_record_array_free(a, n);
-        return r;
+        if (f->id)
+                return rkl_db__list(s, STMT_CONTAINER_SELECT, f->id, &container_rows, f,
+                                    (void ***)ret, ret_n, reterr);
+        if (f->sandbox_id)
+                return rkl_db__list(s, STMT_CONTAINER_SELECT_BY_SANDBOX, f->sandbox_id,
+                                    &container_rows, f, (void ***)ret, ret_n, reterr);
+        return rkl_db__list(s, STMT_CONTAINER_SELECT_ALL, NULL, &container_rows, f, (void ***)ret,
+                            ret_n, reterr);
 }
 
 static int bind_one_int(sqlite3_stmt *st, const void *arg)
@@ -256,13 +224,10 @@ static int bind_one_int(sqlite3_stmt *st, const void *arg)
 int rkl_db_container_stop(rkl_db *s, const char *container_id, int64_t deadline_ns,
                           rkl_container_record **ret, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("container_id", container_id, reterr);
-        if (r < 0)
-                return r;
         if (deadline_ns <= 0)
                 return rkl_error_set(reterr, -EINVAL, "stop deadline: must be positive");
-        return rkl_db__update_one(s, STMT_CONTAINER_STOP, "container", container_id, bind_one_int,
-                                  &deadline_ns, NULL, ret, reterr);
+        return rkl_db__update_one(s, STMT_CONTAINER_STOP, &rkl_db__kind_container, container_id,
+                                  bind_one_int, &deadline_ns, NULL, ret, reterr);
 }
 
 int rkl_db_container_start(rkl_db *s, const char *container_id, rkl_container_record **ret,
@@ -334,79 +299,58 @@ int rkl_db_container_set_observed(rkl_db *s, const char *container_id,
                                   const rkl_container_observed *o, rkl_error *reterr)
 {
         int r;
-        if ((r = rkl_db__check_id("container_id", container_id, reterr)) < 0)
-                return r;
         if (!o || !rkl_container_phase_to_string(o->phase))
                 return rkl_error_set(reterr, -EINVAL, "phase: unknown");
-        if (o->pid < 0)
-                return rkl_error_set(reterr, -EINVAL, "pid: negative");
-        if ((r = rkl_db__check_str("image_ref", o->image_ref, RKL_MAX_STRING, false, reterr)) < 0 ||
-            (r = rkl_db__check_time("created_at", o->created_ns, reterr)) < 0 ||
-            (r = rkl_db__check_time("started_at", o->started_ns, reterr)) < 0 ||
-            (r = rkl_db__check_time("finished_at", o->finished_ns, reterr)) < 0)
+        if ((r = rkl_db__check_observed(o->pid, o->created_ns, o->started_ns, o->finished_ns,
+                                        &o->timeline, reterr)) < 0 ||
+            (r = rkl_db__check_str("image_ref", o->image_ref, RKL_MAX_STRING, false, reterr)) < 0)
                 return r;
-        for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
-                if ((r = rkl_db__check_time("timeline", o->timeline.us[i], reterr)) < 0)
-                        return r;
         _cleanup_free_ char *reason = rkl_db__sanitize_text(o->reason);
         _cleanup_free_ char *message = rkl_db__sanitize_text(o->message);
         _cleanup_free_ char *timeline = rkl_db__timeline_to_json(&o->timeline, false);
         container_observed_args a = {o, reason, message, timeline};
-        return rkl_db__update_one(s, STMT_CONTAINER_SET_OBSERVED, "container", container_id,
-                                  bind_container_observed, &a, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_CONTAINER_SET_OBSERVED, &rkl_db__kind_container,
+                                  container_id, bind_container_observed, &a, NULL, NULL, reterr);
 }
 
 int rkl_db_container_record_error(rkl_db *s, const char *container_id, const char *error,
                                   int64_t next_retry_ns, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("container_id", container_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__record_error(s, STMT_CONTAINER_RECORD_ERROR, "container", container_id,
-                                    error, next_retry_ns, reterr);
+        return rkl_db__record_error(s, STMT_CONTAINER_RECORD_ERROR, &rkl_db__kind_container,
+                                    container_id, error, next_retry_ns, reterr);
 }
 
 int rkl_db_container_clear_error(rkl_db *s, const char *container_id, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("container_id", container_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__update_one(s, STMT_CONTAINER_CLEAR_ERROR, "container", container_id,
-                                  rkl_db__bind_nothing, NULL, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_CONTAINER_CLEAR_ERROR, &rkl_db__kind_container,
+                                  container_id, rkl_db__bind_nothing, NULL, NULL, NULL, reterr);
 }
 
 static int bind_resources(sqlite3_stmt *st, const void *arg)
 {
         const rkl_resources *res = arg;
-        rkl_db__bind_int(st, 2, res->cpu_period);
-        rkl_db__bind_int(st, 3, res->cpu_quota);
-        rkl_db__bind_int(st, 4, res->cpu_shares);
-        rkl_db__bind_int(st, 5, res->memory_limit);
-        rkl_db__bind_int(st, 6, res->oom_score_adj);
-        rkl_db__bind_text(st, 7, res->cpuset_cpus);
-        return 8;
+        int i = rkl_db__bind_limits(st, res);
+        rkl_db__bind_int(st, i, res->oom_score_adj);
+        rkl_db__bind_text(st, i + 1, res->cpuset_cpus);
+        return i + 2;
 }
 
 int rkl_db_container_set_resources(rkl_db *s, const char *container_id, const rkl_resources *res,
                                    rkl_error *reterr)
 {
-        int r = rkl_db__check_id("container_id", container_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__update_one(s, STMT_CONTAINER_SET_RESOURCES, "container", container_id,
-                                  bind_resources, res, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_CONTAINER_SET_RESOURCES, &rkl_db__kind_container,
+                                  container_id, bind_resources, res, NULL, NULL, reterr);
 }
 
 int rkl_db_container_delete(rkl_db *s, const char *container_id, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("container_id", container_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__delete_one(s, STMT_CONTAINER_DELETE, "container", container_id, reterr);
+        return rkl_db__delete_one(s, STMT_CONTAINER_DELETE, &rkl_db__kind_container, container_id,
+                                  reterr);
 }
 
 int rkl_db_container_resolve(rkl_db *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
                              rkl_error *reterr)
 {
-        return rkl_db__resolve(s, STMT_CONTAINER_RESOLVE, "container", prefix, ret_id, reterr);
+        return rkl_db__resolve(s, STMT_CONTAINER_RESOLVE, &rkl_db__kind_container, prefix, ret_id,
+                               reterr);
 }

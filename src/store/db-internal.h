@@ -169,6 +169,9 @@ int rkl_db__check_str(const char *field, const char *v, size_t max, bool require
                       rkl_error *reterr);
 int rkl_db__check_id(const char *field, const char *id, rkl_error *reterr);
 int rkl_db__check_time(const char *field, int64_t t, rkl_error *reterr);
+/* What a sandbox's and a container's observation share: a PID, three times, a timeline. */
+int rkl_db__check_observed(int64_t pid, int64_t created_ns, int64_t started_ns, int64_t finished_ns,
+                           const rkl_timeline *timeline, rkl_error *reterr);
 int rkl_db__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr);
 int rkl_db__check_container_spec(const rkl_container_spec *c, rkl_error *reterr);
 int rkl_db__check_rkt_uuid(const char *uuid, rkl_error *reterr);
@@ -188,25 +191,55 @@ int rkl_db__copy_id(sqlite3_stmt *st, int col, char ret[static RKL_ID_LEN + 1], 
 bool rkl_db__labels_match(const rkl_kvs *labels, const rkl_kvs *selector);
 /* Appends p to the array *a of *n pointers. Aborts on OOM. */
 void rkl_db__push_ptr(void ***a, size_t *n, void *p);
-int rkl_db__select_one(rkl_db *s, rkl_db__stmt_id stmt, const char *kind, const char *id,
+/* A kind of row, as its messages name it: "container", and its ID's field in the message
+ * that refuses a bad ID: "container_id". */
+typedef struct rkl_db__kind {
+        const char *name, *id_field;
+} rkl_db__kind;
+extern const rkl_db__kind rkl_db__kind_container, rkl_db__kind_sandbox;
+
+int rkl_db__select_one(rkl_db *s, rkl_db__stmt_id stmt, const rkl_db__kind *kind, const char *id,
                        sqlite3_stmt **ret, rkl_error *reterr);
 
 /* Fills an UPDATE's parameters from ?2 on and returns the index of its version parameter. */
+/* The row functions of a list: read makes a record of the current row, keep says whether
+ * the filter wants it (NULL: all), drop frees one that is not kept or not returned. */
+typedef struct rkl_db__rows {
+        const char *what; /* "select containers": for messages */
+        int (*read)(sqlite3_stmt *st, void **ret, rkl_error *reterr);
+        bool (*keep)(const void *rec, const void *filter);
+        void (*drop)(void *rec);
+} rkl_db__rows;
+/* The one row of stmt (?1 bound to id) in a read transaction of its own; -EINVAL for a
+ * malformed id, -ENOENT for none. */
+int rkl_db__get(rkl_db *s, rkl_db__stmt_id stmt, const rkl_db__kind *kind, const char *id,
+                const rkl_db__rows *rows, void **ret, rkl_error *reterr);
+/* Every row of the statement stmt (?1 bound to key unless NULL) in one read transaction,
+ * in the statement's order. */
+int rkl_db__list(rkl_db *s, rkl_db__stmt_id stmt, const char *key, const rkl_db__rows *rows,
+                 const void *filter, void ***ret, size_t *ret_n, rkl_error *reterr);
+
 typedef int (*rkl_db__bind_fn)(sqlite3_stmt *st, const void *arg);
 int rkl_db__bind_nothing(sqlite3_stmt *st, const void *arg);
+/* ?2 to ?5: the CPU and memory limits of a sandbox and a container (arg: const
+ * rkl_resources *); returns 6, the next parameter. */
+int rkl_db__bind_limits(sqlite3_stmt *st, const void *arg);
 int rkl_db__bind_one_text(sqlite3_stmt *st, const void *arg); /* arg: const char * */
-/* One single-row UPDATE in its own write transaction; -ENOENT when no row has obj_id.
- * ret_value: the RETURNING column; ret_container: the container as committed. */
-int rkl_db__update_one(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
+/* One single-row UPDATE in its own write transaction; -EINVAL for a malformed obj_id, -ENOENT
+ * when no row has it. ret_value: the RETURNING column; ret_container: the container as
+ * committed. */
+int rkl_db__update_one(rkl_db *s, rkl_db__stmt_id id, const rkl_db__kind *kind, const char *obj_id,
                        rkl_db__bind_fn bind, const void *arg, int64_t *ret_value,
                        rkl_container_record **ret_container, rkl_error *reterr);
 /* Counts a failed attempt and returns the attempts so far. */
-int rkl_db__record_error(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
-                         const char *error, int64_t next_retry_ns, rkl_error *reterr);
-int rkl_db__delete_one(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *obj_id,
+int rkl_db__record_error(rkl_db *s, rkl_db__stmt_id id, const rkl_db__kind *kind,
+                         const char *obj_id, const char *error, int64_t next_retry_ns,
+                         rkl_error *reterr);
+/* The same checks as update_one(). */
+int rkl_db__delete_one(rkl_db *s, rkl_db__stmt_id id, const rkl_db__kind *kind, const char *obj_id,
                        rkl_error *reterr);
 /* The one ID that starts with prefix: -ENOENT for none, -ENOTUNIQ for several. */
-int rkl_db__resolve(rkl_db *s, rkl_db__stmt_id id, const char *kind, const char *prefix,
+int rkl_db__resolve(rkl_db *s, rkl_db__stmt_id id, const rkl_db__kind *kind, const char *prefix,
                     char ret_id[static RKL_ID_LEN + 1], rkl_error *reterr);
 
 /* db-container.c: the container in the transaction under way (update_one() hands it back). */

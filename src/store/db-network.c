@@ -146,10 +146,8 @@ int rkl_db_pod_network_list(rkl_db *s, rkl_pod_network ***ret, size_t *ret_n, rk
 
 int rkl_db_pod_network_delete(rkl_db *s, const char *sandbox_id, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("sandbox_id", sandbox_id, reterr);
-        if (r < 0)
-                return r;
-        r = rkl_db__delete_one(s, STMT_NETWORK_DELETE, "sandbox network", sandbox_id, reterr);
+        static const rkl_db__kind network = {"sandbox network", "sandbox_id"};
+        int r = rkl_db__delete_one(s, STMT_NETWORK_DELETE, &network, sandbox_id, reterr);
         if (r == -ENOENT) {
                 rkl_error_clear(reterr);
                 return 0;

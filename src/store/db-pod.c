@@ -56,7 +56,8 @@ static char **ips_split(const char *s)
         return l;
 }
 
-static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reterr)
+/* A record of the current row; a void ** for rkl_db__rows. */
+static int read_pod_row(sqlite3_stmt *st, void **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_pod_record_freep) rkl_pod_record *p = rkl_xnew0(rkl_pod_record, 1);
         int r = rkl_db__copy_id(st, 0, p->id, reterr);
@@ -96,13 +97,6 @@ static int read_pod_row(sqlite3_stmt *st, rkl_pod_record **ret, rkl_error *reter
                                    &p->observed.timeline);
         *ret = TAKE_PTR(p);
         return 0;
-}
-
-static int pod_get(rkl_db *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
-{
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = rkl_db__select_one(s, STMT_POD_SELECT, "sandbox", pod_id, &st, reterr);
-        return r < 0 ? r : read_pod_row(st, ret, reterr);
 }
 
 int rkl_db_pod_create(rkl_db *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod_record **ret,
@@ -154,31 +148,32 @@ int rkl_db_pod_create(rkl_db *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod
         return 0;
 }
 
+static bool keep_pod(const void *rec, const void *filter)
+{
+        const rkl_pod_record *p = rec;
+        const rkl_pod_filter *f = filter;
+        return (!f->by_desired || p->desired == f->desired) &&
+               (!f->by_phase || p->observed.phase == f->phase) &&
+               rkl_db__labels_match(&p->spec.labels, f->label_selector);
+}
+
+static void drop_pod(void *rec)
+{
+        rkl_pod_record_free(rec);
+}
+
+static const rkl_db__rows pod_rows = {"select sandboxes", read_pod_row, keep_pod, drop_pod};
+
 int rkl_db_pod_get(rkl_db *s, const char *pod_id, rkl_pod_record **ret, rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_db *tx = NULL;
-        rkl_pod_record *p = NULL;
-        int r;
-        if ((r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
-            (r = rkl_db__tx_begin_read(s, &tx, reterr)) < 0 ||
-            (r = pod_get(s, pod_id, &p, reterr)) < 0)
-                return r;
-        if ((r = rkl_db__tx_commit(&tx, reterr)) < 0) {
-                rkl_pod_record_free(p);
-                return r;
-        }
-        *ret = p;
-        return 0;
+        return rkl_db__get(s, STMT_POD_SELECT, &rkl_db__kind_sandbox, pod_id, &pod_rows,
+                           (void **)ret, reterr);
 }
 
 int rkl_db_pod_list(rkl_db *s, const rkl_pod_filter *f, rkl_pod_record ***ret, size_t *ret_n,
                     rkl_error *reterr)
 {
         static const rkl_pod_filter all = {0};
-        _cleanup_tx_ rkl_db *tx = NULL;
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        rkl_pod_record **a = NULL;
-        size_t n = 0;
         int r;
 
         if (!f)
@@ -186,68 +181,19 @@ int rkl_db_pod_list(rkl_db *s, const rkl_pod_filter *f, rkl_pod_record ***ret, s
         if ((f->id && (r = rkl_db__check_id("filter.id", f->id, reterr)) < 0) ||
             (r = rkl_db__check_selector(f->label_selector, reterr)) < 0)
                 return r;
-        if ((r = rkl_db__tx_begin_read(s, &tx, reterr)) < 0)
-                return r;
         /* Narrow with an index (the ID), filter the rest here: labels are not indexed. */
-        if (f->id) {
-                r = rkl_db__use(s, STMT_POD_SELECT, &st, reterr);
-                if (r >= 0)
-                        rkl_db__bind_text(st, 1, f->id);
-        } else
-                r = rkl_db__use(s, STMT_POD_SELECT_ALL, &st, reterr);
-        if (r < 0)
-                return r;
-        while ((r = rkl_db__step_row(s, st, "select sandboxes", reterr)) > 0) {
-                rkl_pod_record *p = NULL;
-                r = read_pod_row(st, &p, reterr);
-                if (r < 0)
-                        break;
-                if ((f->by_desired && p->desired != f->desired) ||
-                    (f->by_phase && p->observed.phase != f->phase) ||
-                    !rkl_db__labels_match(&p->spec.labels, f->label_selector)) {
-                        rkl_pod_record_free(p);
-                        continue;
-                }
-                rkl_db__push_ptr((void ***)&a, &n, p);
-        }
-        if (r >= 0)
-                r = rkl_db__tx_commit(&tx, reterr);
-        if (r < 0) {
-                rkl_pod_record_array_free(a, n);
-                return r;
-        }
-        *ret = a;
-        *ret_n = n;
-        return 0;
-}
-
-int rkl_db_pod_foreach(rkl_db *s, const rkl_pod_filter *filter, rkl_db_pod_cb cb, void *userdata,
-                       rkl_error *reterr)
-{
-        rkl_pod_record **a = NULL;
-        size_t n = 0;
-        /* Read everything first: cb may write, which an open read statement would turn into
-         * a read-to-write upgrade on the same connection. */
-        int r = rkl_db_pod_list(s, filter, &a, &n, reterr);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n && r == 0; i++)
-                r = cb(a[i], userdata);
-        rkl_pod_record_array_free(a, n);
-        return r;
+        return rkl_db__list(s, f->id ? STMT_POD_SELECT : STMT_POD_SELECT_ALL, f->id, &pod_rows, f,
+                            (void ***)ret, ret_n, reterr);
 }
 
 int rkl_db_pod_set_desired(rkl_db *s, const char *pod_id, rkl_pod_desired desired,
                            rkl_error *reterr)
 {
         const char *d = rkl_pod_desired_to_string(desired);
-        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
-        if (r < 0)
-                return r;
         if (!d)
                 return rkl_error_set(reterr, -EINVAL, "desired: unknown state %d", (int)desired);
-        return rkl_db__update_one(s, STMT_POD_SET_DESIRED, "sandbox", pod_id, rkl_db__bind_one_text,
-                                  d, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_POD_SET_DESIRED, &rkl_db__kind_sandbox, pod_id,
+                                  rkl_db__bind_one_text, d, NULL, NULL, reterr);
 }
 
 int rkl_db_pod_stop(rkl_db *s, const char *pod_id, rkl_error *reterr)
@@ -303,20 +249,12 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
                             rkl_error *reterr)
 {
         int r;
-        if ((r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr)) < 0)
-                return r;
         if (!o || !rkl_pod_phase_to_string(o->phase))
                 return rkl_error_set(reterr, -EINVAL, "phase: unknown");
-        if (o->pid < 0)
-                return rkl_error_set(reterr, -EINVAL, "pid: negative");
-        if ((r = rkl_db__check_str("ip", o->ip, RKL_MAX_NAME, false, reterr)) < 0 ||
-            (r = rkl_db__check_time("created_at", o->created_ns, reterr)) < 0 ||
-            (r = rkl_db__check_time("started_at", o->started_ns, reterr)) < 0 ||
-            (r = rkl_db__check_time("finished_at", o->finished_ns, reterr)) < 0)
+        if ((r = rkl_db__check_observed(o->pid, o->created_ns, o->started_ns, o->finished_ns,
+                                        &o->timeline, reterr)) < 0 ||
+            (r = rkl_db__check_str("ip", o->ip, RKL_MAX_NAME, false, reterr)) < 0)
                 return r;
-        for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
-                if ((r = rkl_db__check_time("timeline", o->timeline.us[i], reterr)) < 0)
-                        return r;
         if (rkl_strv_length(o->additional_ips) > 8)
                 return rkl_error_set(reterr, -EINVAL, "additional_ips: more than 8");
         RKL_STRV_FOREACH (ip, o->additional_ips)
@@ -330,80 +268,56 @@ int rkl_db_pod_set_observed(rkl_db *s, const char *pod_id, const rkl_pod_observe
             rkl_strv_length(o->additional_ips) ? rkl_strv_join(o->additional_ips, ",") : NULL;
         _cleanup_free_ char *timeline = rkl_db__timeline_to_json(&o->timeline, true);
         pod_observed_args a = {o, reason, message, ips, timeline};
-        return rkl_db__update_one(s, STMT_POD_SET_OBSERVED, "sandbox", pod_id, bind_pod_observed,
-                                  &a, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_POD_SET_OBSERVED, &rkl_db__kind_sandbox, pod_id,
+                                  bind_pod_observed, &a, NULL, NULL, reterr);
 }
 
 int rkl_db_pod_set_rkt_uuid(rkl_db *s, const char *pod_id, const char *uuid, rkl_error *reterr)
 {
         int r;
-        if ((r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
-            (uuid && (r = rkl_db__check_rkt_uuid(uuid, reterr)) < 0))
+        if (uuid && (r = rkl_db__check_rkt_uuid(uuid, reterr)) < 0)
                 return r;
-        return rkl_db__update_one(s, STMT_POD_SET_RKT_UUID, "sandbox", pod_id,
+        return rkl_db__update_one(s, STMT_POD_SET_RKT_UUID, &rkl_db__kind_sandbox, pod_id,
                                   rkl_db__bind_one_text, uuid, NULL, NULL, reterr);
 }
 
 int rkl_db_pod_set_unit_name(rkl_db *s, const char *pod_id, const char *unit, rkl_error *reterr)
 {
         int r;
-        if ((r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr)) < 0 ||
-            (unit && (r = rkl_db__check_unit_name(unit, reterr)) < 0))
+        if (unit && (r = rkl_db__check_unit_name(unit, reterr)) < 0)
                 return r;
-        return rkl_db__update_one(s, STMT_POD_SET_UNIT_NAME, "sandbox", pod_id,
+        return rkl_db__update_one(s, STMT_POD_SET_UNIT_NAME, &rkl_db__kind_sandbox, pod_id,
                                   rkl_db__bind_one_text, unit, NULL, NULL, reterr);
-}
-
-static int bind_pod_resources(sqlite3_stmt *st, const void *arg)
-{
-        const rkl_resources *res = arg;
-        rkl_db__bind_int(st, 2, res->cpu_period);
-        rkl_db__bind_int(st, 3, res->cpu_quota);
-        rkl_db__bind_int(st, 4, res->cpu_shares);
-        rkl_db__bind_int(st, 5, res->memory_limit);
-        return 6;
 }
 
 int rkl_db_pod_set_resources(rkl_db *s, const char *pod_id, const rkl_resources *res,
                              rkl_error *reterr)
 {
-        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__update_one(s, STMT_POD_SET_RESOURCES, "sandbox", pod_id, bind_pod_resources,
-                                  res, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_POD_SET_RESOURCES, &rkl_db__kind_sandbox, pod_id,
+                                  rkl_db__bind_limits, res, NULL, NULL, reterr);
 }
 
 int rkl_db_pod_record_error(rkl_db *s, const char *pod_id, const char *error, int64_t next_retry_ns,
                             rkl_error *reterr)
 {
-        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__record_error(s, STMT_POD_RECORD_ERROR, "sandbox", pod_id, error,
+        return rkl_db__record_error(s, STMT_POD_RECORD_ERROR, &rkl_db__kind_sandbox, pod_id, error,
                                     next_retry_ns, reterr);
 }
 
 int rkl_db_pod_clear_error(rkl_db *s, const char *pod_id, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
-        if (r < 0)
-                return r;
-        return rkl_db__update_one(s, STMT_POD_CLEAR_ERROR, "sandbox", pod_id, rkl_db__bind_nothing,
-                                  NULL, NULL, NULL, reterr);
+        return rkl_db__update_one(s, STMT_POD_CLEAR_ERROR, &rkl_db__kind_sandbox, pod_id,
+                                  rkl_db__bind_nothing, NULL, NULL, NULL, reterr);
 }
 
 int rkl_db_pod_delete(rkl_db *s, const char *pod_id, rkl_error *reterr)
 {
-        int r = rkl_db__check_id("pod_sandbox_id", pod_id, reterr);
-        if (r < 0)
-                return r;
         /* Its containers go with it: ON DELETE CASCADE. */
-        return rkl_db__delete_one(s, STMT_POD_DELETE, "sandbox", pod_id, reterr);
+        return rkl_db__delete_one(s, STMT_POD_DELETE, &rkl_db__kind_sandbox, pod_id, reterr);
 }
 
 int rkl_db_pod_resolve(rkl_db *s, const char *prefix, char ret_id[static RKL_ID_LEN + 1],
                        rkl_error *reterr)
 {
-        return rkl_db__resolve(s, STMT_POD_RESOLVE, "sandbox", prefix, ret_id, reterr);
+        return rkl_db__resolve(s, STMT_POD_RESOLVE, &rkl_db__kind_sandbox, prefix, ret_id, reterr);
 }

@@ -144,7 +144,7 @@ RKL_DEFINE_CLEANUP(rkl_pod_record *, rkl_pod_record_free)
 /* Frees an array from rkl_db_pod_list() and its records; returns NULL. */
 rkl_pod_record **rkl_pod_record_array_free(rkl_pod_record **a, size_t n);
 
-/* Which sandboxes a list or foreach returns; a zeroed filter (or NULL) selects all. */
+/* Which sandboxes a list returns; a zeroed filter (or NULL) selects all. */
 typedef struct rkl_pod_filter {
         const char *id; /* exact ID */
         bool by_desired;
@@ -165,12 +165,6 @@ int rkl_db_pod_get(rkl_db *s, const char *pod_id, rkl_pod_record **ret, rkl_erro
 /* Sorted by accepted time, then ID. */
 int rkl_db_pod_list(rkl_db *s, const rkl_pod_filter *filter, rkl_pod_record ***ret, size_t *ret_n,
                     rkl_error *reterr);
-/* cb sees each record (borrowed: valid during the call only) and may call into the store:
- * the records are read in one snapshot first. cb returns 0 to go on, > 0 to stop (foreach
- * returns that value), < 0 to fail (foreach returns it). */
-typedef int (*rkl_db_pod_cb)(const rkl_pod_record *pod, void *userdata);
-int rkl_db_pod_foreach(rkl_db *s, const rkl_pod_filter *filter, rkl_db_pod_cb cb, void *userdata,
-                       rkl_error *reterr);
 int rkl_db_pod_set_desired(rkl_db *s, const char *pod_id, rkl_pod_desired desired,
                            rkl_error *reterr);
 /* StopPodSandbox in one transaction: the sandbox and all its containers to stopped. */
@@ -297,9 +291,6 @@ int rkl_db_container_get(rkl_db *s, const char *container_id, rkl_container_reco
 /* Sorted by accepted time, then ID. */
 int rkl_db_container_list(rkl_db *s, const rkl_container_filter *filter,
                           rkl_container_record ***ret, size_t *ret_n, rkl_error *reterr);
-typedef int (*rkl_db_container_cb)(const rkl_container_record *container, void *userdata);
-int rkl_db_container_foreach(rkl_db *s, const rkl_container_filter *filter, rkl_db_container_cb cb,
-                             void *userdata, rkl_error *reterr);
 /* StopContainer: desired stopped, and SIGKILL at deadline_ns (realtime) for an app still
  * running then. A repeated stop keeps the earliest deadline. */
 int rkl_db_container_stop(rkl_db *s, const char *container_id, int64_t deadline_ns,
