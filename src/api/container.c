@@ -124,12 +124,9 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
         char id[RKL_ID_LEN + 1];
 
         /* CRI: stopping a container that is gone succeeds. */
-        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        int r = rkl_api_unless_gone(
+            rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr), reterr);
+        if (r <= 0)
                 return r;
         /* SIGTERM now, SIGKILL at the deadline: timeout 0 (or less) means kill at once. */
         int64_t timeout = req->timeout < 0 ? 0 : req->timeout;
@@ -137,12 +134,8 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
                 timeout = MAX_STOP_TIMEOUT_S;
         int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
 
-        r = rkl_store_container_stop(ctx->store, id, deadline, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        r = rkl_api_unless_gone(rkl_store_container_stop(ctx->store, id, deadline, reterr), reterr);
+        if (r <= 0)
                 return r;
         rkl_api_kick(ctx);
         return rkl_api_wait(ctx, RKL_API_WAIT_CONTAINER_STOPPED, id,
@@ -155,12 +148,9 @@ int rkl_api_remove_container(rkl_api_ctx *ctx, const Runtime__V1__RemoveContaine
         char id[RKL_ID_LEN + 1];
 
         /* CRI: removing a container that is gone succeeds. */
-        int r = rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        int r = rkl_api_unless_gone(
+            rkl_api_container_resolve(ctx, "container_id", req->container_id, id, reterr), reterr);
+        if (r <= 0)
                 return r;
         /* A running app is stopped and removed by the reconciler: the store no longer
          * wants it. */
@@ -206,7 +196,6 @@ static json_object *container_info(const rkl_container_view *v)
 {
         const rkl_container_record *c = v->rec;
         const rkl_container_observed *o = &c->observed;
-        const rkl_db_bookkeeping *b = &c->book;
         json_object *j = json_object_new_object();
 
         json_object_object_add(j, "id", json_object_new_string(c->id));
@@ -230,14 +219,7 @@ static json_object *container_info(const rkl_container_view *v)
         json_object_object_add(j, "startedAt", rkl_api_json_ns(o->started_ns));
         json_object_object_add(j, "finishedAt", rkl_api_json_ns(o->finished_ns));
         json_object_object_add(j, "stopDeadline", rkl_api_json_ns(c->stop_deadline_ns));
-        json_object_object_add(j, "attempts", json_object_new_int64(b->attempts));
-        json_object_object_add(j, "lastError", rkl_api_json_str(b->last_error));
-        json_object_object_add(j, "nextRetryAt", rkl_api_json_ns(b->next_retry_ns));
-        json_object_object_add(j, "acceptedAt", rkl_api_json_ns(b->accepted_ns));
-        /* Its start, step by step: microseconds after acceptedAt (migrations/0006). */
-        _cleanup_free_ char *timeline = rkl_db_timeline_json(&o->timeline, false);
-        json_object_object_add(j, "timelineUs", timeline ? json_tokener_parse(timeline) : NULL);
-        json_object_object_add(j, "version", json_object_new_int64((int64_t)b->version));
+        rkl_api_json_book(j, &c->book, &o->timeline, false);
         return j;
 }
 
@@ -302,16 +284,10 @@ int rkl_api_container_status(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatu
                 return r;
         resp->status = rkl_api_container_status_pb(a, v);
 
-        if (req->verbose) {
-                Runtime__V1__ContainerStatusResponse__InfoEntry *e =
-                    rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry, a, 1);
-                runtime__v1__container_status_response__info_entry__init(e);
-                e->key = (char *)"info";
-                e->value = rkl_api_pb_json(a, container_info(v));
-                resp->info =
-                    rkl_arena_newa(Runtime__V1__ContainerStatusResponse__InfoEntry *, a, 1);
-                resp->info[resp->n_info++] = e;
-        }
+        if (req->verbose)
+                RKL_API_PB_SET_INFO(a, resp, Runtime__V1__ContainerStatusResponse__InfoEntry,
+                                    runtime__v1__container_status_response__info_entry__init,
+                                    container_info(v));
         return 0;
 }
 

@@ -138,13 +138,8 @@ int rkl_api_image_status(rkl_api_ctx *ctx, const Runtime__V1__ImageStatusRequest
                 json_object_object_add(o, "user",
                                        i->has_uid ? json_object_new_int64(i->uid)
                                                   : rkl_api_json_str(i->username));
-                Runtime__V1__ImageStatusResponse__InfoEntry *e =
-                    rkl_arena_newa(Runtime__V1__ImageStatusResponse__InfoEntry, a, 1);
-                runtime__v1__image_status_response__info_entry__init(e);
-                e->key = (char *)"info";
-                e->value = rkl_api_pb_json(a, o);
-                resp->info = rkl_arena_newa(Runtime__V1__ImageStatusResponse__InfoEntry *, a, 1);
-                resp->info[resp->n_info++] = e;
+                RKL_API_PB_SET_INFO(a, resp, Runtime__V1__ImageStatusResponse__InfoEntry,
+                                    runtime__v1__image_status_response__info_entry__init, o);
         }
         return 0;
 }

@@ -71,6 +71,15 @@ int rkl_api_container_resolve(rkl_api_ctx *ctx, const char *field, const char *g
         return resolved(r, given, v ? v->rec->id : NULL, ret, reterr);
 }
 
+int rkl_api_unless_gone(int r, rkl_error *reterr)
+{
+        if (r == -ENOENT) {
+                rkl_error_clear(reterr);
+                return 0;
+        }
+        return r < 0 ? r : 1;
+}
+
 void rkl_api_kick(rkl_api_ctx *ctx)
 {
         /* Committed, not yet answered: the caller will retry, and must find it done. */

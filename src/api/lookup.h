@@ -23,6 +23,11 @@ int rkl_api_pod_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
 int rkl_api_container_resolve(rkl_api_ctx *ctx, const char *field, const char *given,
                               char ret[static RKL_ID_LEN + 1], rkl_error *reterr);
 
+/* For the calls CRI lets succeed on an object that is gone (stops and removals): r, the
+ * result of a resolve or a write, as 1 when it succeeded, 0 with reterr cleared for
+ * -ENOENT, and as it is otherwise. */
+int rkl_api_unless_gone(int r, rkl_error *reterr);
+
 /* Wakes the reconciler (if there is one: unit tests run without). */
 void rkl_api_kick(rkl_api_ctx *ctx);
 

@@ -41,6 +41,17 @@ json_object *rkl_api_json_ns(int64_t ns)
         return ns != 0 ? json_object_new_int64(ns) : NULL;
 }
 
+void rkl_api_json_book(json_object *j, const rkl_db_bookkeeping *b, const rkl_timeline *t, bool pod)
+{
+        json_object_object_add(j, "attempts", json_object_new_int64(b->attempts));
+        json_object_object_add(j, "lastError", rkl_api_json_str(b->last_error));
+        json_object_object_add(j, "nextRetryAt", rkl_api_json_ns(b->next_retry_ns));
+        json_object_object_add(j, "acceptedAt", rkl_api_json_ns(b->accepted_ns));
+        _cleanup_free_ char *timeline = rkl_db_timeline_json(t, pod);
+        json_object_object_add(j, "timelineUs", timeline ? json_tokener_parse(timeline) : NULL);
+        json_object_object_add(j, "version", json_object_new_int64((int64_t)b->version));
+}
+
 const rkl_blob *rkl_api_pb_wire(_Atomic(rkl_blob *) *slot, const ProtobufCMessage *m)
 {
         size_t n = protobuf_c_message_get_packed_size(m);

@@ -17,6 +17,18 @@ char *rkl_api_pb_str(rkl_arena *a, const char *s);
 char *rkl_api_pb_text(rkl_arena *a, const char *s);
 /* o serialised (and released) into the arena, made valid UTF-8. */
 char *rkl_api_pb_json(rkl_arena *a, json_object *o);
+/* Sets a Status response's verbose info map to the one entry "info" = the JSON of o, in a.
+ * A macro: each response's map entry is a type of its own, all of one shape. */
+#define RKL_API_PB_SET_INFO(a, resp, Entry, entry_init, o)                                         \
+        do {                                                                                       \
+                Entry *e_ = rkl_arena_newa(Entry, (a), 1);                                         \
+                entry_init(e_);                                                                    \
+                e_->key = (char *)"info";                                                          \
+                e_->value = rkl_api_pb_json((a), (o));                                             \
+                (resp)->info = rkl_arena_newa(Entry *, (a), 1);                                    \
+                (resp)->info[0] = e_;                                                              \
+                (resp)->n_info = 1;                                                                \
+        } while (0)
 
 /* m packed into a blob and installed in slot (a view's wire encoding), unless another
  * thread got there first: returns the one in the slot. */
@@ -65,6 +77,11 @@ int rkl_api_pb_repeated_fit(rkl_api_ctx *ctx, uint32_t field, void *items, size_
 /* A JSON string, or null for NULL; an int64, or null for 0 ("not yet"). */
 json_object *rkl_api_json_str(const char *s);
 json_object *rkl_api_json_ns(int64_t ns);
+/* Adds to a verbose status's info what a sandbox and a container share: the retry
+ * bookkeeping (attempts, lastError, nextRetryAt, acceptedAt, version) and the start's
+ * timeline (timelineUs: microseconds after acceptedAt, migrations/0006). */
+void rkl_api_json_book(json_object *j, const rkl_db_bookkeeping *b, const rkl_timeline *t,
+                       bool pod);
 
 /* A model key/value list as a protobuf-c map field of Entry (whose initialiser is
  * ENTRY_INIT), in the client's order. Entries are allocated in one block. */

@@ -80,19 +80,12 @@ int rkl_api_stop_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__StopPodSandbox
         char id[RKL_ID_LEN + 1];
 
         /* CRI: stopping a sandbox that is already gone succeeds. */
-        int r = rkl_api_pod_resolve(ctx, "pod_sandbox_id", req->pod_sandbox_id, id, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        int r = rkl_api_unless_gone(
+            rkl_api_pod_resolve(ctx, "pod_sandbox_id", req->pod_sandbox_id, id, reterr), reterr);
+        if (r <= 0)
                 return r;
-        r = rkl_store_pod_stop(ctx->store, id, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        r = rkl_api_unless_gone(rkl_store_pod_stop(ctx->store, id, reterr), reterr);
+        if (r <= 0)
                 return r;
         rkl_api_kick(ctx);
         return rkl_api_wait(ctx, RKL_API_WAIT_POD_STOPPED, id, 0);
@@ -104,12 +97,9 @@ int rkl_api_remove_pod_sandbox(rkl_api_ctx *ctx, const Runtime__V1__RemovePodSan
         char id[RKL_ID_LEN + 1];
 
         /* CRI: removing a sandbox that is already gone succeeds. */
-        int r = rkl_api_pod_resolve(ctx, "pod_sandbox_id", req->pod_sandbox_id, id, reterr);
-        if (r == -ENOENT) {
-                rkl_error_clear(reterr);
-                return 0;
-        }
-        if (r < 0)
+        int r = rkl_api_unless_gone(
+            rkl_api_pod_resolve(ctx, "pod_sandbox_id", req->pod_sandbox_id, id, reterr), reterr);
+        if (r <= 0)
                 return r;
         /* The reconciler stops and removes what rkt still runs for it: the store no longer
          * wants it. */
@@ -136,7 +126,6 @@ metadata_pb(rkl_arena *a, Runtime__V1__PodSandboxMetadata *m, const rkl_pod_spec
 static json_object *pod_info(const rkl_pod_record *p)
 {
         const rkl_pod_observed *o = &p->observed;
-        const rkl_db_bookkeeping *b = &p->book;
         json_object *j = json_object_new_object();
 
         json_object_object_add(j, "id", json_object_new_string(p->id));
@@ -152,14 +141,7 @@ static json_object *pod_info(const rkl_pod_record *p)
         json_object_object_add(j, "createdAt", rkl_api_json_ns(o->created_ns));
         json_object_object_add(j, "startedAt", rkl_api_json_ns(o->started_ns));
         json_object_object_add(j, "finishedAt", rkl_api_json_ns(o->finished_ns));
-        json_object_object_add(j, "attempts", json_object_new_int64(b->attempts));
-        json_object_object_add(j, "lastError", rkl_api_json_str(b->last_error));
-        json_object_object_add(j, "nextRetryAt", rkl_api_json_ns(b->next_retry_ns));
-        json_object_object_add(j, "acceptedAt", rkl_api_json_ns(b->accepted_ns));
-        /* Its start, step by step: microseconds after acceptedAt (migrations/0006). */
-        _cleanup_free_ char *timeline = rkl_db_timeline_json(&o->timeline, true);
-        json_object_object_add(j, "timelineUs", timeline ? json_tokener_parse(timeline) : NULL);
-        json_object_object_add(j, "version", json_object_new_int64((int64_t)b->version));
+        rkl_api_json_book(j, &p->book, &o->timeline, true);
         json_object_object_add(j, "hostNetwork", json_object_new_boolean(p->spec.host_network));
         json_object_object_add(j, "hostname", rkl_api_json_str(p->spec.hostname));
         json_object_object_add(j, "logDirectory", rkl_api_json_str(p->spec.log_directory));
@@ -234,16 +216,10 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         resp->status = rkl_api_pod_status_pb(a, v);
         resp->timestamp = rkl_realtime_nsec();
 
-        if (req->verbose) {
-                Runtime__V1__PodSandboxStatusResponse__InfoEntry *e =
-                    rkl_arena_newa(Runtime__V1__PodSandboxStatusResponse__InfoEntry, a, 1);
-                runtime__v1__pod_sandbox_status_response__info_entry__init(e);
-                e->key = (char *)"info";
-                e->value = rkl_api_pb_json(a, pod_info(p));
-                resp->info =
-                    rkl_arena_newa(Runtime__V1__PodSandboxStatusResponse__InfoEntry *, a, 1);
-                resp->info[resp->n_info++] = e;
-        }
+        if (req->verbose)
+                RKL_API_PB_SET_INFO(a, resp, Runtime__V1__PodSandboxStatusResponse__InfoEntry,
+                                    runtime__v1__pod_sandbox_status_response__info_entry__init,
+                                    pod_info(p));
         return 0;
 }
 
