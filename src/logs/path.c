@@ -412,8 +412,8 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                 return parent;
         struct stat st = {0};
         bool created = false, named = true;
-        _cleanup_close_ int fd = open_leaf(parent, leaf, log_directory, log_path, ours, &created,
-                                           &named, &st, reterr);
+        _cleanup_close_ int fd =
+            open_leaf(parent, leaf, log_directory, log_path, ours, &created, &named, &st, reterr);
         if (fd < 0)
                 return fd;
         struct stat now;
@@ -446,7 +446,8 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
                                 (void)unlinkat(parent, leaf, 0);
                         return r;
                 }
-                if (!named && (r = name_leaf(fd, parent, leaf, log_directory, log_path, reterr)) < 0)
+                if (!named &&
+                    (r = name_leaf(fd, parent, leaf, log_directory, log_path, reterr)) < 0)
                         return r;
         }
         f.fd = TAKE_FD(fd);
