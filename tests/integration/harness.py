@@ -538,9 +538,14 @@ class RktEnv:
         # The host's PID 1 goes next, and every pod with it.
 
     def run(self, *cmd, check=True, timeout=60):
-        """Runs cmd inside the host's namespaces (from /, which exists in both)."""
-        return subprocess.run(self.enter + list(cmd), capture_output=True, text=True,
-                              check=check, timeout=timeout, cwd="/")
+        """Runs cmd inside the host's namespaces (from /, which exists in both). A failure
+        says what the command printed: a test's traceback is all CI shows."""
+        r = subprocess.run(self.enter + list(cmd), capture_output=True, text=True,
+                           timeout=timeout, cwd="/")
+        if check and r.returncode != 0:
+            raise AssertionError("%s: exit status %d: %s%s" % (
+                " ".join(cmd), r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+        return r
 
     def rkt(self, *args, check=True):
         return self.run("env", "RKT_EXPERIMENT_APP=true", self.rkt_path,
