@@ -186,9 +186,9 @@ class LifecycleTest(RealRktBase):
         """rkt 1.30's app rm deleted its image's whole overlay directory in the pod, with the
         writable layer of every other app of that image (docs/rkt.md, 'Quirks'): a running
         one lost its files, and one added but not started yet could never start (exit
-        226). The reconciler holds back the rm of an app whose image a live app shares
-        (orphans.c); the rkt that scripts/build-rkt makes no longer needs it
-        (packaging/rkt/app-rm-shared-image.patch). rkt's own rm is run here."""
+        226). The rkt that scripts/build-rkt makes takes only the app's own layer
+        (packaging/rkt/app-rm-shared-image.patch), so the reconciler runs rkt's app rm for
+        such an app at once (orphans.c), and the others keep their files."""
         self.pull()
         sid, cfg, _ = self.run_pod("siblings")
         keep = self.create(sid, cfg, "keep", ["sh", "-c", "echo kept > /marker; sleep 3600"])
@@ -204,8 +204,8 @@ class LifecycleTest(RealRktBase):
                          self.rkt_apps(sid), timeout=120)
         app = self.app_of(gone)
         self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=gone), timeout=10)
-        uuid = json.loads(self.pod(sid, verbose=True)[1]["info"])["rktUuid"]
-        self.env.rkt("app", "rm", uuid, "--app=" + app)
+        harness.wait_for("gone's app removed from the pod",
+                         lambda: app not in self.rkt_apps(sid), timeout=120)
         out = self.rs.ExecSync(pb.ExecSyncRequest(container_id=keep, cmd=["cat", "/marker"],
                                                   timeout=30), timeout=60)
         self.assertEqual((out.exit_code, out.stdout), (0, b"kept\n"))
