@@ -60,6 +60,12 @@ class StreamListsTest(unittest.TestCase):
         small = [self.create(other, ocfg, "c%d" % i) for i in range(PAGE_ITEMS + 40)]
         for cid in small[:3]:
             self.rs.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=10)
+        # Running before anything is compared: a start under way changes a container's
+        # state and times between a Stream and the List it is compared with.
+        for cid in small[:3]:
+            harness.wait_for("%s running" % cid, lambda cid=cid: self.rs.ContainerStatus(
+                pb.ContainerStatusRequest(container_id=cid), timeout=10).status.state ==
+                pb.CONTAINER_RUNNING, timeout=60)
 
         t = time.monotonic()
         got = pages(self.rs.StreamContainers(pb.StreamContainersRequest(), timeout=60),
