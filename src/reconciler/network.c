@@ -211,7 +211,7 @@ static rkl_pod_network *record_copy(const rkl_pod_network *src)
 static int record_put(rkl_reconciler *r, rkl_pod_network *n)
 {
         rkl_error err = RKL_ERROR_INIT;
-        n->updated_ns = rkl_realtime_nsec();
+        n->updated_ns = rkl_reconciler__now(r);
         int k = rkl_db_pod_network_put(rkl_store_db(r->store), n, &err);
         if (k < 0) {
                 rkl_reconciler__write_failed("sandbox", n->sandbox_id, "its network", k, &err);
@@ -369,7 +369,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
         };
         rkl_cni_runtime rt;
         rkl_cni_runtime_for_pod(&pod, &rt);
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_reconciler__now(r);
         rkl_pod_network *n = rkl_xnew0(rkl_pod_network, 1);
         *n = (rkl_pod_network){
             .rkt_uuid = rkl_xstrdup(rec->rkt_uuid),
@@ -600,7 +600,7 @@ static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
                 rkl_hashmap_put(r->net->retries, d->id, d);
         }
         d->attempts++;
-        d->next_ns = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(d->attempts);
+        d->next_ns = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(d->attempts);
         rkl_reconciler__wake_at(r, d->next_ns);
         rkl_log_object_warning(NET_OBJECT(a->key, rec),
                                "sandbox %.12s: network DEL failed (attempt %u, again later): %s",

@@ -1,0 +1,148 @@
+/* The real table of operations (ops.h): rkt's verbs, the system manager over the
+ * reconciler's bus, the pod directories under its pods_dirfd, CLOCK_REALTIME and its worker
+ * pool. userdata is the reconciler. */
+#include "ops.h"
+
+#include <unistd.h>
+
+#include "reconciler-internal.h"
+#include "base/time-util.h"
+#include "base/workpool.h"
+#include "rkt/action.h"
+#include "rkt/boot.h"
+#include "rkt/poddir.h"
+#include "base/banned.h"
+
+static int real_app_add(void *userdata, const char *uuid, const rkl_container_spec *spec,
+                        const rkl_rkt_app_opts *o, uint64_t timeout_usec, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_app_add(r->rkt, uuid, spec, o, timeout_usec, reterr);
+}
+
+static int real_app_start(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
+                          rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_app_start(r->rkt, uuid, app, timeout_usec, reterr);
+}
+
+static int real_app_stop(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
+                         rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_app_stop(r->rkt, uuid, app, timeout_usec, reterr);
+}
+
+static int real_app_rm(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
+                       rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_app_rm(r->rkt, uuid, app, timeout_usec, reterr);
+}
+
+static int real_pod_stop(void *userdata, const char *uuid, bool force, uint64_t timeout_usec,
+                         rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_pod_stop(r->rkt, uuid, force, timeout_usec, reterr);
+}
+
+static int real_pod_rm(void *userdata, const char *uuid, uint64_t timeout_usec, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_pod_rm(r->rkt, uuid, timeout_usec, reterr);
+}
+
+static int real_pod_restart_boot(void *userdata, uint32_t nspawn_pid, rkl_error *reterr)
+{
+        return rkl_rkt_pod_restart_boot(nspawn_pid, reterr);
+}
+
+static int real_pod_read(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_poddir_read(r->pods_dirfd, uuid, ret, reterr);
+}
+
+static int real_pod_list(void *userdata, char ***ret_uuids, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_poddir_list(r->pods_dirfd, ret_uuids, reterr);
+}
+
+static bool real_unit_connected(void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        return r->bus != NULL;
+}
+
+static int real_unit_start(void *userdata, const rkl_unit_spec *spec, uint64_t timeout_usec,
+                           rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_start(r->bus, spec, timeout_usec, reterr);
+}
+
+static int real_unit_stop(void *userdata, const char *name, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_stop(r->bus, name, reterr);
+}
+
+static int real_unit_list(void *userdata, const char *pattern, char ***ret, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_list(r->bus, pattern, ret, reterr);
+}
+
+static int real_unit_list_active(void *userdata, const char *pattern, char ***ret_names,
+                                 rkl_unit_active **ret_active, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_list_active(r->bus, pattern, ret_names, ret_active, reterr);
+}
+
+static int real_unit_set_limits(void *userdata, const char *name, const rkl_unit_limits *l,
+                                rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_set_limits(r->bus, name, l, reterr);
+}
+
+static int64_t real_now_ns(void *userdata)
+{
+        return rkl_realtime_nsec();
+}
+
+static void real_sleep_usec(void *userdata, uint64_t usec)
+{
+        usleep((useconds_t)usec);
+}
+
+static void real_submit(void *userdata, void (*fn)(void *arg), void *arg)
+{
+        rkl_reconciler *r = userdata;
+        rkl_workpool_submit(r->pool, fn, arg);
+}
+
+const rkl_reconciler_ops rkl_reconciler_real_ops = {
+    .app_add = real_app_add,
+    .app_start = real_app_start,
+    .app_stop = real_app_stop,
+    .app_rm = real_app_rm,
+    .pod_stop = real_pod_stop,
+    .pod_rm = real_pod_rm,
+    .pod_restart_boot = real_pod_restart_boot,
+    .pod_read = real_pod_read,
+    .pod_list = real_pod_list,
+    .unit_connected = real_unit_connected,
+    .unit_start = real_unit_start,
+    .unit_stop = real_unit_stop,
+    .unit_list = real_unit_list,
+    .unit_list_active = real_unit_list_active,
+    .unit_set_limits = real_unit_set_limits,
+    .now_ns = real_now_ns,
+    .sleep_usec = real_sleep_usec,
+    .submit = real_submit,
+};
