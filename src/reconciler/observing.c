@@ -114,7 +114,7 @@ void rkl_reconciler__steps_sweep(rkl_reconciler *r)
                 _cleanup_(rkl_container_view_unrefp) rkl_container_view *c =
                     p ? NULL : rkl_cache_container_get(r->cache, m->id);
                 if (!p && !c)
-                        rkl_strv_push(&gone, rkl_xstrdup(m->id));
+                        rkl_strv_push(&gone, m->id);
         }
         RKL_STRV_FOREACH (id, gone)
                 marks_forget(r, *id);

@@ -304,7 +304,7 @@ void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r)
                 const unit_look *u = v;
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, u->id);
                 if (!p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING)
-                        rkl_strv_push(&done, rkl_xstrdup(u->id));
+                        rkl_strv_push(&done, u->id);
         }
         RKL_STRV_FOREACH (id, done)
                 free(rkl_hashmap_remove(r->unit_looks, *id));
