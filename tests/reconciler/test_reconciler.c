@@ -973,6 +973,160 @@ static void test_sandbox_stop_force(void **state)
         assert_calls(x, "stop %s\nstop --force %s", uuid, uuid);
 }
 
+/* UpdatePodSandboxResources: the pod's limits go on its unit once, again when they change. */
+static void test_sandbox_limits(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('2', id);
+        uuid_of('6', uuid);
+        _cleanup_free_ char *unit = unit_of(id);
+
+        sandbox_running(x, id, uuid);
+        rkl_resources res = {.memory_limit = 64 << 20, .cpu_shares = 512};
+        assert_int_equal(rkl_store_pod_set_resources(x->store, id, &res, &err), 0);
+        pass(x);
+        assert_calls(x, "unit limits %s 67108864", unit);
+        pass(x);
+        assert_calls(x, "%s", "");
+        res.memory_limit = 128 << 20;
+        assert_int_equal(rkl_store_pod_set_resources(x->store, id, &res, &err), 0);
+        pass(x);
+        assert_calls(x, "unit limits %s 134217728", unit);
+}
+
+/* A running pod that exits on its own: NOTREADY (PodExited) for kubelet to recreate, and
+ * its running container ended with it. */
+static void test_sandbox_dies(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('3', id);
+        id_of('4', cid);
+        uuid_of('7', uuid);
+
+        sandbox_running(x, id, uuid);
+        container_running(x, cid, id, uuid);
+        fake_pod *p = pod_find(&x->f, uuid);
+        p->state = RKL_POD_STATE_EXITED;
+        p->apps[0].state = RKL_POD_APP_EXITED;
+        p->apps[0].exit_code = SIGKILL;
+        rescan(x);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_FAILED);
+        assert_string_equal(v->rec->observed.reason, "PodExited");
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+        assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_EXITED);
+        assert_int_equal(c->rec->observed.exit_code, SIGKILL); /* not a signal rktlet sent */
+        assert_string_equal(c->rec->observed.reason, "PodExited");
+        assert_calls(x, "%s", "");
+}
+
+/* A running pod whose directory was removed outside rktlet: FAILED (PodGone), its unit
+ * stopped (nothing else would end its apps), its container ended. */
+static void test_sandbox_removed_outside(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('5', id);
+        id_of('6', cid);
+        uuid_of('8', uuid);
+        _cleanup_free_ char *unit = unit_of(id);
+
+        sandbox_running(x, id, uuid);
+        container_running(x, cid, id, uuid);
+        pod_remove(&x->f, uuid);
+        rescan(x);
+        assert_calls(x, "unit stop %s", unit);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_FAILED);
+        assert_string_equal(v->rec->observed.reason, "PodGone");
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+        assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_EXITED);
+        assert_string_equal(c->rec->observed.reason, "PodExited");
+}
+
+/* A pod that stays up through rkt's stop and --force: the stop fails, counted on the
+ * sandbox and tried again after the backoff; a later success clears the count. */
+static void test_sandbox_stop_fails(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('7', id);
+        uuid_of('9', uuid);
+
+        sandbox_running(x, id, uuid);
+        assert_int_equal(rkl_store_pod_stop(x->store, id, &err), 0);
+        x->f.pod_stop_ignored = true;
+        pass(x);
+        run_actions(x);
+        pass(x);
+        assert_calls(x, "stop %s\nstop --force %s", uuid, uuid);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->book.attempts, 1);
+        assert_non_null(strstr(v->rec->book.last_error, "did not exit after SIGKILL"));
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_RUNNING);
+        x->f.pod_stop_ignored = false;
+        x->f.now = v->rec->book.next_retry_ns;
+        pass(x);
+        run_actions(x);
+        pass(x);
+        run_actions(x);
+        pass(x);
+        assert_calls(x, "stop %s\nrm %s", uuid, uuid);
+        rkl_pod_view_unref(v);
+        v = pod_get(x, id);
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_STOPPED);
+        assert_int_equal(v->rec->book.attempts, 0);
+        assert_null(v->rec->book.last_error);
+}
+
+/* Under churn an add would always come before a leftover app's rm (a pass steps the
+ * containers before it reaps): so an add made while the pod holds leftovers owes one of them
+ * its removal, and the pod's next add waits for it; a failed rm slows the adds, never stops
+ * them. */
+static void test_orphan_app_rm_owed(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], old[RKL_ID_LEN + 1], c1[RKL_ID_LEN + 1], c2[RKL_ID_LEN + 1];
+        char uuid[RKL_POD_UUID_LEN + 1];
+        id_of('e', id);
+        id_of('f', old);
+        id_of('0', c1);
+        id_of('1', c2);
+        uuid_of('a', uuid);
+        _cleanup_free_ char *old_app = app_of(old);
+        _cleanup_free_ char *app1 = app_of(c1);
+        _cleanup_free_ char *app2 = app_of(c2);
+
+        sandbox_running(x, id, uuid);
+        container_create(x, old, id);
+        pass(x);
+        run_actions(x);
+        pass(x);
+        assert_calls(x, "app add %s %s", uuid, old_app);
+        assert_int_equal(rkl_store_container_delete(x->store, old, &err), 0);
+        container_create(x, c1, id);
+        pass(x); /* the add comes first, and now owes a removal */
+        run_actions(x);
+        assert_calls(x, "app add %s %s", uuid, app1);
+        x->f.fail[F_APP_RM] = (failure){.n = 1, .code = -EIO};
+        container_create(x, c2, id);
+        pass(x); /* the next add waits: the rm goes first, and fails */
+        run_actions(x);
+        assert_calls(x, "app rm %s %s", uuid, old_app);
+        pass(x); /* the add is not held up for ever */
+        run_actions(x);
+        assert_calls(x, "app add %s %s", uuid, app2);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "app rm %s %s", uuid, old_app);
+        assert_null(app_find(pod_find(&x->f, uuid), old_app));
+}
+
 /* ---- Containers ---- */
 
 static void test_container_start(void **state)
@@ -1375,6 +1529,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_sandbox_boot_look, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_stop, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_stop_force, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_limits, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_dies, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_removed_outside, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_stop_fails, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_undo, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_gives_up, setup, teardown),
@@ -1387,6 +1545,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_orphan_pods, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_apps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_units, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_orphan_app_rm_owed, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
