@@ -278,7 +278,10 @@ void rkl_reconciler__net_start(rkl_reconciler *r)
                 rkl_hashmap_put(r->net->records, rec->sandbox_id, rec);
         }
         free(a);
-        watch_conf_dir(r);
+        /* Without the event loop (a test's passes: rkl_reconciler_run_pass()), the
+         * configuration is read once and not watched. */
+        if (r->event)
+                watch_conf_dir(r);
         config_load(r);
 }
 
@@ -478,11 +481,11 @@ int rkl_reconciler__net_run(action *a)
         };
         switch (a->kind) {
         case ACT_NET_ADD:
-                k = rkl_cni_add(c, &r->net->exec, &rt, &a->net_result, &err);
+                k = RKL_OPS(r, cni_add, c, &r->net->exec, &rt, &a->net_result, &err);
                 if (k < 0) {
                         /* Undone at once, while the namespace is surely there. */
                         rkl_error e2 = RKL_ERROR_INIT;
-                        if (rkl_cni_del(c, &r->net->exec, &rt, NULL, &e2) >= 0)
+                        if (RKL_OPS(r, cni_del, c, &r->net->exec, &rt, NULL, &e2) >= 0)
                                 a->force = true; /* the record may go */
                         else
                                 rkl_log_debug("sandbox %.12s: DEL after the failed ADD: %s", a->key,
@@ -490,10 +493,10 @@ int rkl_reconciler__net_run(action *a)
                 }
                 break;
         case ACT_NET_CHECK:
-                k = rkl_cni_check(c, &r->net->exec, &rt, n->result, &err);
+                k = RKL_OPS(r, cni_check, c, &r->net->exec, &rt, n->result, &err);
                 break;
         default:
-                k = rkl_cni_del(c, &r->net->exec, &rt, n->result, &err);
+                k = RKL_OPS(r, cni_del, c, &r->net->exec, &rt, n->result, &err);
                 if (k > 0) /* plugins not installed, skipped: said in apply_del() */
                         (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
                 break;

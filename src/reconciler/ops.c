@@ -1,6 +1,6 @@
-/* The real table of operations (ops.h): rkt's verbs, the system manager over the
- * reconciler's bus, the pod directories under its pods_dirfd, CLOCK_REALTIME and its worker
- * pool. userdata is the reconciler. */
+/* The real table of operations (ops.h): rkt's verbs, the pod directories under the
+ * reconciler's pods_dirfd, CNI's plugins, the system manager over its bus, CLOCK_REALTIME and
+ * its worker pool. userdata is the reconciler. */
 #include "ops.h"
 
 #include <unistd.h>
@@ -71,6 +71,24 @@ static int real_pod_list(void *userdata, char ***ret_uuids, rkl_error *reterr)
         return rkl_poddir_list(r->pods_dirfd, ret_uuids, reterr);
 }
 
+static int real_cni_add(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                        const rkl_cni_runtime *rt, char **ret_result, rkl_error *reterr)
+{
+        return rkl_cni_add(c, x, rt, ret_result, reterr);
+}
+
+static int real_cni_check(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                          const rkl_cni_runtime *rt, const char *result, rkl_error *reterr)
+{
+        return rkl_cni_check(c, x, rt, result, reterr);
+}
+
+static int real_cni_del(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                        const rkl_cni_runtime *rt, const char *result, rkl_error *reterr)
+{
+        return rkl_cni_del(c, x, rt, result, reterr);
+}
+
 static bool real_unit_connected(void *userdata)
 {
         rkl_reconciler *r = userdata;
@@ -136,6 +154,9 @@ const rkl_reconciler_ops rkl_reconciler_real_ops = {
     .pod_restart_boot = real_pod_restart_boot,
     .pod_read = real_pod_read,
     .pod_list = real_pod_list,
+    .cni_add = real_cni_add,
+    .cni_check = real_cni_check,
+    .cni_del = real_cni_del,
     .unit_connected = real_unit_connected,
     .unit_start = real_unit_start,
     .unit_stop = real_unit_stop,

@@ -1,13 +1,13 @@
 /* The reconciler's one seam: every way it reaches rkt, the system manager, rkt's pod
- * directories, the clock and its worker pool goes through this table. The daemon uses
- * rkl_reconciler_real_ops (ops.c: rkt/, unit.c over sd-bus, rkt/poddir.h, CLOCK_REALTIME,
- * the worker pool); a test passes its doubles in rkl_reconciler_config.ops and drives the
- * passes itself (rkl_reconciler_run_pass()), with no process, no bus and no real time.
+ * directories, CNI's plugins, the clock and its worker pool goes through this table. The
+ * daemon uses rkl_reconciler_real_ops (ops.c: rkt/, unit.c over sd-bus, rkt/poddir.h, cni/,
+ * CLOCK_REALTIME, the worker pool); a test passes its doubles in rkl_reconciler_config.ops and
+ * drives the passes itself (rkl_reconciler_run_pass()), with no process, no bus and no real time.
  *
  * Each verb has the contract of the function it stands for (named in its comment), with
  * userdata first (rkl_reconciler_config.ops_userdata; the real table's is the reconciler).
- * The rkt verbs and pod_read run on the worker pool as well as on the reconciler thread; the
- * rest on the reconciler thread only. */
+ * The rkt and CNI verbs and pod_read run on the worker pool as well as on the reconciler
+ * thread; the rest on the reconciler thread only. */
 #pragma once
 
 #include <stdbool.h>
@@ -15,6 +15,7 @@
 
 #include "unit.h"
 #include "base/error.h"
+#include "cni/cni.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
 
@@ -37,6 +38,15 @@ typedef struct rkl_reconciler_ops {
          * callers have found open (the reconciler's pods_dirfd) ---- */
         int (*pod_read)(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr);
         int (*pod_list)(void *userdata, char ***ret_uuids, rkl_error *reterr);
+
+        /* ---- CNI's plugins (cni/cni.h), x: the reconciler's plugin directories and
+         * timeout ---- */
+        int (*cni_add)(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                       const rkl_cni_runtime *rt, char **ret_result, rkl_error *reterr);
+        int (*cni_check)(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                         const rkl_cni_runtime *rt, const char *result, rkl_error *reterr);
+        int (*cni_del)(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
+                       const rkl_cni_runtime *rt, const char *result, rkl_error *reterr);
 
         /* ---- The system manager (unit.h) ---- */
         /* Whether there is a connection to it now (the probe makes and drops it). */

@@ -602,6 +602,8 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 void rkl_reconciler_run_pass(rkl_reconciler *r, bool rescan, int64_t *ret_wake_at_ns)
 {
         assert(!r->running);
+        if (atomic_load(&r->n_passes) == 0)
+                rkl_reconciler__net_start(r); /* as the thread does before its first pass */
         apply_done(r);
         if (rescan)
                 r->rescan = true;
