@@ -53,6 +53,7 @@ typedef struct fake_pod {
         char sandbox_id[RKL_ID_LEN + 1];
         rkl_pod_state state;
         bool ready;
+        bool netns; /* its network namespace exists */
         uint32_t ppid;
         int64_t created_ns;
         fake_app apps[8];
@@ -76,7 +77,18 @@ typedef struct failure {
         bool leaves_app; /* app add: the failed add leaves a half-made app (docs/rkt.md) */
 } failure;
 
-enum { F_UNIT_START, F_APP_ADD, F_APP_START, F_APP_RM, F_POD_STOP, F_POD_RM, _F_MAX };
+enum {
+        F_UNIT_START,
+        F_APP_ADD,
+        F_APP_START,
+        F_APP_RM,
+        F_POD_STOP,
+        F_POD_RM,
+        F_CNI_ADD,
+        F_CNI_CHECK,
+        F_CNI_DEL,
+        _F_MAX
+};
 
 typedef struct fake {
         int64_t now;
@@ -268,6 +280,8 @@ static int fake_pod_read(void *u, const char *uuid, rkl_poddir_pod *ret, rkl_err
             .started_ns = fp->created_ns,
         };
         memcpy(p.uuid, fp->uuid, sizeof(p.uuid));
+        if (fp->netns)
+                p.netns = rkl_xasprintf("/var/run/netns/rkt-%s", fp->uuid);
         if (fp->sandbox_id[0])
                 rkl_kvs_add(&p.user_annotations, RKL_MARK_SANDBOX_ID, fp->sandbox_id);
         p.apps = rkl_xnew0(rkl_poddir_app, fp->n_apps + 1);
@@ -299,6 +313,37 @@ static int fake_pod_list(void *u, char ***ret, rkl_error *reterr)
                 rkl_strv_push(&l, f->pods[i].uuid);
         *ret = l;
         return 0;
+}
+
+/* ---- Fake CNI plugins: the configuration is read for real, the plugins not run ---- */
+
+static int fake_cni_add(void *u, const rkl_cni_config *c, const rkl_cni_exec *x,
+                        const rkl_cni_runtime *rt, char **ret_result, rkl_error *reterr)
+{
+        fake *f = u;
+        call(f, "cni add %.8s %s", rt->container_id, rt->netns);
+        int k = failing(f, F_CNI_ADD, reterr, "ADD");
+        if (k < 0)
+                return k;
+        *ret_result = rkl_xstrdup("{\"cniVersion\":\"0.4.0\",\"ips\":[{\"version\":\"4\","
+                                  "\"address\":\"10.22.0.5/16\"}]}");
+        return 0;
+}
+
+static int fake_cni_check(void *u, const rkl_cni_config *c, const rkl_cni_exec *x,
+                          const rkl_cni_runtime *rt, const char *result, rkl_error *reterr)
+{
+        fake *f = u;
+        call(f, "cni check %.8s", rt->container_id);
+        return failing(f, F_CNI_CHECK, reterr, "CHECK");
+}
+
+static int fake_cni_del(void *u, const rkl_cni_config *c, const rkl_cni_exec *x,
+                        const rkl_cni_runtime *rt, const char *result, rkl_error *reterr)
+{
+        fake *f = u;
+        call(f, "cni del %.8s%s", rt->container_id, result ? "" : " (no result)");
+        return failing(f, F_CNI_DEL, reterr, "DEL");
 }
 
 /* ---- The fake system manager ---- */
@@ -404,6 +449,9 @@ static const rkl_reconciler_ops fake_ops = {
     .pod_restart_boot = fake_pod_restart_boot,
     .pod_read = fake_pod_read,
     .pod_list = fake_pod_list,
+    .cni_add = fake_cni_add,
+    .cni_check = fake_cni_check,
+    .cni_del = fake_cni_del,
     .unit_connected = fake_unit_connected,
     .unit_start = fake_unit_start,
     .unit_stop = fake_unit_stop,
@@ -441,7 +489,7 @@ static void reconciler_open(fixture *x)
         assert_int_equal(rkl_reconciler_new(&rc, x->cache, &x->r, &err), 0);
 }
 
-static int setup_with(void **state, bool logs)
+static int setup_with(void **state, bool logs, bool cni)
 {
         rkl_error err = RKL_ERROR_INIT;
         fixture *x = rkl_xnew0(fixture, 1);
@@ -462,6 +510,18 @@ static int setup_with(void **state, bool logs)
             .rkt_path = (char *)"/usr/bin/rkt-test-double", /* never run */
             .net = (char *)"default",                       /* rkt's own: no CNI here */
         };
+        if (cni) {
+                /* The cluster's network, from a configuration read for real. */
+                x->options.net = NULL;
+                x->options.cni_conf_dir = rkl_xasprintf("%s/cni", x->dir);
+                _cleanup_free_ char *conf =
+                    rkl_xasprintf("%s/10-test.conflist", x->options.cni_conf_dir);
+                const char *text = "{\"cniVersion\":\"0.4.0\",\"name\":\"test\","
+                                   "\"plugins\":[{\"type\":\"bridge\"}]}";
+                assert_int_equal(rkl_mkdir_p(x->options.cni_conf_dir, 0755), 0);
+                assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, conf, text, strlen(text), 0644),
+                                 0);
+        }
         /* The clock starts where the store's (accepted_ns is real time): from here on, only
          * the tests move it. */
         x->f.now = rkl_realtime_nsec() + S;
@@ -481,12 +541,17 @@ static int setup_with(void **state, bool logs)
 
 static int setup(void **state)
 {
-        return setup_with(state, false);
+        return setup_with(state, false, false);
 }
 
 static int setup_logs(void **state)
 {
-        return setup_with(state, true);
+        return setup_with(state, true, false);
+}
+
+static int setup_cni(void **state)
+{
+        return setup_with(state, false, true);
 }
 
 static void run_actions(fixture *x);
@@ -505,6 +570,7 @@ static int teardown(void **state)
         free(x->state);
         free(x->rkt_dir);
         free(x->logs_dir);
+        free(x->options.cni_conf_dir);
         free(x);
         return 0;
 }
@@ -1370,6 +1436,177 @@ static void test_exit_hold_output(void **state)
         assert_true(rkl_logs_finished(x->logs, cid));
 }
 
+/* ---- Pod networking (CNI) ---- */
+
+/* The network is added once the pod's namespace exists, before the sandbox counts as
+ * running, and its address becomes the sandbox's; on stop it is deleted after the pod went
+ * down and before rkt removes the pod (and its namespace). */
+static void test_cni_add_and_del(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('a', id);
+        uuid_of('b', uuid);
+        _cleanup_free_ char *unit = unit_of(id);
+
+        sandbox_create(x, id);
+        pass(x);
+        assert_calls(x, "unit start %s", unit);
+        fake_pod *p = pod_appears(x, uuid, id, true);
+        rescan(x); /* ready, but no namespace yet: pending */
+        assert_int_equal(pod_phase(x, id), RKL_POD_PHASE_PENDING);
+        p->netns = true;
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "cni add aaaaaaaa /var/run/netns/rkt-%s", uuid);
+        assert_int_equal(pod_phase(x, id), RKL_POD_PHASE_PENDING);
+        rescan(x);
+        {
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+                assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_RUNNING);
+                assert_string_equal(v->rec->observed.ip, "10.22.0.5");
+        }
+        /* Added once. */
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "%s", "");
+
+        assert_int_equal(rkl_store_pod_stop(x->store, id, &err), 0);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "stop %s", uuid);
+        pass(x); /* the pod is down: DEL first, rm waits for it */
+        run_actions(x);
+        assert_calls(x, "cni del aaaaaaaa");
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "rm %s", uuid);
+        pass(x);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_STOPPED);
+        assert_null(v->rec->observed.ip);
+}
+
+/* A failed ADD is undone by a DEL at once and fails the creation attempt ("network: ..."):
+ * its unit stopped, its pod a leftover. */
+static void test_cni_add_fails(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('b', id);
+        uuid_of('c', uuid);
+        _cleanup_free_ char *unit = unit_of(id);
+
+        x->f.fail[F_CNI_ADD] = (failure){.n = 1, .code = -EIO};
+        sandbox_create(x, id);
+        pass(x);
+        pod_appears(x, uuid, id, true)->netns = true;
+        rescan(x);
+        run_actions(x);
+        pass(x);
+        run_actions(x); /* the leftover pod of the failed attempt */
+        assert_calls(x,
+                     "unit start %s\ncni add bbbbbbbb /var/run/netns/rkt-%s\n"
+                     "cni del bbbbbbbb (no result)\nunit stop %s\nstop --force %s",
+                     unit, uuid, unit, uuid);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->book.attempts, 1);
+        assert_non_null(strstr(v->rec->book.last_error, "network: ADD"));
+        assert_null(v->rec->rkt_uuid);
+        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_PENDING);
+}
+
+/* Without a usable configuration no pod is booted: the attempt fails saying why. A
+ * host-network sandbox needs none. */
+static void test_cni_no_config(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], host[RKL_ID_LEN + 1];
+        id_of('c', id);
+        id_of('d', host);
+        _cleanup_free_ char *unit = unit_of(host);
+        _cleanup_free_ char *conf = rkl_xasprintf("%s/10-test.conflist", x->options.cni_conf_dir);
+        assert_int_equal(unlink(conf), 0);
+        /* A new reconciler reads the (now empty) directory at its first pass. */
+        x->r = rkl_reconciler_free(x->r);
+        reconciler_open(x);
+
+        sandbox_create(x, id);
+        rkl_pod_spec p = {0};
+        p.name = rkl_xstrdup("host");
+        p.uid = rkl_xstrdup("uid");
+        p.namespace = rkl_xstrdup("default");
+        p.host_network = true;
+        assert_int_equal(rkl_store_pod_create(x->store, host, &p, &err), 0);
+        rkl_pod_spec_done(&p);
+        pass(x);
+        assert_calls(x, "unit start %s", unit);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->book.attempts, 1);
+        assert_non_null(strstr(v->rec->book.last_error, "network: "));
+        assert_null(v->rec->unit_name);
+}
+
+/* After a restart, each running sandbox's network is CHECKed once; a failed CHECK is told,
+ * not acted on. A DEL that fails is retried after a backoff. */
+static void test_cni_check_and_del_retry(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('e', id);
+        uuid_of('d', uuid);
+
+        sandbox_create(x, id);
+        pass(x);
+        pod_appears(x, uuid, id, true)->netns = true;
+        rescan(x);
+        run_actions(x);
+        rescan(x);
+        assert_int_equal(pod_phase(x, id), RKL_POD_PHASE_RUNNING);
+        calls_forget(x);
+
+        x->r = rkl_reconciler_free(x->r); /* the daemon restarts */
+        reconciler_open(x);
+        x->f.fail[F_CNI_CHECK] = (failure){.n = 1, .code = -EIO};
+        rescan(x);
+        run_actions(x);
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "cni check eeeeeeee");
+        assert_int_equal(pod_phase(x, id), RKL_POD_PHASE_RUNNING);
+        {
+                /* Recorded with the sandbox's network. */
+                rkl_pod_network **l = NULL;
+                size_t n = 0;
+                assert_int_equal(rkl_db_pod_network_list(rkl_store_db(x->store), &l, &n, &err), 0);
+                assert_int_equal(n, 1);
+                assert_non_null(l[0]->check_error);
+                assert_non_null(strstr(l[0]->check_error, "CHECK"));
+                l = rkl_pod_network_array_free(l, n);
+        }
+
+        assert_int_equal(rkl_store_pod_stop(x->store, id, &err), 0);
+        x->f.fail[F_CNI_DEL] = (failure){.n = 1, .code = -EIO};
+        pass(x);
+        run_actions(x);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "stop %s\ncni del eeeeeeee", uuid);
+        int64_t retry = pass(x); /* the DEL's failure applied: again after a backoff */
+        assert_int_equal(retry, x->f.now + 1000 * MS);
+        run_actions(x);
+        assert_calls(x, "%s", "");
+        x->f.now = retry;
+        pass(x);
+        run_actions(x);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "cni del eeeeeeee\nrm %s", uuid);
+}
+
 /* ---- Adoption and orphans ---- */
 
 /* The daemon restarted: a pod found running for a record whose UUID was never written
@@ -1540,6 +1777,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_container_stopped_before_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exit_hold_expires, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_exit_hold_output, setup_logs, teardown),
+            cmocka_unit_test_setup_teardown(test_cni_add_and_del, setup_cni, teardown),
+            cmocka_unit_test_setup_teardown(test_cni_add_fails, setup_cni, teardown),
+            cmocka_unit_test_setup_teardown(test_cni_no_config, setup_cni, teardown),
+            cmocka_unit_test_setup_teardown(test_cni_check_and_del_retry, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_adopt_at_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_adopt_earlier_attempt, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_pods, setup, teardown),
