@@ -1754,6 +1754,31 @@ static void test_orphan_units(void **state)
         assert_int_equal(x->f.n_units, 1);
 }
 
+/* ---- The real table ---- */
+
+/* With no ops given, the reconciler uses the real table: with no connection to systemd (the
+ * thread's probe makes it; none ran) a sandbox waits, nothing is started, and the pass asks
+ * to come back. Nothing here runs rkt or touches a bus. */
+static void test_real_ops_without_systemd(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1];
+        id_of('4', id);
+
+        x->r = rkl_reconciler_free(x->r);
+        rkl_reconciler_config rc = {.config = &x->options, .db_path = x->db_path};
+        assert_int_equal(rkl_reconciler_new(&rc, x->cache, &x->r, &err), 0);
+        sandbox_create(x, id);
+        int64_t wake = 0;
+        rkl_reconciler_run_pass(x->r, true, &wake);
+        assert_true(wake > 0);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_null(v->rec->unit_name);
+        assert_int_equal(v->rec->book.attempts, 0);
+        assert_null(x->f.calls); /* the fake was not asked */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1787,6 +1812,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_orphan_apps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_units, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_app_rm_owed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_real_ops_without_systemd, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
