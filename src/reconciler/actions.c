@@ -106,7 +106,8 @@ static int run_app_stop(action *a)
         }
         /* The deadline passed: SIGKILL everything in the app's cgroup. */
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) == 0) {
+        if (a->supervisor &&
+            RKL_OPS(a->r, app_cgroups, a->supervisor, a->app, &procs, &memory) == 0) {
                 int n = rkl_cgroup_kill(procs, SIGKILL);
                 rkl_log_debug("app %s: stop deadline passed, SIGKILLed %d processes", a->app, n);
         }
@@ -150,7 +151,7 @@ static int run_app_rm(action *a)
 {
         /* Found before the rm, which takes the app's unit and so its cgroup along. */
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) < 0)
+        if (a->supervisor && RKL_OPS(a->r, app_cgroups, a->supervisor, a->app, &procs, &memory) < 0)
                 procs = NULL; /* no cgroup found: nothing of it to release after the rm */
         rkl_error err = RKL_ERROR_INIT;
         int k = failed(a, RKL_OPS(a->r, app_rm, a->uuid, a->app, a->timeout_usec, &err), &err);

@@ -166,7 +166,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                  * out): if no process came of it, start again. rkt's app start clears that
                  * state first, as it does to restart an exited app. */
                 pid_t pid;
-                if (rkl_reconciler__app_process(c, p, &pid) != RKL_APP_PROC_NONE ||
+                if (rkl_reconciler__app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
                     !rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
@@ -229,7 +229,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         _cleanup_free_ char *unit = rkl_xasprintf("system-iomux.slice/iomux@%s", c->app_name);
         _cleanup_free_ char *procs = NULL, *memory = NULL;
         pid_t pid = 0;
-        if (!p || !p->ppid || rkl_cgroup_app_paths((pid_t)p->ppid, unit, &procs, &memory) < 0)
+        if (!p || !p->ppid || RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory) < 0)
                 return false; /* the pod or the unit's cgroup is gone */
         return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }

@@ -239,7 +239,7 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
                 return true;
         if (r && rkl_reconciler__app_memory_dir(r, rec->id))
                 memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
-        else if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
+        else if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
         if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
@@ -255,8 +255,8 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
 }
 
 /* Is the app's process there yet? (see rkl_app_proc) */
-rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
-                                         pid_t *ret_pid)
+rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_record *rec,
+                                         const rkl_poddir_pod *p, pid_t *ret_pid)
 {
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
@@ -264,7 +264,7 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
         *ret_pid = 0;
         if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid)
                 return RKL_APP_PROC_UNKNOWN;
-        int k = rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory);
+        int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory);
         if (k >= 0)
                 k = rkl_cgroup_first_pid(procs, ret_pid);
         /* No cgroup under a live supervisor: no process ever joined it (a start that failed
@@ -343,7 +343,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_container_observed co;
 
                 pid_t pid;
-                rkl_app_proc proc = rkl_reconciler__app_process(c, p, &pid);
+                rkl_app_proc proc = rkl_reconciler__app_process(r, c, p, &pid);
                 if (proc == RKL_APP_PROC_NONE) {
                         /* The process is on its way; joining a cgroup touches no file the
                          * watcher sees, so read the pod again shortly. */

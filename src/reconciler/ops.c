@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "reconciler-internal.h"
 #include "base/time-util.h"
 #include "base/workpool.h"
@@ -69,6 +70,12 @@ static int real_pod_list(void *userdata, char ***ret_uuids, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
         return rkl_poddir_list(r->pods_dirfd, ret_uuids, reterr);
+}
+
+static int real_app_cgroups(void *userdata, pid_t supervisor, const char *app, char **ret_procs_dir,
+                            char **ret_memory_dir)
+{
+        return rkl_cgroup_app_paths(supervisor, app, ret_procs_dir, ret_memory_dir);
 }
 
 static int real_cni_add(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
@@ -154,6 +161,7 @@ const rkl_reconciler_ops rkl_reconciler_real_ops = {
     .pod_restart_boot = real_pod_restart_boot,
     .pod_read = real_pod_read,
     .pod_list = real_pod_list,
+    .app_cgroups = real_app_cgroups,
     .cni_add = real_cni_add,
     .cni_check = real_cni_check,
     .cni_del = real_cni_del,

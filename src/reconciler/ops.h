@@ -1,5 +1,6 @@
 /* The reconciler's one seam: every way it reaches rkt, the system manager, rkt's pod
- * directories, CNI's plugins, the clock and its worker pool goes through this table. The
+ * directories, apps' cgroups, CNI's plugins, the clock and its worker pool goes through this
+ * table. The
  * daemon uses rkl_reconciler_real_ops (ops.c: rkt/, unit.c over sd-bus, rkt/poddir.h, cni/,
  * CLOCK_REALTIME, the worker pool); a test passes its doubles in rkl_reconciler_config.ops and
  * drives the passes itself (rkl_reconciler_run_pass()), with no process, no bus and no real time.
@@ -12,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "unit.h"
 #include "base/error.h"
@@ -38,6 +40,11 @@ typedef struct rkl_reconciler_ops {
          * callers have found open (the reconciler's pods_dirfd) ---- */
         int (*pod_read)(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr);
         int (*pod_list)(void *userdata, char ***ret_uuids, rkl_error *reterr);
+        /* Where an app's cgroups are, from its pod's supervisor (cgroup.h:
+         * rkl_cgroup_app_paths()): what is read and written there (its processes, limits, OOM
+         * kills) is plain files under those directories. */
+        int (*app_cgroups)(void *userdata, pid_t supervisor, const char *app, char **ret_procs_dir,
+                           char **ret_memory_dir);
 
         /* ---- CNI's plugins (cni/cni.h), x: the reconciler's plugin directories and
          * timeout ---- */

@@ -207,8 +207,8 @@ void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_recor
 void rkl_reconciler__steps_sweep(rkl_reconciler *r);
 void rkl_reconciler__steps_free(rkl_reconciler *r);
 /* Is the app's process there yet? (see rkl_app_proc) */
-rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
-                                         pid_t *ret_pid);
+rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_record *rec,
+                                         const rkl_poddir_pod *p, pid_t *ret_pid);
 /* ---- Observing pod directories ---- */
 int rkl_reconciler__pods_dirfd(rkl_reconciler *r);
 /* When the current creation attempt of a sandbox began: a retry starts once the backoff of

@@ -65,7 +65,7 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         if (!p || !p->ppid)
                 return;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (rkl_cgroup_app_paths((pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
+        if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
                 return; /* not there yet: the next observation tries again */
         int k = rkl_cgroup_memory_adopt(procs, memory);
         if (k >= 0)
