@@ -102,6 +102,7 @@ typedef struct fake {
         size_t n_queued;
         failure fail[_F_MAX];
         bool pod_stop_ignored; /* a pod that does not go down when stopped */
+        char *cgroups;         /* apps' cgroups: <cgroups>/<app>, cgroup2's layout, plain files */
 } fake;
 
 static void call(fake *f, const char *fmt, ...) _printf_(2, 3);
@@ -315,6 +316,20 @@ static int fake_pod_list(void *u, char ***ret, rkl_error *reterr)
         return 0;
 }
 
+/* An app's cgroup is <cgroups>/<app> when the test made it. */
+static int fake_app_cgroups(void *u, pid_t supervisor, const char *app, char **ret_procs_dir,
+                            char **ret_memory_dir)
+{
+        fake *f = u;
+        _cleanup_free_ char *dir = rkl_xasprintf("%s/%s", f->cgroups, app);
+        struct stat st;
+        if (supervisor <= 0 || stat(dir, &st) < 0)
+                return -ENXIO;
+        *ret_procs_dir = rkl_xstrdup(dir);
+        *ret_memory_dir = TAKE_PTR(dir);
+        return 0;
+}
+
 /* ---- Fake CNI plugins: the configuration is read for real, the plugins not run ---- */
 
 static int fake_cni_add(void *u, const rkl_cni_config *c, const rkl_cni_exec *x,
@@ -449,6 +464,7 @@ static const rkl_reconciler_ops fake_ops = {
     .pod_restart_boot = fake_pod_restart_boot,
     .pod_read = fake_pod_read,
     .pod_list = fake_pod_list,
+    .app_cgroups = fake_app_cgroups,
     .cni_add = fake_cni_add,
     .cni_check = fake_cni_check,
     .cni_del = fake_cni_del,
@@ -526,6 +542,7 @@ static int setup_with(void **state, bool logs, bool cni)
          * the tests move it. */
         x->f.now = rkl_realtime_nsec() + S;
         x->f.connected = true;
+        x->f.cgroups = rkl_xasprintf("%s/cgroup", x->dir);
         x->cache = rkl_cache_new();
         assert_int_equal(rkl_db_open(x->db_path, NULL, &db, &err), 0);
         x->store = rkl_store_new(db, x->cache);
@@ -566,6 +583,7 @@ static int teardown(void **state)
         x->cache = rkl_cache_free(x->cache);
         assert_int_equal(rkl_rm_rf_at(AT_FDCWD, x->dir), 0);
         rkl_strv_free(x->f.calls);
+        free(x->f.cgroups);
         free(x->db_path);
         free(x->state);
         free(x->rkt_dir);
@@ -1607,6 +1625,119 @@ static void test_cni_check_and_del_retry(void **state)
         assert_calls(x, "cni del eeeeeeee\nrm %s", uuid);
 }
 
+/* ---- Apps' processes and cgroups ---- */
+
+#define SUPERVISOR 4194305 /* above any pid_max: no such process */
+#define APP_PID    "4194306"
+
+/* An app's cgroup, as its pod's systemd makes it: its processes listed, and the control
+ * files the limits go to. */
+static char *app_cgroup(fixture *x, const char *app, const char *procs)
+{
+        char *dir = rkl_xasprintf("%s/%s", x->f.cgroups, app);
+        assert_int_equal(rkl_mkdir_p(dir, 0755), 0);
+        static const char *const files[] = {"memory.max", "memory.swap.max", "cpu.weight",
+                                            "cpu.max"};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *p = rkl_xasprintf("%s/%s", dir, files[i]);
+                assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, p, "", 0, 0644), 0);
+        }
+        _cleanup_free_ char *p = rkl_xasprintf("%s/cgroup.procs", dir);
+        assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, p, procs, strlen(procs), 0644), 0);
+        return dir;
+}
+
+static char *file_text(const char *dir, const char *file)
+{
+        _cleanup_free_ char *p = rkl_xasprintf("%s/%s", dir, file);
+        char *text = NULL;
+        assert_int_equal(rkl_read_file_at(AT_FDCWD, p, 4096, &text, NULL), 0);
+        return text;
+}
+
+/* rkt marks an app started before its process exists: the container is running only once
+ * its cgroup holds a process, and then its limits are written there, once per change. */
+static void test_container_process_and_limits(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('1', id);
+        id_of('2', cid);
+        uuid_of('e', uuid);
+        _cleanup_free_ char *app = app_of(cid);
+
+        sandbox_running(x, id, uuid);
+        pod_find(&x->f, uuid)->ppid = SUPERVISOR;
+        _cleanup_free_ char *cg = app_cgroup(x, app, "");
+        container_create(x, cid, id);
+        container_start(x, cid);
+        pass(x);
+        run_actions(x);
+        pass(x);
+        run_actions(x);
+        int64_t wake = pass(x);
+        assert_calls(x, "app add %s %s\napp start %s %s", uuid, app, uuid, app);
+        /* Started by rkt, no process yet: still created, and looked at again soon. */
+        assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_CREATED);
+        assert_int_equal(wake, x->f.now + 20 * MS);
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", cg);
+        assert_int_equal(
+            rkl_write_file_atomic_at(AT_FDCWD, procs, APP_PID "\n", strlen(APP_PID "\n"), 0644), 0);
+        x->f.now = wake;
+        pass(x);
+        {
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+                assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_RUNNING);
+                assert_int_equal(c->rec->observed.pid, 4194306);
+        }
+        /* UpdateContainerResources: written into its cgroup (cgroup2's names). */
+        rkl_resources res = {.memory_limit = 64 << 20, .cpu_shares = 1024};
+        assert_int_equal(rkl_store_container_set_resources(x->store, cid, &res, &err), 0);
+        rescan(x);
+        _cleanup_free_ char *max = file_text(cg, "memory.max");
+        _cleanup_free_ char *weight = file_text(cg, "cpu.weight");
+        assert_string_equal(max, "67108864");
+        assert_string_equal(weight, "39");
+        assert_calls(x, "%s", "");
+}
+
+/* A SIGKILLed app whose memory cgroup counted an OOM kill exited OOMKilled, 137, and stays
+ * so once its cgroup is gone (issue 17). */
+static void test_container_oom_killed(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('3', id);
+        id_of('4', cid);
+        uuid_of('f', uuid);
+        _cleanup_free_ char *app = app_of(cid);
+
+        sandbox_running(x, id, uuid);
+        pod_find(&x->f, uuid)->ppid = SUPERVISOR;
+        _cleanup_free_ char *cg = app_cgroup(x, app, APP_PID "\n");
+        container_running(x, cid, id, uuid);
+        _cleanup_free_ char *events = rkl_xasprintf("%s/memory.events", cg);
+        const char *text = "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\n";
+        assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, events, text, strlen(text), 0644), 0);
+        fake_app *a = app_find(pod_find(&x->f, uuid), app);
+        a->state = RKL_POD_APP_EXITED;
+        a->exit_code = SIGKILL;
+        a->finished_ns = x->f.now;
+        rescan(x);
+        {
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+                assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_EXITED);
+                assert_int_equal(c->rec->observed.exit_code, 137);
+                assert_string_equal(c->rec->observed.reason, "OOMKilled");
+        }
+        assert_int_equal(rkl_rm_rf_at(AT_FDCWD, cg), 0);
+        rescan(x);
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+        assert_int_equal(c->rec->observed.exit_code, 137);
+        assert_string_equal(c->rec->observed.reason, "OOMKilled");
+}
+
 /* ---- Adoption and orphans ---- */
 
 /* The daemon restarted: a pod found running for a record whose UUID was never written
@@ -1806,6 +1937,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_cni_add_fails, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_cni_no_config, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_cni_check_and_del_retry, setup_cni, teardown),
+            cmocka_unit_test_setup_teardown(test_container_process_and_limits, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_container_oom_killed, setup, teardown),
             cmocka_unit_test_setup_teardown(test_adopt_at_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_adopt_earlier_attempt, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_pods, setup, teardown),
