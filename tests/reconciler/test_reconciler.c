@@ -2,8 +2,10 @@
  * directory, the cache the API writes through) and test doubles of what it drives, through
  * its table of operations (reconciler/ops.h): a fake rkt that keeps its pods in memory and
  * answers pod_read and pod_list from them, a fake system manager that keeps a list of units,
- * a fake clock that moves only when a test moves it, and a fake worker pool that runs actions
- * when the test says so, on the test's thread. No process, no bus, no real time. */
+ * fake CNI plugins (the configuration is real), apps' cgroups in a temporary directory, a
+ * fake clock that moves only when a test moves it, and a fake worker pool that runs actions
+ * when the test says so, on the test's thread. No process, no bus, no real time: the one
+ * thread is the log follower's, which test_exit_hold_output waits for without a clock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
