@@ -7,6 +7,7 @@
 
 #include "cgroup.h"
 #include "reconciler-internal.h"
+#include "base/log.h"
 #include "base/time-util.h"
 #include "base/workpool.h"
 #include "rkt/action.h"
@@ -60,6 +61,12 @@ static int real_pod_restart_boot(void *userdata, uint32_t nspawn_pid, rkl_error 
         return rkl_rkt_pod_restart_boot(nspawn_pid, reterr);
 }
 
+static int real_rkt_version(void *userdata, rkl_rkt_version *ret, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_rkt_version_get(r->rkt, ret, reterr);
+}
+
 static int real_pod_read(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
@@ -94,6 +101,25 @@ static int real_cni_del(void *userdata, const rkl_cni_config *c, const rkl_cni_e
                         const rkl_cni_runtime *rt, const char *result, rkl_error *reterr)
 {
         return rkl_cni_del(c, x, rt, result, reterr);
+}
+
+static int real_unit_probe(void *userdata, char **ret_version, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        if (!r->bus) {
+                int k = rkl_unit_connect(r->cfg.systemd_bus, &r->bus, reterr);
+                if (k < 0)
+                        return k;
+                /* Without the signals, the pass's timers still see units come and go. */
+                rkl_error err = RKL_ERROR_INIT;
+                if (rkl_unit_subscribe(r->bus, &err) < 0)
+                        rkl_log_debug("no unit signals from systemd: %s", err.msg);
+        }
+        int k = rkl_unit_manager_version(r->bus, ret_version, reterr);
+        if (k < 0)
+                /* Reconnect on the next probe: the manager may have restarted. */
+                r->bus = sd_bus_flush_close_unref(r->bus);
+        return k;
 }
 
 static bool real_unit_connected(void *userdata)
@@ -159,12 +185,14 @@ const rkl_reconciler_ops rkl_reconciler_real_ops = {
     .pod_stop = real_pod_stop,
     .pod_rm = real_pod_rm,
     .pod_restart_boot = real_pod_restart_boot,
+    .rkt_version = real_rkt_version,
     .pod_read = real_pod_read,
     .pod_list = real_pod_list,
     .app_cgroups = real_app_cgroups,
     .cni_add = real_cni_add,
     .cni_check = real_cni_check,
     .cni_del = real_cni_del,
+    .unit_probe = real_unit_probe,
     .unit_connected = real_unit_connected,
     .unit_start = real_unit_start,
     .unit_stop = real_unit_stop,

@@ -20,6 +20,7 @@
 #include "cni/cni.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
+#include "rkt/rkt.h"
 
 typedef struct rkl_reconciler_ops {
         /* ---- rkt's verbs (rkt/action.h, rkt/boot.h) ---- */
@@ -35,6 +36,8 @@ typedef struct rkl_reconciler_ops {
                         rkl_error *reterr);
         int (*pod_rm)(void *userdata, const char *uuid, uint64_t timeout_usec, rkl_error *reterr);
         int (*pod_restart_boot)(void *userdata, uint32_t nspawn_pid, rkl_error *reterr);
+        /* `rkt version` (rkt/rkt.h), for the probe. */
+        int (*rkt_version)(void *userdata, rkl_rkt_version *ret, rkl_error *reterr);
 
         /* ---- rkt's pod directories (rkt/poddir.h), under the pods directory, which the
          * callers have found open (the reconciler's pods_dirfd) ---- */
@@ -56,6 +59,10 @@ typedef struct rkl_reconciler_ops {
                        const rkl_cni_runtime *rt, const char *result, rkl_error *reterr);
 
         /* ---- The system manager (unit.h) ---- */
+        /* The probe: connects when not connected (and asks for the manager's signals), then
+         * asks the manager's version (rkl_unit_manager_version()); a failure there drops the
+         * connection, so that the next probe connects again. */
+        int (*unit_probe)(void *userdata, char **ret_version, rkl_error *reterr);
         /* Whether there is a connection to it now (the probe makes and drops it). */
         bool (*unit_connected)(void *userdata);
         int (*unit_start)(void *userdata, const rkl_unit_spec *spec, uint64_t timeout_usec,

@@ -120,7 +120,7 @@ static void probe_rkt(rkl_reconciler *r, rkl_health *h)
                 h->rkt_detail = rkl_xstrdup("no rkt binary: not found in PATH; set --rkt-path");
                 return;
         }
-        if (rkl_rkt_version_get(r->rkt, &v, &err) < 0) {
+        if (RKL_OPS(r, rkt_version, &v, &err) < 0) {
                 h->rkt_detail = rkl_xstrdup(err.msg);
                 return;
         }
@@ -136,19 +136,7 @@ static void probe_systemd(rkl_reconciler *r, rkl_health *h)
         rkl_error err = RKL_ERROR_INIT;
         char *version = NULL;
 
-        if (!r->bus) {
-                if (rkl_unit_connect(r->cfg.systemd_bus, &r->bus, &err) < 0) {
-                        h->systemd_detail = rkl_xstrdup(err.msg);
-                        return;
-                }
-                /* Without the signals, the pass's timers still see units come and go. */
-                if (rkl_unit_subscribe(r->bus, &err) < 0)
-                        rkl_log_debug("no unit signals from systemd: %s", err.msg);
-                rkl_error_clear(&err);
-        }
-        if (rkl_unit_manager_version(r->bus, &version, &err) < 0) {
-                /* Reconnect on the next probe: the manager may have restarted. */
-                r->bus = sd_bus_flush_close_unref(r->bus);
+        if (RKL_OPS(r, unit_probe, &version, &err) < 0) {
                 h->systemd_detail = rkl_xstrdup(err.msg);
                 return;
         }
@@ -602,8 +590,11 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
 void rkl_reconciler_run_pass(rkl_reconciler *r, bool rescan, int64_t *ret_wake_at_ns)
 {
         assert(!r->running);
-        if (atomic_load(&r->n_passes) == 0)
-                rkl_reconciler__net_start(r); /* as the thread does before its first pass */
+        if (atomic_load(&r->n_passes) == 0) {
+                /* As the thread does before its first pass. */
+                rkl_reconciler__net_start(r);
+                probe(r);
+        }
         apply_done(r);
         if (rescan)
                 r->rescan = true;

@@ -56,11 +56,12 @@ typedef struct rkl_reconciler_stats {
 void rkl_reconciler_get_stats(rkl_reconciler *r, rkl_reconciler_stats *ret);
 /* For tests, on a reconciler whose thread was not started: applies the results of the
  * actions finished since the last call, then runs one pass on the caller's thread, as the
- * thread does when woken. The first call also sets up pod networking as the thread does at
- * its start (the networks recorded, the CNI configuration read, but not watched). rescan: read
- * every pod directory again and reap leftover units and state directories first, as the first pass
- * and every resync do. *ret_wake_at_ns (may be NULL): when, by the ops' clock, the pass wants to
- * run again; 0: not before something happens. */
+ * thread does when woken. The first call also does what the thread does before its first
+ * pass: pod networking set up (the networks recorded, the CNI configuration read, but not
+ * watched) and rkt and systemd probed for Status. rescan: read every pod directory again and
+ * reap leftover units and state directories first, as the first pass and every resync do.
+ * *ret_wake_at_ns (may be NULL): when, by the ops' clock, the pass wants to run again; 0: not
+ * before something happens. */
 void rkl_reconciler_run_pass(rkl_reconciler *r, bool rescan, int64_t *ret_wake_at_ns);
 /* Stops and joins the thread; actions under way finish first. */
 void rkl_reconciler_stop(rkl_reconciler *r);

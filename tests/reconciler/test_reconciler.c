@@ -267,6 +267,13 @@ static int fake_pod_restart_boot(void *u, uint32_t nspawn_pid, rkl_error *reterr
         return 0;
 }
 
+static int fake_rkt_version(void *u, rkl_rkt_version *ret, rkl_error *reterr)
+{
+        *ret = (rkl_rkt_version){.version = rkl_xstrdup("1.30.0"),
+                                 .text = rkl_xstrdup("rkt Version: 1.30.0 (a test double)")};
+        return 0;
+}
+
 static int fake_pod_read(void *u, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
 {
         fake *f = u;
@@ -364,6 +371,15 @@ static int fake_cni_del(void *u, const rkl_cni_config *c, const rkl_cni_exec *x,
 }
 
 /* ---- The fake system manager ---- */
+
+static int fake_unit_probe(void *u, char **ret_version, rkl_error *reterr)
+{
+        fake *f = u;
+        if (!f->connected)
+                return rkl_error_set(reterr, -ECONNREFUSED, "cannot connect to the test double");
+        *ret_version = rkl_xstrdup("252 (a test double)");
+        return 0;
+}
 
 static bool fake_unit_connected(void *u)
 {
@@ -464,12 +480,14 @@ static const rkl_reconciler_ops fake_ops = {
     .pod_stop = fake_pod_stop,
     .pod_rm = fake_pod_rm,
     .pod_restart_boot = fake_pod_restart_boot,
+    .rkt_version = fake_rkt_version,
     .pod_read = fake_pod_read,
     .pod_list = fake_pod_list,
     .app_cgroups = fake_app_cgroups,
     .cni_add = fake_cni_add,
     .cni_check = fake_cni_check,
     .cni_del = fake_cni_del,
+    .unit_probe = fake_unit_probe,
     .unit_connected = fake_unit_connected,
     .unit_start = fake_unit_start,
     .unit_stop = fake_unit_stop,
@@ -505,6 +523,16 @@ static void reconciler_open(fixture *x)
             .ops_userdata = &x->f,
         };
         assert_int_equal(rkl_reconciler_new(&rc, x->cache, &x->r, &err), 0);
+}
+
+/* The daemon restarts: a new reconciler over the same store. Its cache would be new, loaded
+ * from the store and not probed yet; this one is kept (the API's connection writes through
+ * it), its health cleared as a new one's is. */
+static void restart(fixture *x)
+{
+        x->r = rkl_reconciler_free(x->r);
+        rkl_cache_set_health(x->cache, &(rkl_health){0});
+        reconciler_open(x);
 }
 
 static int setup_with(void **state, bool logs, bool cni)
@@ -1550,8 +1578,7 @@ static void test_cni_no_config(void **state)
         _cleanup_free_ char *conf = rkl_xasprintf("%s/10-test.conflist", x->options.cni_conf_dir);
         assert_int_equal(unlink(conf), 0);
         /* A new reconciler reads the (now empty) directory at its first pass. */
-        x->r = rkl_reconciler_free(x->r);
-        reconciler_open(x);
+        restart(x);
 
         sandbox_create(x, id);
         rkl_pod_spec p = {0};
@@ -1588,8 +1615,7 @@ static void test_cni_check_and_del_retry(void **state)
         assert_int_equal(pod_phase(x, id), RKL_POD_PHASE_RUNNING);
         calls_forget(x);
 
-        x->r = rkl_reconciler_free(x->r); /* the daemon restarts */
-        reconciler_open(x);
+        restart(x);
         x->f.fail[F_CNI_CHECK] = (failure){.n = 1, .code = -EIO};
         rescan(x);
         run_actions(x);
@@ -1767,8 +1793,7 @@ static void test_adopt_at_start(void **state)
         (void)snprintf(x->f.units[0].name, sizeof(x->f.units[0].name), "%s", unit);
 
         /* A new reconciler over the same store: the daemon's start. */
-        x->r = rkl_reconciler_free(x->r);
-        reconciler_open(x);
+        restart(x);
         rescan(x);
         run_actions(x);
         assert_calls(x, "%s", "");
@@ -1887,6 +1912,51 @@ static void test_orphan_units(void **state)
         assert_int_equal(x->f.n_units, 1);
 }
 
+/* ---- The probe ---- */
+
+/* The first pass probes rkt and systemd for Status, as the thread does before it: what
+ * each says, and why one is not usable. */
+static void test_probe(void **state)
+{
+        fixture *x = *state;
+        rkl_health h = {0};
+
+        x->f.connected = false;
+        pass(x);
+        rkl_cache_get_health(x->cache, &h);
+        assert_true(h.rkt_ok);
+        assert_string_equal(h.rkt_version, "1.30.0");
+        /* The build record that would say which fixes it carries is not there. */
+        assert_false(h.rkt_patched);
+        assert_non_null(h.rkt_patches);
+        assert_false(h.systemd_ok);
+        assert_non_null(strstr(h.systemd_detail, "test double"));
+        assert_true(h.net_ok); /* rkt's own network: nothing to configure */
+        assert_true(h.probed_at > 0);
+        rkl_health_done(&h);
+
+        /* Probed again by a new reconciler (the daemon's start), with systemd there. */
+        x->f.connected = true;
+        restart(x);
+        pass(x);
+        rkl_cache_get_health(x->cache, &h);
+        assert_true(h.systemd_ok);
+        assert_string_equal(h.systemd_version, "252 (a test double)");
+        rkl_health_done(&h);
+}
+
+/* Pod networking's health: the configuration in use, or why there is none. */
+static void test_probe_network(void **state)
+{
+        fixture *x = *state;
+        rkl_health h = {0};
+        pass(x);
+        rkl_cache_get_health(x->cache, &h);
+        assert_true(h.net_ok);
+        assert_non_null(strstr(h.net_config, "10-test.conflist"));
+        rkl_health_done(&h);
+}
+
 /* ---- The real table ---- */
 
 /* With no ops given, the reconciler uses the real table: with no connection to systemd (the
@@ -1900,6 +1970,11 @@ static void test_real_ops_without_systemd(void **state)
         id_of('4', id);
 
         x->r = rkl_reconciler_free(x->r);
+        /* No rkt to run, and a bus address nothing listens on: the probe runs no process and
+         * reaches no manager. */
+        _cleanup_free_ char *bus = rkl_xasprintf("unix:path=%s/no-bus", x->dir);
+        x->options.rkt_path = NULL;
+        x->options.systemd_bus = bus;
         rkl_reconciler_config rc = {.config = &x->options, .db_path = x->db_path};
         assert_int_equal(rkl_reconciler_new(&rc, x->cache, &x->r, &err), 0);
         sandbox_create(x, id);
@@ -1910,6 +1985,13 @@ static void test_real_ops_without_systemd(void **state)
         assert_null(v->rec->unit_name);
         assert_int_equal(v->rec->book.attempts, 0);
         assert_null(x->f.calls); /* the fake was not asked */
+        rkl_health h = {0};
+        rkl_cache_get_health(x->cache, &h);
+        assert_false(h.rkt_ok);
+        assert_non_null(strstr(h.rkt_detail, "no rkt binary"));
+        assert_false(h.systemd_ok);
+        assert_non_null(strstr(h.systemd_detail, "no-bus"));
+        rkl_health_done(&h);
 }
 
 int main(void)
@@ -1947,6 +2029,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_orphan_apps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_units, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_app_rm_owed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_probe_network, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_real_ops_without_systemd, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
