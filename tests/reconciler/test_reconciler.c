@@ -1912,6 +1912,44 @@ static void test_orphan_units(void **state)
         assert_int_equal(x->f.n_units, 1);
 }
 
+/* ---- Kicks, passes, checkpoints ---- */
+
+/* What metrics and STATUS= read: passes counted, no lag once a pass has begun after the last
+ * kick, no action in flight when none runs. A checkpoint the API's connections ask for
+ * (their WAL grew) is made by the next pass: the database file takes the WAL's pages. */
+static void test_stats_and_checkpoint(void **state)
+{
+        fixture *x = *state;
+        rkl_reconciler_stats st;
+        struct stat before, after;
+
+        rkl_reconciler_get_stats(x->r, &st);
+        assert_int_equal(st.passes, 0);
+        rkl_reconciler_kick(x->r);
+        pass(x);
+        rkl_reconciler_get_stats(x->r, &st);
+        assert_int_equal(st.passes, 1);
+        assert_int_equal(st.lag_usec, 0);
+        assert_int_equal(st.in_flight, 0);
+
+        for (char c = 'a'; c <= 'f'; c++) {
+                char id[RKL_ID_LEN + 1];
+                id_of(c, id);
+                x->f.connected = false; /* recorded, not started */
+                sandbox_create(x, id);
+        }
+        pass(x);
+        assert_int_equal(stat(x->db_path, &before), 0);
+        rkl_reconciler_checkpoint_wanted(x->r);
+        pass(x);
+        assert_int_equal(stat(x->db_path, &after), 0);
+        assert_true(after.st_size > before.st_size ||
+                    after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+                    after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
+        rkl_reconciler_get_stats(x->r, &st);
+        assert_int_equal(st.passes, 3);
+}
+
 /* ---- The probe ---- */
 
 /* The first pass probes rkt and systemd for Status, as the thread does before it: what
@@ -2029,6 +2067,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_orphan_apps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_units, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_app_rm_owed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stats_and_checkpoint, setup, teardown),
             cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
             cmocka_unit_test_setup_teardown(test_probe_network, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_real_ops_without_systemd, setup, teardown),
