@@ -75,20 +75,20 @@ static bool wait_pod_exit(action *a, int64_t deadline_ns)
                 return true;
         for (;;) {
                 rkl_poddir_pod p = {0};
-                int k = rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL);
+                int k = RKL_OPS(a->r, pod_read, a->uuid, &p, NULL);
                 bool running = k >= 0 && p.state == RKL_POD_STATE_RUNNING;
                 rkl_poddir_pod_done(&p);
                 if (!running)
                         return true;
-                if (rkl_realtime_nsec() >= deadline_ns)
+                if (rkl_reconciler__now(a->r) >= deadline_ns)
                         return false;
-                usleep(50 * 1000);
+                RKL_OPS(a->r, sleep_usec, 50 * 1000);
         }
 }
 
 static int run_app_stop(action *a)
 {
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_reconciler__now(a->r);
         int k = 0;
 
         if (a->deadline_ns > now) {
@@ -96,8 +96,8 @@ static int run_app_stop(action *a)
                 uint64_t t = (uint64_t)(a->deadline_ns - now) / NSEC_PER_USEC;
                 rkl_error err = RKL_ERROR_INIT;
                 k = failed(a,
-                           rkl_rkt_app_stop(a->r->rkt, a->uuid, a->app,
-                                            t > USEC_PER_SEC ? t : USEC_PER_SEC, &err),
+                           RKL_OPS(a->r, app_stop, a->uuid, a->app,
+                                   t > USEC_PER_SEC ? t : USEC_PER_SEC, &err),
                            &err);
                 if (k == -EALREADY || k == -ENOENT)
                         return 0;
@@ -106,7 +106,8 @@ static int run_app_stop(action *a)
         }
         /* The deadline passed: SIGKILL everything in the app's cgroup. */
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) == 0) {
+        if (a->supervisor &&
+            RKL_OPS(a->r, app_cgroups, a->supervisor, a->app, &procs, &memory) == 0) {
                 int n = rkl_cgroup_kill(procs, SIGKILL);
                 rkl_log_debug("app %s: stop deadline passed, SIGKILLed %d processes", a->app, n);
         }
@@ -126,14 +127,14 @@ static int run_pod_stop(action *a)
         if (!a->force) {
                 /* Its outcome is whether the pod goes down in the grace; its error stays
                  * in a->error for when it does not. */
-                (void)failed(a, rkl_rkt_pod_stop(a->r->rkt, a->uuid, false, a->timeout_usec, &err),
+                (void)failed(a, RKL_OPS(a->r, pod_stop, a->uuid, false, a->timeout_usec, &err),
                              &err);
-                if (wait_pod_exit(a, rkl_realtime_nsec() + grace))
+                if (wait_pod_exit(a, rkl_reconciler__now(a->r) + grace))
                         goto down;
                 rkl_error_clear(&err);
         }
-        k = failed(a, rkl_rkt_pod_stop(a->r->rkt, a->uuid, true, a->timeout_usec, &err), &err);
-        if (wait_pod_exit(a, rkl_realtime_nsec() + 10 * (int64_t)NSEC_PER_SEC))
+        k = failed(a, RKL_OPS(a->r, pod_stop, a->uuid, true, a->timeout_usec, &err), &err);
+        if (wait_pod_exit(a, rkl_reconciler__now(a->r) + 10 * (int64_t)NSEC_PER_SEC))
                 goto down;
         if (k >= 0 || k == -EALREADY || k == -ENOENT) {
                 (void)snprintf(a->error, sizeof(a->error), "pod %s did not exit after SIGKILL",
@@ -150,10 +151,10 @@ static int run_app_rm(action *a)
 {
         /* Found before the rm, which takes the app's unit and so its cgroup along. */
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (a->supervisor && rkl_cgroup_app_paths(a->supervisor, a->app, &procs, &memory) < 0)
+        if (a->supervisor && RKL_OPS(a->r, app_cgroups, a->supervisor, a->app, &procs, &memory) < 0)
                 procs = NULL; /* no cgroup found: nothing of it to release after the rm */
         rkl_error err = RKL_ERROR_INIT;
-        int k = failed(a, rkl_rkt_app_rm(a->r->rkt, a->uuid, a->app, a->timeout_usec, &err), &err);
+        int k = failed(a, RKL_OPS(a->r, app_rm, a->uuid, a->app, a->timeout_usec, &err), &err);
         if (k == -ENOENT)
                 k = 0; /* gone already is what rm wanted */
         if (k >= 0 && procs) {
@@ -178,7 +179,7 @@ static int run_app_add(action *a)
             .pod_pid = a->pod_pid,
         };
         rkl_error err = RKL_ERROR_INIT;
-        return failed(a, rkl_rkt_app_add(a->r->rkt, a->uuid, &c->spec, &o, a->timeout_usec, &err),
+        return failed(a, RKL_OPS(a->r, app_add, a->uuid, &c->spec, &o, a->timeout_usec, &err),
                       &err);
 }
 
@@ -191,7 +192,7 @@ static bool pod_dir_left(action *a, bool *ret_retry)
         if (a->r->pods_dirfd < 0)
                 return false;
         _cleanup_(rkl_poddir_pod_done) rkl_poddir_pod p = {0};
-        if (rkl_poddir_read(a->r->pods_dirfd, a->uuid, &p, NULL) < 0)
+        if (RKL_OPS(a->r, pod_read, a->uuid, &p, NULL) < 0)
                 return false;
         int k = rkl_poddir_drop_empty_netinfo(a->r->pods_dirfd, &p);
         if (k > 0)
@@ -225,11 +226,11 @@ static void run_action(void *userdata)
                 k = run_app_add(a);
                 break;
         case ACT_APP_START:
-                k = failed(a, rkl_rkt_app_start(a->r->rkt, a->uuid, a->app, a->timeout_usec, &err),
+                k = failed(a, RKL_OPS(a->r, app_start, a->uuid, a->app, a->timeout_usec, &err),
                            &err);
                 break;
         case ACT_POD_BOOT:
-                k = failed(a, rkl_rkt_pod_restart_boot(a->pod_pid, &err), &err);
+                k = failed(a, RKL_OPS(a->r, pod_restart_boot, a->pod_pid, &err), &err);
                 break;
         case ACT_NET_ADD:
         case ACT_NET_CHECK:
@@ -239,7 +240,7 @@ static void run_action(void *userdata)
         case ACT_POD_RM:
         default: {
                 bool retry;
-                k = failed(a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err), &err);
+                k = failed(a, RKL_OPS(a->r, pod_rm, a->uuid, a->timeout_usec, &err), &err);
                 if (k == -ENOENT && pod_dir_left(a, &retry)) {
                         /* Seen in 200-cycle chaos runs on real rkt: rm said "cannot get pod:
                          * EOF" at every retry while the directory stayed (an empty
@@ -248,9 +249,8 @@ static void run_action(void *userdata)
                         if (retry) {
                                 rkl_error_clear(&err);
                                 a->error[0] = 0;
-                                k = failed(
-                                    a, rkl_rkt_pod_rm(a->r->rkt, a->uuid, a->timeout_usec, &err),
-                                    &err);
+                                k = failed(a, RKL_OPS(a->r, pod_rm, a->uuid, a->timeout_usec, &err),
+                                           &err);
                         } else
                                 rkl_log_info("pod %s: rkt rm says there is no such pod, but "
                                              "its directory is still there: %s",
@@ -329,7 +329,7 @@ void rkl_reconciler__submit(rkl_reconciler *r, action *a)
         else
                 r->n_in_flight++;
         atomic_store(&r->in_flight_seen, r->n_in_flight + r->n_net_in_flight);
-        rkl_workpool_submit(r->pool, run_action, a);
+        RKL_OPS(r, submit, run_action, a);
 }
 
 /* Whether the pod is gone or no longer takes app commands, as its directory says now. */
@@ -338,7 +338,7 @@ static bool pod_going_down(rkl_reconciler *r, const char *uuid)
         if (r->pods_dirfd < 0)
                 return false;
         rkl_poddir_pod p = {0};
-        int k = rkl_poddir_read(r->pods_dirfd, uuid, &p, NULL);
+        int k = RKL_OPS(r, pod_read, uuid, &p, NULL);
         bool going = k < 0 || p.state != RKL_POD_STATE_RUNNING || !p.supervisor_ready;
         rkl_poddir_pod_done(&p);
         return going;

@@ -42,7 +42,7 @@ static void container_never_runs(rkl_reconciler *r, const rkl_container_record *
         o.pid = 0;
         o.has_exit_code = true;
         o.exit_code = exit_code;
-        o.finished_ns = rkl_realtime_nsec();
+        o.finished_ns = rkl_reconciler__now(r);
         free(o.reason);
         free(o.message);
         o.reason = rkl_xstrdup(reason);
@@ -59,7 +59,7 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
                                               const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_reconciler__now(r);
         int64_t next = now + rkl_reconciler__backoff_ns(rec->book.attempts);
         int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
@@ -166,7 +166,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                  * out): if no process came of it, start again. rkt's app start clears that
                  * state first, as it does to restart an exited app. */
                 pid_t pid;
-                if (rkl_reconciler__app_process(c, p, &pid) != RKL_APP_PROC_NONE ||
+                if (rkl_reconciler__app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
                     !rkl_reconciler__can_start(r, c->id) ||
                     rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
                         return;
@@ -229,7 +229,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         _cleanup_free_ char *unit = rkl_xasprintf("system-iomux.slice/iomux@%s", c->app_name);
         _cleanup_free_ char *procs = NULL, *memory = NULL;
         pid_t pid = 0;
-        if (!p || !p->ppid || rkl_cgroup_app_paths((pid_t)p->ppid, unit, &procs, &memory) < 0)
+        if (!p || !p->ppid || RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory) < 0)
                 return false; /* the pod or the unit's cgroup is gone */
         return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }
@@ -243,7 +243,7 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
         if (!r->logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
             c->observed.phase == RKL_CONTAINER_PHASE_EXITED || rkl_container_never_ran(co) ||
             c->spec.tty || isempty(pod->spec.log_directory) || isempty(c->spec.log_path) ||
-            !co->finished_ns || rkl_realtime_nsec() - co->finished_ns >= EXIT_HOLD_NSEC)
+            !co->finished_ns || rkl_reconciler__now(r) - co->finished_ns >= EXIT_HOLD_NSEC)
                 return false;
         if (log_writer_pending(r, p, c))
                 return true;

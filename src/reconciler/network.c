@@ -211,7 +211,7 @@ static rkl_pod_network *record_copy(const rkl_pod_network *src)
 static int record_put(rkl_reconciler *r, rkl_pod_network *n)
 {
         rkl_error err = RKL_ERROR_INIT;
-        n->updated_ns = rkl_realtime_nsec();
+        n->updated_ns = rkl_reconciler__now(r);
         int k = rkl_db_pod_network_put(rkl_store_db(r->store), n, &err);
         if (k < 0) {
                 rkl_reconciler__write_failed("sandbox", n->sandbox_id, "its network", k, &err);
@@ -278,7 +278,10 @@ void rkl_reconciler__net_start(rkl_reconciler *r)
                 rkl_hashmap_put(r->net->records, rec->sandbox_id, rec);
         }
         free(a);
-        watch_conf_dir(r);
+        /* Without the event loop (a test's passes: rkl_reconciler_run_pass()), the
+         * configuration is read once and not watched. */
+        if (r->event)
+                watch_conf_dir(r);
         config_load(r);
 }
 
@@ -369,7 +372,7 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
         };
         rkl_cni_runtime rt;
         rkl_cni_runtime_for_pod(&pod, &rt);
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_reconciler__now(r);
         rkl_pod_network *n = rkl_xnew0(rkl_pod_network, 1);
         *n = (rkl_pod_network){
             .rkt_uuid = rkl_xstrdup(rec->rkt_uuid),
@@ -478,11 +481,11 @@ int rkl_reconciler__net_run(action *a)
         };
         switch (a->kind) {
         case ACT_NET_ADD:
-                k = rkl_cni_add(c, &r->net->exec, &rt, &a->net_result, &err);
+                k = RKL_OPS(r, cni_add, c, &r->net->exec, &rt, &a->net_result, &err);
                 if (k < 0) {
                         /* Undone at once, while the namespace is surely there. */
                         rkl_error e2 = RKL_ERROR_INIT;
-                        if (rkl_cni_del(c, &r->net->exec, &rt, NULL, &e2) >= 0)
+                        if (RKL_OPS(r, cni_del, c, &r->net->exec, &rt, NULL, &e2) >= 0)
                                 a->force = true; /* the record may go */
                         else
                                 rkl_log_debug("sandbox %.12s: DEL after the failed ADD: %s", a->key,
@@ -490,10 +493,10 @@ int rkl_reconciler__net_run(action *a)
                 }
                 break;
         case ACT_NET_CHECK:
-                k = rkl_cni_check(c, &r->net->exec, &rt, n->result, &err);
+                k = RKL_OPS(r, cni_check, c, &r->net->exec, &rt, n->result, &err);
                 break;
         default:
-                k = rkl_cni_del(c, &r->net->exec, &rt, n->result, &err);
+                k = RKL_OPS(r, cni_del, c, &r->net->exec, &rt, n->result, &err);
                 if (k > 0) /* plugins not installed, skipped: said in apply_del() */
                         (void)snprintf(a->error, sizeof(a->error), "%s", err.msg);
                 break;
@@ -600,7 +603,7 @@ static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
                 rkl_hashmap_put(r->net->retries, d->id, d);
         }
         d->attempts++;
-        d->next_ns = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(d->attempts);
+        d->next_ns = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(d->attempts);
         rkl_reconciler__wake_at(r, d->next_ns);
         rkl_log_object_warning(NET_OBJECT(a->key, rec),
                                "sandbox %.12s: network DEL failed (attempt %u, again later): %s",

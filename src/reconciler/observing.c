@@ -63,12 +63,14 @@ static void marks_forget(rkl_reconciler *r, const char *id)
         free(rkl_hashmap_remove(r->steps, id));
 }
 
-/* again: the step begins anew, with those after it up to last; else it counts once. */
-static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted_ns, bool again)
+/* again: the step begins anew, with those after it up to last; else it counts once. now: the
+ * reconciler's clock. */
+static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted_ns, bool again,
+                     int64_t now)
 {
         if (!again && t->us[step] > 0)
                 return;
-        int64_t us = (rkl_realtime_nsec() - accepted_ns) / (int64_t)NSEC_PER_USEC;
+        int64_t us = (now - accepted_ns) / (int64_t)NSEC_PER_USEC;
         t->us[step] = us > 0 ? us : 1; /* 0 is "not reached" */
         for (size_t i = step + 1; again && i <= last; i++)
                 t->us[i] = 0;
@@ -84,7 +86,7 @@ void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_
         /* A new attempt starts its timeline over; the network's and stage1's steps do not
          * follow each other in a fixed order, so nothing else clears a step. */
         step_set(&m->t, step, _RKL_POD_STEP_MAX - 1, rec->book.accepted_ns,
-                 step == RKL_POD_STEP_UNIT_STARTED);
+                 step == RKL_POD_STEP_UNIT_STARTED, rkl_reconciler__now(r));
 }
 
 void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
@@ -97,7 +99,8 @@ void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_recor
                 return;
         step_marks *m = marks_of(r, rec->id, &rec->observed.timeline);
         step_set(&m->t, step, _RKL_CONTAINER_STEP_MAX - 1, rec->book.accepted_ns,
-                 step == RKL_CONTAINER_STEP_ADD_BEGUN || step == RKL_CONTAINER_STEP_START_BEGUN);
+                 step == RKL_CONTAINER_STEP_ADD_BEGUN || step == RKL_CONTAINER_STEP_START_BEGUN,
+                 rkl_reconciler__now(r));
 }
 
 void rkl_reconciler__steps_sweep(rkl_reconciler *r)
@@ -111,7 +114,7 @@ void rkl_reconciler__steps_sweep(rkl_reconciler *r)
                 _cleanup_(rkl_container_view_unrefp) rkl_container_view *c =
                     p ? NULL : rkl_cache_container_get(r->cache, m->id);
                 if (!p && !c)
-                        rkl_strv_push(&gone, rkl_xstrdup(m->id));
+                        rkl_strv_push(&gone, m->id);
         }
         RKL_STRV_FOREACH (id, gone)
                 marks_forget(r, *id);
@@ -236,7 +239,7 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
                 return true;
         if (r && rkl_reconciler__app_memory_dir(r, rec->id))
                 memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
-        else if (rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
+        else if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
         if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
@@ -252,8 +255,8 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
 }
 
 /* Is the app's process there yet? (see rkl_app_proc) */
-rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
-                                         pid_t *ret_pid)
+rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_record *rec,
+                                         const rkl_poddir_pod *p, pid_t *ret_pid)
 {
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
@@ -261,7 +264,7 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
         *ret_pid = 0;
         if (!a || a->state != RKL_POD_APP_RUNNING || !p->ppid)
                 return RKL_APP_PROC_UNKNOWN;
-        int k = rkl_cgroup_app_paths((pid_t)p->ppid, rec->app_name, &procs, &memory);
+        int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory);
         if (k >= 0)
                 k = rkl_cgroup_first_pid(procs, ret_pid);
         /* No cgroup under a live supervisor: no process ever joined it (a start that failed
@@ -290,13 +293,14 @@ rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const 
         return RKL_APP_PROC_SEEN;
 }
 
-static void log_phase_change(const rkl_container_record *c, const rkl_container_observed *co)
+static void log_phase_change(rkl_reconciler *r, const rkl_container_record *c,
+                             const rkl_container_observed *co)
 {
         /* An exit says how long after rkt recorded it: the log's hold (exit_held). */
         char after[64] = "";
         if (co->phase == RKL_CONTAINER_PHASE_EXITED && co->finished_ns)
                 (void)snprintf(after, sizeof(after), " (%.1f ms after rkt's record)",
-                               (double)(rkl_realtime_nsec() - co->finished_ns) / 1e6);
+                               (double)(rkl_reconciler__now(r) - co->finished_ns) / 1e6);
         rkl_log_object_info(CONTAINER_OBJECT(c), "container %.12s: %s -> %s%s", c->id,
                             rkl_container_phase_to_string(c->observed.phase),
                             rkl_container_phase_to_string(co->phase), after);
@@ -315,7 +319,8 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 if (p->state == RKL_POD_STATE_RUNNING && p->supervisor_ready)
                         rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_STAGE1_READY);
         }
-        rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_realtime_nsec(), &o, &dead);
+        rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_reconciler__now(r), &o,
+                        &dead);
         if (!p && o.phase == RKL_POD_PHASE_FAILED && rec->observed.phase == RKL_POD_PHASE_RUNNING &&
             rec->unit_name) {
                 /* Its directory was removed outside rktlet while it ran: rkt no longer knows
@@ -338,22 +343,22 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_container_observed co;
 
                 pid_t pid;
-                rkl_app_proc proc = rkl_reconciler__app_process(c, p, &pid);
+                rkl_app_proc proc = rkl_reconciler__app_process(r, c, p, &pid);
                 if (proc == RKL_APP_PROC_NONE) {
                         /* The process is on its way; joining a cgroup touches no file the
                          * watcher sees, so read the pod again shortly. */
                         rkl_strv_push(&r->recheck, p->uuid);
-                        rkl_reconciler__wake_at(r, rkl_realtime_nsec() + RECHECK_NS);
+                        rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                 }
                 if (proc == RKL_APP_PROC_SEEN)
                         rkl_reconciler__limits_sync(r, c, p);
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p),
-                                      rkl_realtime_nsec(), &co);
+                                      rkl_reconciler__now(r), &co);
                 if (rkl_reconciler__exit_held(r, rec, p, c, &co)) {
                         /* What it saw before stands a little longer; nothing tells of the
                          * writer's end or the follower's, so look again shortly. */
                         rkl_strv_push(&r->recheck, p->uuid);
-                        rkl_reconciler__wake_at(r, rkl_realtime_nsec() + RECHECK_NS);
+                        rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                         rkl_container_observed_done(&co);
                         continue;
                 }
@@ -362,7 +367,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                             c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
                                 r->stats_new = true;
                         else if (co.phase != c->observed.phase)
-                                log_phase_change(c, &co); /* a start's end says more */
+                                log_phase_change(r, c, &co); /* a start's end says more */
                         rkl_reconciler__container_set_observed(r, c, &co);
                 }
                 rkl_container_observed_done(&co);
@@ -431,7 +436,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
         rkl_error err = RKL_ERROR_INIT;
         rkl_poddir_pod *p = rkl_xnew0(rkl_poddir_pod, 1);
         int fd = rkl_reconciler__pods_dirfd(r);
-        int k = fd < 0 ? -ENOENT : rkl_poddir_read(fd, uuid, p, &err);
+        int k = fd < 0 ? -ENOENT : RKL_OPS(r, pod_read, uuid, p, &err);
 
         if (k < 0) {
                 free(p);
@@ -485,7 +490,7 @@ void rkl_reconciler__rescan(rkl_reconciler *r)
         int fd = rkl_reconciler__pods_dirfd(r);
 
         r->rescan = false;
-        if (fd < 0 || rkl_poddir_list(fd, &uuids, &err) < 0)
+        if (fd < 0 || RKL_OPS(r, pod_list, &uuids, &err) < 0)
                 uuids = rkl_xnew0(char *, 1);
         /* Pods gone since the last look. */
         _cleanup_strv_free_ char **gone = NULL;

@@ -120,7 +120,7 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
                 if (p->state == RKL_POD_STATE_RUNNING) {
                         a = rkl_reconciler__action_new(r, ACT_POD_STOP, p->uuid, p->uuid, NULL);
                         a->force = true;
-                        if (!pv && r->bus) {
+                        if (!pv && RKL_OPS(r, unit_connected)) {
                                 /* Its unit goes with it. */
                                 _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(id);
                                 rkl_reconciler__unit_stop(r, unit);
@@ -180,7 +180,8 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
 void rkl_reconciler__reap_orphan_units(rkl_reconciler *r)
 {
         _cleanup_strv_free_ char **units = NULL;
-        if (!r->bus || rkl_unit_list(r->bus, "rktlet-*.service", &units, NULL) < 0)
+        if (!RKL_OPS(r, unit_connected) ||
+            RKL_OPS(r, unit_list, "rktlet-*.service", &units, NULL) < 0)
                 return;
         RKL_STRV_FOREACH (u, units) {
                 _cleanup_free_ char *id = rkl_unit_sandbox_id(*u);
@@ -199,9 +200,9 @@ void rkl_reconciler__reap_orphan_units(rkl_reconciler *r)
 void rkl_reconciler__unit_stop(rkl_reconciler *r, const char *unit)
 {
         rkl_error err = RKL_ERROR_INIT;
-        if (!r->bus)
+        if (!RKL_OPS(r, unit_connected))
                 return;
-        int k = rkl_unit_stop(r->bus, unit, &err);
+        int k = RKL_OPS(r, unit_stop, unit, &err);
         if (k < 0 && k != -ENOENT)
                 rkl_log_warning("cannot stop %s: %s", unit, err.msg);
 }

@@ -21,7 +21,7 @@ void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record 
                                         const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int64_t next = rkl_realtime_nsec() + rkl_reconciler__backoff_ns(rec->book.attempts);
+        int64_t next = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(rec->book.attempts);
         int n = rkl_store_pod_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__wake_at(r, next); /* retry then, not at the next resync */
         rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: %s (attempt %d)", rec->id, msg,
@@ -65,8 +65,8 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         char hostname[256] = "";
         int k;
 
-        if (!r->bus) {
-                rkl_reconciler__wake_at(r, rkl_realtime_nsec() + (int64_t)NSEC_PER_SEC);
+        if (!RKL_OPS(r, unit_connected)) {
+                rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + (int64_t)NSEC_PER_SEC);
                 return; /* no systemd yet: the probe reconnects */
         }
         if (rec->spec.cgroup_parent &&
@@ -118,7 +118,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .log_path = log,
         };
         rkl_crash_point("unit-named");
-        k = rkl_unit_start(r->bus, &spec, 10 * USEC_PER_SEC, &err);
+        k = RKL_OPS(r, unit_start, &spec, 10 * USEC_PER_SEC, &err);
         if (k < 0 && k != -EEXIST) {
                 /* No unit came of it: the next attempt starts from the top, and this one
                  * is not counted again when the unit is found missing. */
@@ -133,7 +133,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
         free(rkl_hashmap_remove(r->unit_looks, rec->id)); /* a new unit: its first look later */
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
-        rkl_reconciler__wake_at(r, rkl_realtime_nsec() +
+        rkl_reconciler__wake_at(r, rkl_reconciler__now(r) +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }
 
@@ -251,7 +251,7 @@ static int unit_states_refresh(rkl_reconciler *r, int64_t now, rkl_error *reterr
 {
         _cleanup_strv_free_ char **names = NULL;
         rkl_unit_active *active = NULL;
-        int k = rkl_unit_list_active(r->bus, "rktlet-*.service", &names, &active, reterr);
+        int k = RKL_OPS(r, unit_list_active, "rktlet-*.service", &names, &active, reterr);
         if (k < 0)
                 return k;
         rkl_reconciler__unit_states_free(r);
@@ -304,7 +304,7 @@ void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r)
                 const unit_look *u = v;
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, u->id);
                 if (!p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING)
-                        rkl_strv_push(&done, rkl_xstrdup(u->id));
+                        rkl_strv_push(&done, u->id);
         }
         RKL_STRV_FOREACH (id, done)
                 free(rkl_hashmap_remove(r->unit_looks, *id));
@@ -337,7 +337,7 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                 rkl_reconciler__observe_uuid(r, uuid); /* adopts it if it lives */
                 }
                 /* The sandbox is the unit's main process: no unit, no pod. */
-                if (r->bus && unit_gone(r, rec, now)) {
+                if (RKL_OPS(r, unit_connected) && unit_gone(r, rec, now)) {
                         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
                             rkl_cache_pod_get(r->cache, rec->id);
                         if (!v || !v->rec->rkt_uuid)
@@ -370,8 +370,8 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
 
         if (!rec->rkt_uuid) {
                 /* Never got as far as a pod: stop whatever unit there is, and it is done. */
-                if (rec->unit_name && r->bus) {
-                        int k = rkl_unit_stop(r->bus, rec->unit_name, &err);
+                if (rec->unit_name && RKL_OPS(r, unit_connected)) {
+                        int k = RKL_OPS(r, unit_stop, rec->unit_name, &err);
                         if (k < 0 && k != -ENOENT) {
                                 rkl_reconciler__pod_failed_attempt(r, rec, err.msg);
                                 return;

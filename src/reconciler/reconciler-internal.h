@@ -10,6 +10,7 @@
 
 #include "reconciler.h"
 #include "observe.h"
+#include "ops.h"
 #include "base/config.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -107,6 +108,11 @@ struct rkl_reconciler {
         char *pods_dir;
         rkl_cache *cache;
         rkl_rkt *rkt;
+        /* How rkt, the system manager, the pod directories, the clock and the pool are
+         * reached (ops.h), and their userdata: the real table and the reconciler, or a
+         * test's doubles. */
+        const rkl_reconciler_ops *ops;
+        void *ops_userdata;
         int kick_fd, quit_fd, done_fd;
         pthread_t thread;
         bool running;
@@ -170,6 +176,10 @@ struct rkl_reconciler {
 };
 
 /* reconciler.c */
+/* The operations of ops.h, called with their userdata. */
+#define RKL_OPS(r, verb, ...) ((r)->ops->verb((r)->ops_userdata, ##__VA_ARGS__))
+/* Now, by the reconciler's clock (ops.h's now_ns). */
+int64_t rkl_reconciler__now(rkl_reconciler *r);
 int64_t rkl_reconciler__backoff_ns(uint32_t attempts);
 void rkl_reconciler__schedule_pass(rkl_reconciler *r);
 void rkl_reconciler__wake_at(rkl_reconciler *r, int64_t t);
@@ -197,8 +207,8 @@ void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_recor
 void rkl_reconciler__steps_sweep(rkl_reconciler *r);
 void rkl_reconciler__steps_free(rkl_reconciler *r);
 /* Is the app's process there yet? (see rkl_app_proc) */
-rkl_app_proc rkl_reconciler__app_process(const rkl_container_record *rec, const rkl_poddir_pod *p,
-                                         pid_t *ret_pid);
+rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_record *rec,
+                                         const rkl_poddir_pod *p, pid_t *ret_pid);
 /* ---- Observing pod directories ---- */
 int rkl_reconciler__pods_dirfd(rkl_reconciler *r);
 /* When the current creation attempt of a sandbox began: a retry starts once the backoff of

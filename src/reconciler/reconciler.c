@@ -10,6 +10,7 @@
  * "already gone" answers count as success. */
 #include "reconciler.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <systemd/sd-bus.h>
@@ -30,6 +31,11 @@
 #include "rkt/watch.h"
 #include "store/store.h"
 #include "base/banned.h"
+
+int64_t rkl_reconciler__now(rkl_reconciler *r)
+{
+        return RKL_OPS(r, now_ns);
+}
 
 int64_t rkl_reconciler__backoff_ns(uint32_t attempts)
 {
@@ -114,7 +120,7 @@ static void probe_rkt(rkl_reconciler *r, rkl_health *h)
                 h->rkt_detail = rkl_xstrdup("no rkt binary: not found in PATH; set --rkt-path");
                 return;
         }
-        if (rkl_rkt_version_get(r->rkt, &v, &err) < 0) {
+        if (RKL_OPS(r, rkt_version, &v, &err) < 0) {
                 h->rkt_detail = rkl_xstrdup(err.msg);
                 return;
         }
@@ -130,19 +136,7 @@ static void probe_systemd(rkl_reconciler *r, rkl_health *h)
         rkl_error err = RKL_ERROR_INIT;
         char *version = NULL;
 
-        if (!r->bus) {
-                if (rkl_unit_connect(r->cfg.systemd_bus, &r->bus, &err) < 0) {
-                        h->systemd_detail = rkl_xstrdup(err.msg);
-                        return;
-                }
-                /* Without the signals, the pass's timers still see units come and go. */
-                if (rkl_unit_subscribe(r->bus, &err) < 0)
-                        rkl_log_debug("no unit signals from systemd: %s", err.msg);
-                rkl_error_clear(&err);
-        }
-        if (rkl_unit_manager_version(r->bus, &version, &err) < 0) {
-                /* Reconnect on the next probe: the manager may have restarted. */
-                r->bus = sd_bus_flush_close_unref(r->bus);
+        if (RKL_OPS(r, unit_probe, &version, &err) < 0) {
                 h->systemd_detail = rkl_xstrdup(err.msg);
                 return;
         }
@@ -183,7 +177,7 @@ static void probe(rkl_reconciler *r)
 
 static void pass(rkl_reconciler *r)
 {
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_reconciler__now(r);
         rkl_pod_view **pods;
         size_t n_pods;
 
@@ -273,7 +267,7 @@ static int on_pass(sd_event_source *s, void *userdata)
         rkl_reconciler *r = userdata;
         pass(r);
         if (r->wake_at_ns) {
-                int64_t delta = r->wake_at_ns - rkl_realtime_nsec();
+                int64_t delta = r->wake_at_ns - rkl_reconciler__now(r);
                 uint64_t usec = delta > 0 ? (uint64_t)delta / NSEC_PER_USEC : 0;
                 (void)sd_event_source_set_time(r->wake_source,
                                                rkl_now_usec(CLOCK_MONOTONIC) + usec);
@@ -357,11 +351,11 @@ static int on_kick(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         return 0;
 }
 
-static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* The results of the actions finished since the last call, applied. */
+static void apply_done(rkl_reconciler *r)
 {
-        rkl_reconciler *r = userdata;
         uint64_t v;
-        (void)!read(fd, &v, sizeof(v));
+        (void)!read(r->done_fd, &v, sizeof(v));
         pthread_mutex_lock(&r->lock);
         action *list = TAKE_PTR(r->done);
         pthread_mutex_unlock(&r->lock);
@@ -370,6 +364,12 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 rkl_reconciler__apply_result(r, list);
                 list = next;
         }
+}
+
+static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        apply_done(r);
         schedule_pass(r);
         return 0;
 }
@@ -524,6 +524,8 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         if (!r->cfg.max_actions)
                 r->cfg.max_actions = 4;
         r->cache = cache;
+        r->ops = cfg->ops ? cfg->ops : &rkl_reconciler_real_ops;
+        r->ops_userdata = cfg->ops ? cfg->ops_userdata : r;
         r->kick_fd = r->quit_fd = r->done_fd = r->pods_dirfd = -EBADF;
         pthread_mutex_init(&r->lock, NULL);
         pthread_cond_init(&r->cond, NULL);
@@ -585,6 +587,22 @@ int rkl_reconciler_start(rkl_reconciler *r, rkl_error *reterr)
         return 0;
 }
 
+void rkl_reconciler_run_pass(rkl_reconciler *r, bool rescan, int64_t *ret_wake_at_ns)
+{
+        assert(!r->running);
+        if (atomic_load(&r->n_passes) == 0) {
+                /* As the thread does before its first pass. */
+                rkl_reconciler__net_start(r);
+                probe(r);
+        }
+        apply_done(r);
+        if (rescan)
+                r->rescan = true;
+        pass(r);
+        if (ret_wake_at_ns)
+                *ret_wake_at_ns = r->wake_at_ns;
+}
+
 void rkl_reconciler_checkpoint_wanted(void *userdata)
 {
         rkl_reconciler *r = userdata;
@@ -634,6 +652,13 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
                 return NULL;
         rkl_reconciler_stop(r);
         r->pool = rkl_workpool_free(r->pool);
+        /* Results no pass applied (the thread applies or frees its own before it ends; a
+         * test's passes may leave some). */
+        while (r->done) {
+                action *next = r->done->next;
+                rkl_reconciler__action_free(r->done);
+                r->done = next;
+        }
         rkl_hashmap_free_values(r->seen, seen_free);
         rkl_hashmap_free(r->in_flight);
         rkl_hashmap_free_values(r->undo, free);

@@ -5,6 +5,7 @@
  * most max_actions rkt commands at once. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,7 @@ typedef struct rkl_stats rkl_stats;
 typedef struct rkl_reconciler rkl_reconciler;
 typedef struct rkl_db_options rkl_db_options;
 typedef struct rkl_config rkl_config;
+typedef struct rkl_reconciler_ops rkl_reconciler_ops;
 
 typedef struct rkl_reconciler_config {
         const rkl_config *config; /* the options (base/config.h); zeros get their defaults */
@@ -27,6 +29,11 @@ typedef struct rkl_reconciler_config {
         rkl_stats *stats;              /* refreshed every stats_interval_usec; NULL: no stats */
         uint64_t resync_interval_usec; /* the rescan of the pod directories; 0: 10 s */
         uint64_t stop_grace_usec; /* SIGTERM to SIGKILL when no deadline was asked for; 0: 10 s */
+        /* How rkt, systemd, the pod directories, the clock and the worker pool are reached
+         * (ops.h), with the userdata its verbs get; NULL: the real ones, with the reconciler
+         * as userdata. A test's doubles go here. */
+        const rkl_reconciler_ops *ops;
+        void *ops_userdata;
 } rkl_reconciler_config;
 
 int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_reconciler **ret,
@@ -47,6 +54,15 @@ typedef struct rkl_reconciler_stats {
         uint64_t passes;    /* passes run since start */
 } rkl_reconciler_stats;
 void rkl_reconciler_get_stats(rkl_reconciler *r, rkl_reconciler_stats *ret);
+/* For tests, on a reconciler whose thread was not started: applies the results of the
+ * actions finished since the last call, then runs one pass on the caller's thread, as the
+ * thread does when woken. The first call also does what the thread does before its first
+ * pass: pod networking set up (the networks recorded, the CNI configuration read, but not
+ * watched) and rkt and systemd probed for Status. rescan: read every pod directory again and
+ * reap leftover units and state directories first, as the first pass and every resync do.
+ * *ret_wake_at_ns (may be NULL): when, by the ops' clock, the pass wants to run again; 0: not
+ * before something happens. */
+void rkl_reconciler_run_pass(rkl_reconciler *r, bool rescan, int64_t *ret_wake_at_ns);
 /* Stops and joins the thread; actions under way finish first. */
 void rkl_reconciler_stop(rkl_reconciler *r);
 rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r);

@@ -65,7 +65,7 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         if (!p || !p->ppid)
                 return;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
-        if (rkl_cgroup_app_paths((pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
+        if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
                 return; /* not there yet: the next observation tries again */
         int k = rkl_cgroup_memory_adopt(procs, memory);
         if (k >= 0)
@@ -185,7 +185,7 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
         const rkl_pod_spec *s = &rec->spec;
         if (!s->cpu_shares && !s->cpu_quota && !s->memory_limit)
                 return; /* none asked for */
-        if (!r->bus || !rec->unit_name)
+        if (!RKL_OPS(r, unit_connected) || !rec->unit_name)
                 return;
         _cleanup_free_ char *key =
             rkl_xasprintf("%" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64, s->cpu_shares,
@@ -201,7 +201,7 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
             .memory_bytes = s->memory_limit > 0 ? (uint64_t)s->memory_limit : 0,
         };
         rkl_error err = RKL_ERROR_INIT;
-        if (rkl_unit_set_limits(r->bus, rec->unit_name, &l, &err) < 0) {
+        if (RKL_OPS(r, unit_set_limits, rec->unit_name, &l, &err) < 0) {
                 /* Tried again at the next pass. */
                 rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: cannot set its limits: %s",
                                        rec->id, err.msg);
