@@ -77,7 +77,8 @@ static void health_update(rkl_reconciler *r)
         rkl_health_done(&h);
 }
 
-static void config_load(rkl_reconciler *r)
+/* Reads the directory's configuration into r->net, saying what changed. */
+static void config_read(rkl_reconciler *r)
 {
         rkl_reconciler_net *n = r->net;
         rkl_error err = RKL_ERROR_INIT;
@@ -97,6 +98,12 @@ static void config_load(rkl_reconciler *r)
         n->config = c;
         free(n->why);
         n->why = c ? NULL : rkl_xstrdup(err.msg);
+}
+
+/* Reads it and tells Status. */
+static void config_load(rkl_reconciler *r)
+{
+        config_read(r);
         health_update(r);
 }
 
@@ -162,7 +169,7 @@ void rkl_reconciler__net_health(rkl_reconciler *r, rkl_health *h)
         /* A configuration read again at every probe: a change the watch missed (none can be
          * set up) shows within the probe interval. */
         if (n->inotify_fd < 0)
-                config_load(r);
+                config_read(r); /* not config_load(): its health update comes here */
         h->net_ok = n->config != NULL;
         if (n->config)
                 h->net_config =

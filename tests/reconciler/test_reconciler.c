@@ -1995,6 +1995,28 @@ static void test_probe_network(void **state)
         rkl_health_done(&h);
 }
 
+/* A configuration directory that cannot be watched is read again at every probe, and a
+ * health already probed (a daemon's second reconciler, or the probe's own refresh) does not
+ * make that read ask for the health again, which recursed until the stack ran out. */
+static void test_probe_network_unwatched(void **state)
+{
+        fixture *x = *state;
+        rkl_health h = {0};
+        pass(x); /* probed once */
+
+        _cleanup_free_ char *file = rkl_xasprintf("%s/not-a-dir", x->dir);
+        assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, file, "", 0, 0644), 0);
+        free(x->options.cni_conf_dir);
+        x->options.cni_conf_dir = rkl_xasprintf("%s/cni", file); /* no watch can be set there */
+        x->r = rkl_reconciler_free(x->r);                        /* its health kept */
+        reconciler_open(x);
+        pass(x);
+        rkl_cache_get_health(x->cache, &h);
+        assert_false(h.net_ok);
+        assert_string_equal(h.net_reason, "NetworkPluginNotReady");
+        rkl_health_done(&h);
+}
+
 /* ---- The real table ---- */
 
 /* With no ops given, the reconciler uses the real table: with no connection to systemd (the
@@ -2070,6 +2092,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_stats_and_checkpoint, setup, teardown),
             cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
             cmocka_unit_test_setup_teardown(test_probe_network, setup_cni, teardown),
+            cmocka_unit_test_setup_teardown(test_probe_network_unwatched, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_real_ops_without_systemd, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
