@@ -131,18 +131,22 @@ void rkl_observe_container(const rkl_container_record *rec, const rkl_pod_record
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
 
         rkl_container_observed_copy(&o, &rec->observed);
-        if (!p && pod && pod->desired == RKL_POD_DESIRED_READY && pod->rkt_uuid &&
-            rec->desired == RKL_CONTAINER_DESIRED_RUNNING &&
-            o.phase == RKL_CONTAINER_PHASE_RUNNING) {
-                /* Its pod's directory was removed while it ran: nothing will tell its end
-                 * (its processes go with the pod's unit, which the reconciler stops). */
+        if (!p && pod && pod->rkt_uuid && o.phase == RKL_CONTAINER_PHASE_RUNNING) {
+                /* Its pod's directory is gone and it was last seen running: nothing will
+                 * tell its end. Removed outside rktlet while it ran (its processes go with
+                 * the pod's unit, which the reconciler stops), or removed by rktlet after a
+                 * stop before its exit was written (a bound the hold keeps rare). */
+                bool outside = pod->desired == RKL_POD_DESIRED_READY &&
+                               rec->desired == RKL_CONTAINER_DESIRED_RUNNING;
                 o.phase = RKL_CONTAINER_PHASE_EXITED;
                 o.pid = 0;
                 o.finished_ns = now_ns;
                 o.has_exit_code = true;
                 o.exit_code = EXIT_UNKNOWN;
                 set_str(&o.reason, RKL_CONTAINER_POD_EXITED);
-                set_str(&o.message, "the rkt pod was removed outside rktlet");
+                set_str(&o.message, outside ? "the rkt pod was removed outside rktlet"
+                                            : "exit status unknown: the rkt pod was removed "
+                                              "before its exit was recorded");
                 *ret = o;
                 return;
         }

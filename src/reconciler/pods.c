@@ -363,6 +363,26 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
         rkl_reconciler__wake_at(r, now + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }
 
+/* Whether a container of the sandbox rec has an exit rkt recorded in p that the reconciler
+ * still holds for its log (rkl_reconciler__exit_held): rkt's rm would take the exit along. */
+static bool exit_held_in(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
+{
+        rkl_view_filter f = {.sandbox_id = rec->id};
+        rkl_container_view **v;
+        size_t n;
+        bool held = false;
+        rkl_cache_container_list(r->cache, &f, &v, &n);
+        for (size_t i = 0; i < n && !held; i++) {
+                const rkl_container_record *c = v[i]->rec;
+                const rkl_poddir_app *a = rkl_poddir_pod_find_app(p, c->app_name);
+                held = a && a->state == RKL_POD_APP_EXITED &&
+                       c->observed.phase == RKL_CONTAINER_PHASE_RUNNING &&
+                       rkl_reconciler__now(r) - a->finished_ns < EXIT_HOLD_NSEC;
+        }
+        rkl_container_views_unref(v, n);
+        return held;
+}
+
 void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                                    const rkl_poddir_pod *p)
 {
@@ -396,6 +416,11 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                  * frees what rkt holds. */
                 if (rkl_reconciler__net_holds_pod(r, rec))
                         return;
+                if (p && exit_held_in(r, rec, p)) {
+                        /* Its exit is written within EXIT_HOLD_NSEC; the pod goes after. */
+                        rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
+                        return;
+                }
                 a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid, NULL);
                 a->unit_name = rkl_reconciler__unit_cgroup_path(rec->id);
         }

@@ -255,8 +255,9 @@ static void test_ended_with_pod(void **state)
         rkl_container_observed_done(&o);
 }
 
-/* The pod's directory removed outside rktlet while the container ran: it ended then. After
- * rktlet's own stop and rm, the last state stands. */
+/* The pod's directory removed outside rktlet while the container ran: it ended then. Gone
+ * after rktlet's own stop and rm while the container was last seen running: it ended too,
+ * its exit unknown. */
 static void test_pod_dir_removed(void **state)
 {
         rkl_container_record rec = {.app_name = (char *)"c1",
@@ -275,6 +276,15 @@ static void test_pod_dir_removed(void **state)
         rkl_container_observed_done(&o);
 
         pod.desired = RKL_POD_DESIRED_STOPPED;
+        rkl_observe_container(&rec, &pod, NULL, RKL_APP_PROC_UNKNOWN, 0, false, 555, &o);
+        assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
+        assert_int_equal(o.exit_code, 255);
+        assert_non_null(strstr(o.message, "before its exit was recorded"));
+        rkl_container_observed_done(&o);
+
+        /* One that had exited keeps what was seen. */
+        rec.observed = (rkl_container_observed){
+            .phase = RKL_CONTAINER_PHASE_EXITED, .has_exit_code = true, .exit_code = 143};
         rkl_observe_container(&rec, &pod, NULL, RKL_APP_PROC_UNKNOWN, 0, false, 555, &o);
         assert_true(rkl_container_observed_equal(&o, &rec.observed));
         rkl_container_observed_done(&o);

@@ -1452,6 +1452,35 @@ static void test_exit_hold_expires(void **state)
         assert_int_equal(c->rec->observed.finished_ns, a->finished_ns);
 }
 
+/* A stopped sandbox's pod is removed only once its containers' exits are written: rkt's rm
+ * would take a held exit along, and the container would be left running in the store. */
+static void test_stop_waits_for_held_exit(void **state)
+{
+        fixture *x = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('7', id);
+        id_of('8', cid);
+        uuid_of('e', uuid);
+
+        sandbox_running(x, id, uuid);
+        container_running(x, cid, id, uuid);
+        assert_int_equal(rkl_store_pod_stop(x->store, id, &err), 0);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "stop %s", uuid);
+        pass(x); /* the pod exited; the container's exit is held for its log */
+        assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_RUNNING);
+        run_actions(x);
+        assert_calls(x, "%s", ""); /* no rm while it is */
+        x->f.now += EXIT_HOLD_NSEC;
+        pass(x);
+        assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_EXITED);
+        pass(x);
+        run_actions(x);
+        assert_calls(x, "rm %s", uuid);
+}
+
 /* With rkt's output file there and its writer gone, the exit waits for the follower only:
  * it is handed the container to finish, and the hold holds until it has. */
 static void test_exit_hold_output(void **state)
@@ -2076,6 +2105,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_container_stop, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_stopped_before_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exit_hold_expires, setup_logs, teardown),
+            cmocka_unit_test_setup_teardown(test_stop_waits_for_held_exit, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_exit_hold_output, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_cni_add_and_del, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_cni_add_fails, setup_cni, teardown),
