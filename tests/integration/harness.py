@@ -165,6 +165,7 @@ def keep_log(test, daemon):
         if keep:
             # A test with several daemons (several nodes) keeps each one's log.
             name = test.id() + "." + os.path.basename(daemon.workdir)
+            os.makedirs(keep, exist_ok=True)
             with open(os.path.join(keep, name + ".log"), "w") as f:
                 f.write(text)
         # The test's result is on unittest's private _outcome (Python 3.11); without it,
