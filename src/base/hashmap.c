@@ -133,6 +133,25 @@ bool rkl_hashmap_iterate(const rkl_hashmap *m, size_t *i, const char **ret_key, 
         return false;
 }
 
+void rkl_hashmap_remove_if(rkl_hashmap *m, bool (*drop)(const void *value, void *userdata),
+                           void *userdata, void (*free_value)(void *v))
+{
+        /* The keys first, copied: a removal moves entries, so none can happen while the
+         * map is walked, and a key may live in the value freed. */
+        size_t i = 0, n = 0;
+        const char *key;
+        void *v;
+        char **keys = rkl_xnew0(char *, rkl_hashmap_size(m) + 1);
+        while (rkl_hashmap_iterate(m, &i, &key, &v))
+                if (drop(v, userdata))
+                        keys[n++] = rkl_xstrdup(key);
+        for (size_t k = 0; k < n; k++) {
+                free_value(rkl_hashmap_remove(m, keys[k]));
+                free(keys[k]);
+        }
+        free(keys);
+}
+
 rkl_hashmap *rkl_hashmap_free_values(rkl_hashmap *m, void (*free_value)(void *v))
 {
         size_t i = 0;

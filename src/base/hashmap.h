@@ -16,6 +16,10 @@ void *rkl_hashmap_get(const rkl_hashmap *m, const char *key);
 void *rkl_hashmap_put(rkl_hashmap *m, const char *key, void *value);
 /* Removes and returns the value, or NULL. */
 void *rkl_hashmap_remove(rkl_hashmap *m, const char *key);
+/* Removes every entry for which drop(value, userdata) is true, and frees its value with
+ * free_value once it is out of the map (its key may live inside it). */
+void rkl_hashmap_remove_if(rkl_hashmap *m, bool (*drop)(const void *value, void *userdata),
+                           void *userdata, void (*free_value)(void *v));
 size_t rkl_hashmap_size(const rkl_hashmap *m);
 /* Iteration: *i starts at 0; returns false at the end. Not across modifications. */
 bool rkl_hashmap_iterate(const rkl_hashmap *m, size_t *i, const char **ret_key, void **ret_value);

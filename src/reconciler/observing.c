@@ -103,21 +103,20 @@ void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_recor
                  rkl_reconciler__now(r));
 }
 
+/* Marks of an object the store no longer has. */
+static bool marks_gone(const void *v, void *userdata)
+{
+        const step_marks *m = v;
+        rkl_reconciler *r = userdata;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, m->id);
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *c =
+            p ? NULL : rkl_cache_container_get(r->cache, m->id);
+        return !p && !c;
+}
+
 void rkl_reconciler__steps_sweep(rkl_reconciler *r)
 {
-        size_t i = 0;
-        void *v;
-        _cleanup_strv_free_ char **gone = NULL;
-        while (rkl_hashmap_iterate(r->steps, &i, NULL, &v)) {
-                const step_marks *m = v;
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, m->id);
-                _cleanup_(rkl_container_view_unrefp) rkl_container_view *c =
-                    p ? NULL : rkl_cache_container_get(r->cache, m->id);
-                if (!p && !c)
-                        rkl_strv_push(&gone, m->id);
-        }
-        RKL_STRV_FOREACH (id, gone)
-                marks_forget(r, *id);
+        rkl_hashmap_remove_if(r->steps, marks_gone, r, free);
 }
 
 void rkl_reconciler__steps_free(rkl_reconciler *r)

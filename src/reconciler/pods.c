@@ -295,19 +295,18 @@ static bool unit_gone(rkl_reconciler *r, const rkl_pod_record *rec, int64_t now)
         return !a || *a == RKL_UNIT_FAILED || *a == RKL_UNIT_GONE;
 }
 
+/* A look no longer needed: its sandbox is gone, has its pod, or is no longer pending. */
+static bool unit_look_done(const void *v, void *userdata)
+{
+        const unit_look *u = v;
+        rkl_reconciler *r = userdata;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, u->id);
+        return !p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING;
+}
+
 void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r)
 {
-        size_t i = 0;
-        void *v;
-        _cleanup_strv_free_ char **done = NULL;
-        while (rkl_hashmap_iterate(r->unit_looks, &i, NULL, &v)) {
-                const unit_look *u = v;
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *p = rkl_cache_pod_get(r->cache, u->id);
-                if (!p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING)
-                        rkl_strv_push(&done, u->id);
-        }
-        RKL_STRV_FOREACH (id, done)
-                free(rkl_hashmap_remove(r->unit_looks, *id));
+        rkl_hashmap_remove_if(r->unit_looks, unit_look_done, r, free);
 }
 
 void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,

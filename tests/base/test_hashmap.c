@@ -28,6 +28,31 @@ static void test_free_values(void **state)
         assert_null(rkl_hashmap_free_values(NULL, count_free));
 }
 
+/* Values whose key lives inside them, as the reconciler keeps them: the odd ones go. */
+static bool odd(const void *v, void *userdata)
+{
+        (*(int *)userdata)++;
+        return (((const char *)v)[0] - '0') % 2 == 1;
+}
+
+static void test_remove_if(void **state)
+{
+        rkl_hashmap *m = rkl_hashmap_new();
+        for (int i = 0; i < 100; i++) {
+                char *v = rkl_xasprintf("%d-%d", i % 10, i);
+                rkl_hashmap_put(m, v, v);
+        }
+        int asked = 0;
+        freed = 0;
+        rkl_hashmap_remove_if(m, odd, &asked, count_free);
+        assert_int_equal(asked, 100);
+        assert_int_equal(freed, 50);
+        assert_int_equal(rkl_hashmap_size(m), 50);
+        assert_null(rkl_hashmap_get(m, "3-13"));
+        assert_non_null(rkl_hashmap_get(m, "4-14"));
+        rkl_hashmap_free_values(m, free);
+}
+
 static void test_against_model(void **state)
 {
         enum { N = 3000 };
@@ -72,6 +97,7 @@ static void test_against_model(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {cmocka_unit_test(test_against_model),
-                                           cmocka_unit_test(test_free_values)};
+                                           cmocka_unit_test(test_free_values),
+                                           cmocka_unit_test(test_remove_if)};
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
