@@ -87,7 +87,8 @@ int rkl_db_pod_network_put(rkl_db *s, const rkl_pod_network *n, rkl_error *reter
         return rkl_db__tx_commit(&tx, reterr);
 }
 
-static int read_row(sqlite3_stmt *st, rkl_pod_network **ret, rkl_error *reterr)
+/* A record of the current row; a void ** for rkl_db__rows. */
+static int read_row(sqlite3_stmt *st, void **ret, rkl_error *reterr)
 {
         _cleanup_(rkl_pod_network_freep) rkl_pod_network *n = rkl_xnew0(rkl_pod_network, 1);
         int r = rkl_db__copy_id(st, 0, n->sandbox_id, reterr);
@@ -116,32 +117,16 @@ static int read_row(sqlite3_stmt *st, rkl_pod_network **ret, rkl_error *reterr)
         return 0;
 }
 
+static void drop_row(void *rec)
+{
+        rkl_pod_network_free(rec);
+}
+
 int rkl_db_pod_network_list(rkl_db *s, rkl_pod_network ***ret, size_t *ret_n, rkl_error *reterr)
 {
-        _cleanup_tx_ rkl_db *tx = NULL;
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        rkl_pod_network **a = NULL;
-        size_t n = 0;
-        int r;
-
-        if ((r = rkl_db__tx_begin_read(s, &tx, reterr)) < 0 ||
-            (r = rkl_db__use(s, STMT_NETWORK_SELECT_ALL, &st, reterr)) < 0)
-                return r;
-        while ((r = rkl_db__step_row(s, st, "select sandbox networks", reterr)) > 0) {
-                rkl_pod_network *p = NULL;
-                if ((r = read_row(st, &p, reterr)) < 0)
-                        break;
-                rkl_db__push_ptr((void ***)&a, &n, p);
-        }
-        if (r >= 0)
-                r = rkl_db__tx_commit(&tx, reterr);
-        if (r < 0) {
-                rkl_pod_network_array_free(a, n);
-                return r;
-        }
-        *ret = a;
-        *ret_n = n;
-        return 0;
+        static const rkl_db__rows rows = {"select sandbox networks", read_row, NULL, drop_row};
+        return rkl_db__list(s, STMT_NETWORK_SELECT_ALL, NULL, &rows, NULL, (void ***)ret, ret_n,
+                            reterr);
 }
 
 int rkl_db_pod_network_delete(rkl_db *s, const char *sandbox_id, rkl_error *reterr)
