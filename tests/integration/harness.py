@@ -331,6 +331,19 @@ class SimEnv:
         os.rename(self.faults + ".tmp", self.faults)
 
 
+def processes():
+    """(pid, argv) of each process of the machine now, argv a list of bytes (a zombie's is
+    [b""]); one that ends while it is read is left out."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                yield int(p), f.read().split(b"\0")
+        except OSError:
+            continue
+
+
 def wait_for(what, fn, timeout=30, interval=0.05):
     """Polls fn until it returns something true; fails the wait with what."""
     deadline = time.monotonic() + timeout

@@ -129,17 +129,10 @@ class World:
     def procs(self):
         """{sleep argument: [pids]} of this test's app processes."""
         found = {}
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
+        for pid, argv in harness.processes():
             if len(argv) >= 2 and argv[1].decode(errors="replace").startswith(self.token):
                 # A zombie has an empty cmdline; a process in its last breath still counts.
-                found.setdefault(argv[1].decode(), []).append(int(p))
+                found.setdefault(argv[1].decode(), []).append(pid)
         return found
 
 

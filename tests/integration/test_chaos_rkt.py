@@ -206,19 +206,12 @@ class RktChaos(test_chaos.Chaos):
 
         def killer():
             while not stop.is_set() and not killed:
-                for p in os.listdir("/proc"):
-                    if not p.isdigit():
-                        continue
-                    try:
-                        with open("/proc/%s/cmdline" % p, "rb") as f:
-                            argv = f.read().split(b"\0")
-                    except OSError:
-                        continue
+                for pid, argv in harness.processes():
                     if (argv[0] == self.env.rkt_path.encode() and marker in argv and
                             b"app" in argv and verb.encode() in argv):
                         try:
-                            os.kill(int(p), signal.SIGKILL)
-                            killed.append(int(p))
+                            os.kill(pid, signal.SIGKILL)
+                            killed.append(pid)
                         except ProcessLookupError:
                             continue
                         break

@@ -78,17 +78,8 @@ class FaultsBase(unittest.TestCase):
     # ---- The real world ----
 
     def procs(self, arg):
-        pids = []
-        for p in os.listdir("/proc"):
-            if p.isdigit():
-                try:
-                    with open("/proc/%s/cmdline" % p, "rb") as f:
-                        argv = f.read().split(b"\0")
-                except OSError:
-                    continue
-                if len(argv) >= 2 and argv[1] == arg.encode():
-                    pids.append(int(p))
-        return pids
+        return [pid for pid, argv in harness.processes()
+                if len(argv) >= 2 and argv[1] == arg.encode()]
 
     def pods(self, sid):
         """[(uuid, running)] of the pods in pods/run marked with sandbox sid."""
