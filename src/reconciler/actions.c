@@ -354,6 +354,23 @@ static bool reaches_goal(act_kind kind, const rkl_container_record *c)
         return kind == ACT_APP_START || kind == ACT_APP_STOP;
 }
 
+/* rkt stopped the pod neither with its stop nor with --force after the grace (both hung, and
+ * were killed at --rkt-timeout, or rkt failed): the pod's unit is stopped instead, which
+ * takes the pod down all the same (SIGTERM to the supervisor, SIGKILL to all that is left
+ * after the unit's stop timeout). The failure is counted as ever, and the stop tried again
+ * after the backoff finds the pod exited and goes on to rm. */
+static void pod_stop_failed(rkl_reconciler *r, const rkl_pod_record *rec, const action *a)
+{
+        _cleanup_free_ char *unit =
+            rec->unit_name ? rkl_xstrdup(rec->unit_name) : rkl_unit_name_for_sandbox(rec->id);
+        rkl_log_object_warning(POD_OBJECT(rec),
+                               "sandbox %.12s: rkt cannot stop pod %s (%s): stopping its unit %s",
+                               rec->id, a->uuid, a->error, unit);
+        rkl_reconciler__unit_stop(r, unit);
+        _cleanup_free_ char *msg = rkl_xasprintf("%s; stopping its unit %s", a->error, unit);
+        rkl_reconciler__pod_failed_attempt(r, rec, msg);
+}
+
 /* The result of a finished action, back on the reconciler thread. */
 void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
 {
@@ -392,7 +409,9 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         } else if (a->is_pod) {
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
                     rkl_cache_pod_get(r->cache, a->key);
-                if (v && a->result < 0) {
+                if (v && a->result < 0 && a->kind == ACT_POD_STOP) {
+                        pod_stop_failed(r, v->rec, a);
+                } else if (v && a->result < 0) {
                         rkl_reconciler__pod_failed_attempt(r, v->rec, a->error);
                 } else if (v) {
                         if (v->rec->book.attempts > 0 || v->rec->book.last_error) {

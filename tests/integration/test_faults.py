@@ -228,12 +228,14 @@ class RktFaultsTest(FaultsBase):
         self.env.set_faults("")
         self.wait_ctr_running(cid, arg)
 
-        # A hung pod stop: reported and retried; done once rkt answers again.
+        # A hung pod stop: reported, and retried. It shows while it lasts: until the stop of
+        # the pod's unit that follows the two hung stops (test_stop_hanging_for_good) has
+        # taken the pod down and the next try removed it.
         self.env.set_faults("stop hang\n")
         self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=10)
         self.assertEqual(self.pod(sid)[0].state, pb.SANDBOX_NOTREADY)
-        self.wait_error(lambda: self.pod(sid)[1], "")
         self.assertTrue(self.unconverged(sid))
+        self.wait_error(lambda: self.pod(sid)[1], "")
         self.env.set_faults("")
         self.wait_gone(sid)
         harness.wait_for("the app gone", lambda: not self.procs(arg))
@@ -254,6 +256,29 @@ class RktFaultsTest(FaultsBase):
             return out
         harness.wait_for("no hung rkt-sim left", lambda: not hung(), timeout=15)
         self.assertEqual(hung(), [])
+
+    def test_stop_hanging_for_good(self):
+        """Regression (issue 27): with rkt's stop and stop --force both hanging for good, the
+        pod ran on and its stop was retried for ever. Now, after them, its unit is stopped,
+        which takes the pod down: NOTREADY, nothing of it left, and it can be removed."""
+        sid = self.run_pod("stuck")
+        self.wait_running(sid)
+        cid, arg = self.container(sid, "c")
+        self.wait_ctr_running(cid, arg)
+        self.env.set_faults("stop hang\n")  # for the whole test
+        self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=10)
+        # Two hung stops (--rkt-timeout 3) and the waits after them (the grace, 10 s each).
+        harness.wait_for("the pod down", lambda: not [u for u, running in self.pods(sid)
+                                                      if running] and not self.procs(arg),
+                         timeout=120)
+        self.assertEqual(self.pod(sid)[0].state, pb.SANDBOX_NOTREADY)
+        self.assertNotEqual(self.ctr(cid)[0].state, pb.CONTAINER_RUNNING)
+        self.assertIn("sandbox %s: rkt cannot stop pod" % sid[:12], self.env.daemon.log())
+        self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=10)
+        self.wait_gone(sid)
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.pod(sid)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
 
 
 class SandboxFaultsTest(FaultsBase):

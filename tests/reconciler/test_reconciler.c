@@ -1162,7 +1162,8 @@ static void test_sandbox_removed_outside(void **state)
 }
 
 /* A pod that stays up through rkt's stop and --force: the stop fails, counted on the
- * sandbox and tried again after the backoff; a later success clears the count. */
+ * sandbox, its unit is stopped (which takes the pod down on a node; not this fake's), and it
+ * is tried again after the backoff; a later success clears the count. */
 static void test_sandbox_stop_fails(void **state)
 {
         fixture *x = *state;
@@ -1170,6 +1171,7 @@ static void test_sandbox_stop_fails(void **state)
         char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
         id_of('7', id);
         uuid_of('9', uuid);
+        _cleanup_free_ char *unit = unit_of(id);
 
         sandbox_running(x, id, uuid);
         assert_int_equal(rkl_store_pod_stop(x->store, id, &err), 0);
@@ -1177,7 +1179,7 @@ static void test_sandbox_stop_fails(void **state)
         pass(x);
         run_actions(x);
         pass(x);
-        assert_calls(x, "stop %s\nstop --force %s", uuid, uuid);
+        assert_calls(x, "stop %s\nstop --force %s\nunit stop %s", uuid, uuid, unit);
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
         assert_int_equal(v->rec->book.attempts, 1);
         assert_non_null(strstr(v->rec->book.last_error, "did not exit after SIGKILL"));
