@@ -84,6 +84,9 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
         /* A previous attempt's file would name its dead pod; absent is the usual case. */
         if (unlink(uuid_file) < 0 && errno != ENOENT)
                 rkl_log_warning("cannot remove %s: %m", uuid_file);
+        /* Each attempt's output afresh: the error quoted from its tail is this attempt's. */
+        if (unlink(log) < 0 && errno != ENOENT)
+                rkl_log_warning("cannot remove %s: %m", log);
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 hostname[0] = 0; /* the pod then gets rkt's default hostname */
 

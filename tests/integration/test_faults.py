@@ -374,6 +374,18 @@ class SandboxFaultsTest(FaultsBase):
         self.env.set_faults("")
         self.wait_running(sid)
 
+    def test_error_is_the_attempts_own(self):
+        """Regression (issue 27): every attempt appended its output to the sandbox's log, so
+        the error quoted from its tail repeated earlier attempts' words."""
+        self.env.set_faults("sandbox fail 1 first-attempt-failure\n")
+        sid = self.run_pod("afresh")
+        self.wait_error(lambda: self.pod(sid)[1], "first-attempt-failure", timeout=30)
+        self.env.set_faults("sandbox fail 1 later-attempt-failure\n")
+        info = self.wait_error(lambda: self.pod(sid)[1], "later-attempt-failure", timeout=30)
+        self.assertNotIn("first-attempt-failure", info["lastError"])
+        self.env.set_faults("")
+        self.wait_running(sid)
+
     def test_pod_dying(self):
         """The pod's supervisor is killed: NOTREADY, containers exited, unit not active;
         kubelet's answer (stop, remove) leaves nothing behind."""
