@@ -119,6 +119,13 @@ void rkl_reconciler__steps_sweep(rkl_reconciler *r)
         rkl_hashmap_remove_if(r->steps, marks_gone, r, free);
 }
 
+int64_t rkl_reconciler__pod_step_ns(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
+{
+        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        const rkl_timeline *t = m ? &m->t : &rec->observed.timeline;
+        return t->us[step] > 0 ? rec->book.accepted_ns + t->us[step] * (int64_t)NSEC_PER_USEC : 0;
+}
+
 void rkl_reconciler__steps_free(rkl_reconciler *r)
 {
         size_t i = 0;

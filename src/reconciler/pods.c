@@ -16,6 +16,9 @@
 #include "store/store.h"
 #include "base/banned.h"
 
+/* How often a start waiting for an earlier attempt's unit to go asks after it. */
+#define OLD_UNIT_POLL_NS (200 * (int64_t)1000000)
+
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
 void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
                                         const char *msg)
@@ -53,6 +56,34 @@ static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec
         rkl_reconciler__pod_failed_attempt(r, rec, msg);
 }
 
+/* A failed attempt's unit has the name the next attempt's takes (derived from the sandbox ID,
+ * which adoption, the orphan pass, stats and `rktlet check` rely on), and a pod slow to go
+ * down keeps it loaded after the stop: a start meanwhile would find it (UnitExists) and
+ * take it for its own, and its end for one more failed attempt. So a start waits until the
+ * manager has collected it. Asking the manager rather than memory holds across a crash of
+ * the daemon. True while the old unit is there; an answer that cannot be had lets the start
+ * go on, which then fails on its own if the unit is there. */
+static bool old_unit_left(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_unit_state st;
+        if (!r->bus) /* the ops of a test: no manager to ask */
+                return false;
+        if (rkl_unit_get_state(r->bus, unit, &st, &err) < 0) {
+                rkl_log_debug("sandbox %.12s: cannot look at %s: %s", rec->id, unit, err.msg);
+                return false;
+        }
+        if (st.active == RKL_UNIT_GONE)
+                return false;
+        /* Nobody may have asked yet (the daemon died between the failure and its undo). */
+        if (st.active == RKL_UNIT_ACTIVE || st.active == RKL_UNIT_ACTIVATING)
+                rkl_reconciler__unit_stop(r, unit);
+        rkl_log_debug("sandbox %.12s: waiting for %s of an earlier attempt to go (%s)", rec->id,
+                      unit, rkl_unit_active_to_string(st.active));
+        rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + OLD_UNIT_POLL_NS);
+        return true;
+}
+
 static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -69,6 +100,8 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + (int64_t)NSEC_PER_SEC);
                 return; /* no systemd yet: the probe reconnects */
         }
+        if (old_unit_left(r, rec, unit))
+                return;
         if (rec->spec.cgroup_parent &&
             rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
                 creation_attempt_failed(r, rec,
@@ -316,8 +349,12 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                                   const rkl_poddir_pod *p, int64_t now)
 {
         int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
-        /* A retry gets the whole timeout too, not what its predecessors left of it. */
+        /* A retry gets the whole timeout too, not what its predecessors left of it, nor what
+         * the wait for its predecessor's unit took. */
         int64_t since = rkl_reconciler__attempt_start_ns(rec);
+        int64_t unit_started = rkl_reconciler__pod_step_ns(r, rec, RKL_POD_STEP_UNIT_STARTED);
+        if (unit_started > since)
+                since = unit_started;
 
         if (!rec->unit_name && !rec->rkt_uuid) {
                 const char *why = rkl_reconciler__net_unavailable(r, rec);

@@ -203,6 +203,11 @@ void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_contain
 void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step);
 void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
                                     rkl_container_step step);
+/* When the current attempt reached step, by the steps kept or stored (realtime ns; 0: not
+ * reached). After a restart of the daemon it may be an earlier attempt's, older than the
+ * current attempt's start. */
+int64_t rkl_reconciler__pod_step_ns(rkl_reconciler *r, const rkl_pod_record *rec,
+                                    rkl_pod_step step);
 /* Forgets the steps of objects no longer in the cache (removed while starting). */
 void rkl_reconciler__steps_sweep(rkl_reconciler *r);
 void rkl_reconciler__steps_free(rkl_reconciler *r);

@@ -386,6 +386,24 @@ class SandboxFaultsTest(FaultsBase):
         self.env.set_faults("")
         self.wait_running(sid)
 
+    def test_retry_waits_for_the_old_unit(self):
+        """Regression (issue 27): a failed attempt's unit, still stopping when the retry
+        came, has the retry's name: the retry's start found it, took it for its own, and
+        counted its end as one more failed attempt. Now the retry waits until it is gone,
+        and the one failure is all there is. Here the failed attempt's pod takes 3 s to go
+        down once its unit is stopped, and rkt cannot stop it faster (its stop fails)."""
+        lingering = "sandbox slow-stop 3000\nstop fail 254 simulated stop failure\n"
+        self.env.set_faults("sandbox never-ready\n" + lingering)
+        sid = self.run_pod("lingering")
+        self.wait_error(lambda: self.pod(sid)[1], "did not become ready", timeout=30)
+        self.env.set_faults(lingering)  # the retry gets ready
+        self.wait_running(sid, timeout=60)
+        failures = [line for line in self.env.daemon.log().splitlines()
+                    if "sandbox %s:" % sid[:12] in line and "(attempt " in line]
+        self.assertEqual(len(failures), 1, failures)
+        cid, arg = self.container(sid, "c")
+        self.wait_ctr_running(cid, arg)
+
     def test_pod_dying(self):
         """The pod's supervisor is killed: NOTREADY, containers exited, unit not active;
         kubelet's answer (stop, remove) leaves nothing behind."""

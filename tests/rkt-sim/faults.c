@@ -5,6 +5,7 @@
  *   <command words> hang                       the command sleeps until killed (or orphaned)
  *   <command words> crash-after <step>         SIGKILL at that step, after partial changes
  *   sandbox never-ready                        supervisor-status never appears
+ *   sandbox slow-stop <ms>                     the pod begins to stop <ms> after its SIGTERM
  *   app <name> die <code> [after <ms>]         the app exits with code (instead of running)
  *   app <name> signal <N> [after <ms>]         the app is killed by signal N
  *
@@ -37,6 +38,7 @@ static const struct {
     {"never-ready", SIM_FAULT_NEVER_READY},
     {"die", SIM_FAULT_APP_DIE},
     {"signal", SIM_FAULT_APP_SIGNAL},
+    {"slow-stop", SIM_FAULT_SLOW_STOP},
 };
 
 static char **split_words(const char *line)
@@ -98,6 +100,10 @@ int sim_fault_parse_line(const char *line, char **ret_words, sim_fault *ret)
                 if (nrest < 1)
                         return -EINVAL;
                 f.step = rkl_xstrdup(rest[0]);
+                break;
+        case SIM_FAULT_SLOW_STOP:
+                if (nrest < 1 || rkl_safe_atoi(rest[0], &f.code) < 0 || f.code < 0)
+                        return -EINVAL;
                 break;
         case SIM_FAULT_APP_DIE:
         case SIM_FAULT_APP_SIGNAL:

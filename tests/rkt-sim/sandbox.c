@@ -677,6 +677,13 @@ static void begin_stop(supervisor *s)
         if (s->stopping)
                 return;
         s->stopping = true;
+        sim_fault f = {0};
+        if (sim_fault_find("sandbox", SIM_FAULT_SLOW_STOP, &f)) {
+                /* A pod slow to go down (its systemd slow to power off): the unit stays
+                 * deactivating meanwhile. */
+                sim_sleep_ms((uint64_t)f.code);
+                sim_fault_done(&f);
+        }
         s->ready_at = 0;
         (void)sd_notify(0, "STOPPING=1");
         _cleanup_free_ char *link = rkl_xasprintf("%s/rkt/supervisor-status", s->upper);

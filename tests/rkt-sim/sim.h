@@ -137,11 +137,12 @@ typedef enum sim_fault_kind {
         SIM_FAULT_NEVER_READY,
         SIM_FAULT_APP_DIE,
         SIM_FAULT_APP_SIGNAL,
+        SIM_FAULT_SLOW_STOP,
 } sim_fault_kind;
 
 typedef struct sim_fault {
         sim_fault_kind kind;
-        int code;      /* fail: exit code; die: exit code; signal: signal number */
+        int code;      /* fail: exit code; die: exit code; signal: signal number; slow-stop: ms */
         char *message; /* fail */
         char *step;    /* crash-after */
         uint64_t after_ms;

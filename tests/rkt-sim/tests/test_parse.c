@@ -167,6 +167,14 @@ static void test_fault_rules(void **state)
         sim_fault_done(&f);
         free(w);
         w = NULL;
+        assert_int_equal(sim_fault_parse_line("sandbox slow-stop 3000", &w, &f), 0);
+        assert_string_equal(w, "sandbox");
+        assert_int_equal(f.kind, SIM_FAULT_SLOW_STOP);
+        assert_int_equal(f.code, 3000);
+        sim_fault_done(&f);
+        free(w);
+        w = NULL;
+        assert_int_equal(sim_fault_parse_line("sandbox slow-stop", &w, &f), -EINVAL);
         assert_int_equal(sim_fault_parse_line("sandbox never-ready", &w, &f), 0);
         assert_int_equal(f.kind, SIM_FAULT_NEVER_READY);
         assert_int_equal(sim_fault_parse_line("status", &w, &f), -EINVAL);
