@@ -80,7 +80,8 @@ struct rkl_logs {
         bool overflowed; /* the thread's: inotify lost events, every follower is dirty */
         reopen_req *reopens;
         finish_req *finishes;
-        rkl_hashmap *finished; /* id -> id: followers done, for rkl_logs_finished() */
+        rkl_hashmap *finished;    /* id -> id: followers done, for rkl_logs_finished() */
+        rkl_hashmap *writer_gone; /* id -> id: said by rkl_logs_writer_gone() */
         /* The thread's own. */
         rkl_hashmap *followers; /* id -> follower */
         rkl_hashmap *by_wd;     /* "<wd>" -> follower */
@@ -404,6 +405,25 @@ static void set_exited(follower *f, int64_t now)
         }
 }
 
+/* The containers whose writer was said gone and that are no longer followed. */
+static void forget_writers_gone(rkl_logs *l, const rkl_log_target *t, size_t n)
+{
+        _cleanup_strv_free_ char **gone = NULL;
+        size_t i = 0;
+        const char *id;
+        pthread_mutex_lock(&l->lock);
+        while (rkl_hashmap_iterate(l->writer_gone, &i, &id, NULL)) {
+                bool named = false;
+                for (size_t j = 0; j < n && !named; j++)
+                        named = streq(t[j].container_id, id);
+                if (!named)
+                        rkl_strv_push(&gone, id);
+        }
+        RKL_STRV_FOREACH (g, gone)
+                free(rkl_hashmap_remove(l->writer_gone, *g));
+        pthread_mutex_unlock(&l->lock);
+}
+
 static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
 {
         size_t i = 0;
@@ -418,6 +438,7 @@ static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
                         set_exited(f, now);
         }
         /* Forgotten: removed containers (their files go with their sandbox's). */
+        forget_writers_gone(l, t, n);
         for (bool again = true; again;) {
                 again = false;
                 i = 0;
@@ -578,6 +599,7 @@ int rkl_logs_new(char *const *forbidden, rkl_logs **ret, rkl_error *reterr)
         l->followers = rkl_hashmap_new();
         l->by_wd = rkl_hashmap_new();
         l->finished = rkl_hashmap_new();
+        l->writer_gone = rkl_hashmap_new();
         l->buf = rkl_xmalloc(READ_SIZE);
         l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         l->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -625,6 +647,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
                 free(q);
         }
         rkl_hashmap_free_values(l->finished, free);
+        rkl_hashmap_free_values(l->writer_gone, free);
         if (l->has_pending)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);
@@ -675,6 +698,23 @@ bool rkl_logs_finished(rkl_logs *l, const char *container_id)
         bool done = rkl_hashmap_get(l->finished, container_id) != NULL;
         pthread_mutex_unlock(&l->lock);
         return done;
+}
+
+bool rkl_logs_writer_gone(rkl_logs *l, const char *container_id)
+{
+        pthread_mutex_lock(&l->lock);
+        bool news = !rkl_hashmap_get(l->writer_gone, container_id);
+        if (news) {
+                char *key = rkl_xstrdup(container_id);
+                rkl_hashmap_put(l->writer_gone, key, key);
+        }
+        pthread_mutex_unlock(&l->lock);
+        if (news)
+                rkl_log_warning("container %.12s: log: rkt's iottymux, the writer of its output, "
+                                "is gone while it runs (rkt does not start it again): what it "
+                                "prints from now on reaches no log",
+                                container_id);
+        return news;
 }
 
 int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)

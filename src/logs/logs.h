@@ -53,6 +53,12 @@ void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t);
 /* Whether the container's log is finished: everything rkt wrote is in the CRI file. */
 bool rkl_logs_finished(rkl_logs *l, const char *container_id);
 
+/* rkt's writer of the container's output (iottymux) is gone while the app runs (killed: rkt
+ * does not start it again), so what the app prints from now on reaches no log. Says so in
+ * the daemon's log, once per container until it is no longer followed; true when it did.
+ * Any thread. */
+bool rkl_logs_writer_gone(rkl_logs *l, const char *container_id);
+
 /* ReopenContainerLog: copies what the source holds into the current file, then opens
  * log_path anew (kubelet has renamed the old one), so that every line is in one of the two.
  * Waits for the follower thread; a container not followed yet is followed from then on.

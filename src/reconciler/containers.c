@@ -234,6 +234,30 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }
 
+void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
+                                     const rkl_container_record *c,
+                                     const rkl_container_observed *co)
+{
+        /* Seen running before, and now: iottymux starts before the app and goes after it. */
+        if (!r->logs || !p || !p->ppid || c->spec.tty ||
+            c->observed.phase != RKL_CONTAINER_PHASE_RUNNING ||
+            co->phase != RKL_CONTAINER_PHASE_RUNNING)
+                return;
+        /* stage1 makes the app's iottymux directory (its env file, its sockets) at the add;
+         * a pod without one has no iottymux to lose (the simulator). */
+        _cleanup_free_ char *dir = rkl_xasprintf("%s/run/%s/stage1/rootfs/rkt/iottymux/%s",
+                                                 r->pods_dir, p->uuid, c->app_name);
+        if (access(dir, F_OK) < 0)
+                return;
+        _cleanup_free_ char *unit = rkl_xasprintf("system-iomux.slice/iomux@%s", c->app_name);
+        _cleanup_free_ char *procs = NULL, *memory = NULL;
+        pid_t pid = 0;
+        int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory);
+        /* -ENXIO: the pod runs and its unit's cgroup is gone (-ENOENT: the pod is gone). */
+        if (k == -ENXIO || (k == 0 && rkl_cgroup_first_pid(procs, &pid) == 0 && pid == 0))
+                (void)rkl_logs_writer_gone(r->logs, c->id);
+}
+
 bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
                                const rkl_poddir_pod *p, const rkl_container_record *c,
                                const rkl_container_observed *co)

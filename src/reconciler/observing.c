@@ -368,6 +368,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                         rkl_container_observed_done(&co);
                         continue;
                 }
+                rkl_reconciler__log_writer_look(r, p, c, &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase == RKL_CONTAINER_PHASE_RUNNING &&
                             c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)

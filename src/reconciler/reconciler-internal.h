@@ -237,6 +237,12 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
                                const rkl_poddir_pod *p, const rkl_container_record *c,
                                const rkl_container_observed *co);
 
+/* Whether rkt's writer of c's output (iottymux) is gone while c runs (co, just observed,
+ * and before): the log follower says so then, once. */
+void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
+                                     const rkl_container_record *c,
+                                     const rkl_container_observed *co);
+
 /* resources.c */
 /* Writes a running container's resources into its cgroups unless these very values were
  * written already (since the start of the daemon). */

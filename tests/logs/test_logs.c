@@ -483,6 +483,25 @@ static void test_finish(void **state)
         assert_string_equal(again, want);
 }
 
+static void test_writer_gone(void **state)
+{
+        /* Said once per container, and again only once it was forgotten (no longer
+         * followed) and comes back. */
+        fixture *f = *state;
+        start(f);
+        assert_true(rkl_logs_writer_gone(f->logs, f->t.container_id));
+        assert_false(rkl_logs_writer_gone(f->logs, f->t.container_id));
+        assert_true(rkl_logs_writer_gone(f->logs, "another"));
+        rkl_logs_sync(f->logs, &f->t, 1); /* "another" is not followed */
+        int64_t until = now_sec() + DEADLINE_SEC;
+        while (!rkl_logs_writer_gone(f->logs, "another")) {
+                if (now_sec() > until)
+                        fail_msg("a container no longer followed was not forgotten");
+                pause_a_little();
+        }
+        assert_false(rkl_logs_writer_gone(f->logs, f->t.container_id));
+}
+
 static void test_exited_backlog(void **state)
 {
         /* More than one read's worth (what an app printed while the daemon was down), then
@@ -988,6 +1007,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_exited, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exited_backlog, setup, teardown),
             cmocka_unit_test_setup_teardown(test_finish, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_writer_gone, setup, teardown),
             cmocka_unit_test_setup_teardown(test_source_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_log_directory, setup, teardown),
             cmocka_unit_test_setup_teardown(test_log_directory_check, setup, teardown),
