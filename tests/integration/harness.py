@@ -503,12 +503,24 @@ class RktEnv:
     127.0.0.1:5000 holding busybox images, reached through --registry-mirror. Pod IPs live
     only in the host's network namespace: talk to them with self.run()."""
 
-    def __init__(self, test, extra=(), pod_subnet="10.88.0.0/24", cni_bin_dirs=(CNI_PLUGINS,)):
+    def __init__(self, test, extra=(), pod_subnet="10.88.0.0/24", cni_bin_dirs=(CNI_PLUGINS,),
+                 rkt_dir_size=None):
         rkt, why = real_rkt()
         if not rkt:
             test.skipTest("the real rkt cannot be built here: " + why)
         self.rkt_path = rkt
         self.dir = workdir(test)
+        self.rkt_dir = os.path.join(self.dir, "rkt")
+        self.rkt_dir_size = rkt_dir_size
+        if rkt_dir_size:
+            # rkt's data directory on a filesystem of its own, which a test can fill
+            # (fill_rkt_dir). Mounted here, before the host copies the mount table, so that
+            # both see the same one; unmounted once the host is gone (cleanups run last first).
+            os.makedirs(self.rkt_dir)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=%s" % rkt_dir_size,
+                            "rktlet-test-rkt", self.rkt_dir], check=True)
+            test.addCleanup(subprocess.run, ["umount", "--lazy", self.rkt_dir],
+                            capture_output=True)
         start, self._stop = rkt_host_tool()
         host = os.path.join(self.dir, "host")
         out = subprocess.run(start + [host], check=True, capture_output=True, text=True,
@@ -526,7 +538,6 @@ class RktEnv:
         test.addCleanup(subprocess.run, [REGISTRY, "stop", self.dir], capture_output=True)
         pushed = self.run(PYTHON, PUSH_IMAGE, "http://127.0.0.1:5000").stdout
         self.digests = dict(line.split() for line in pushed.splitlines())
-        self.rkt_dir = os.path.join(self.dir, "rkt")
         # The cluster network every node of these tests has: a bridge in the host's network
         # namespace with a /24 of its own, and host ports through portmap.
         self.pod_net = ipaddress.ip_network(pod_subnet)
@@ -564,6 +575,32 @@ class RktEnv:
     def rkt(self, *args, check=True):
         return self.run("env", "RKT_EXPERIMENT_APP=true", self.rkt_path,
                         "--dir=" + self.rkt_dir, *args, check=check)
+
+    def fill_rkt_dir(self):
+        """Fills rkt's data directory's filesystem (rkt_dir_size): shrunk to what it holds,
+        then a file takes the rest, so that no RAM goes to the filling."""
+        st = os.statvfs(self.rkt_dir)
+        for margin in (1, 2, 4, 8, 16):  # what it holds may grow meanwhile
+            used = (st.f_blocks - st.f_bfree) * st.f_frsize
+            r = subprocess.run(["mount", "-o", "remount,size=%d" % (used + (margin << 20)),
+                                self.rkt_dir], capture_output=True)
+            if r.returncode == 0:
+                break
+            st = os.statvfs(self.rkt_dir)
+        with open(os.path.join(self.rkt_dir, "rktlet-test-filler"), "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass  # ENOSPC: full
+
+    def free_rkt_dir(self):
+        try:
+            os.unlink(os.path.join(self.rkt_dir, "rktlet-test-filler"))
+        except FileNotFoundError:
+            pass
+        subprocess.run(["mount", "-o", "remount,size=%s" % self.rkt_dir_size, self.rkt_dir],
+                       check=True)
 
     def cni_leftovers(self):
         """What pods' networks hold in the host: host-local's address files, veths, and

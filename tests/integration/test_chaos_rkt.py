@@ -11,12 +11,14 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
 import unittest
 
 import harness
+import spdyclient
 import test_chaos
 
 pb, pbg = harness.stubs()
@@ -24,9 +26,45 @@ pb, pbg = harness.stubs()
 CRICTL = os.environ.get("RKL_CRICTL", "/var/cache/rktlet-test/cri-tools-1.26.1/bin/crictl")
 # Faults of the world, one a cycle: the pod's nspawn or its systemd killed, its unit stopped
 # from outside, its directory removed by hand, rkt killed in the middle of an app add or an
-# app rm, the daemon killed while an exec runs.
+# app rm, the daemon killed while an exec runs, an app's iottymux killed, rkt's data
+# directory's filesystem full, the daemon killed while a port-forward runs.
 FAULTS = ["kill-nspawn", "kill-pod-systemd", "stop-unit", "rm-pod-dir", "kill-app-add",
-          "kill-app-rm", "exec-then-daemon-killed"]
+          "kill-app-rm", "exec-then-daemon-killed", "kill-iottymux", "rkt-dir-full",
+          "port-forward-then-daemon-killed"]
+RKT_DIR_SIZE = "2g"  # rkt's data directory's tmpfs: what it holds, never filled with zeros
+PF_PORT = 18080
+# A server in a pod's network namespace for the port-forward: it echoes what it gets on its
+# one connection, and says when that opens and ends.
+ECHO_SERVER = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(4)
+print("ready", flush=True)
+c, _ = s.accept()
+print("open", flush=True)
+try:
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d)
+except OSError:
+    pass
+print("closed", flush=True)
+"""
+# The PIDs whose network namespace is that of PID argv[1], as the host sees them.
+NETNS_PIDS = """
+import os, sys
+ns = os.stat("/proc/%s/ns/net" % sys.argv[1]).st_ino
+for p in os.listdir("/proc"):
+    try:
+        if p.isdigit() and os.stat("/proc/%s/ns/net" % p).st_ino == ns:
+            print(p)
+    except OSError:
+        pass
+"""
 FAULT_SHARE = 0.4  # of the cycles without a forced crash point, once each fault came
 FAULT_TIMEOUT = 60  # the outcome of a fault, polled for (never a measure of speed)
 
@@ -97,7 +135,45 @@ class RktChaos(test_chaos.Chaos):
     # ---- Faults of the world ----
 
     def run(self, cycles):
-        return super().run(cycles) + self.fault_todo
+        missed = super().run(cycles) + self.fault_todo
+        self.drain()
+        return missed
+
+    def drain(self):
+        """At the end: every sandbox stopped and removed, as kubelet would at a node's
+        drain, and then nothing of theirs may be left on the node: no process, no mount
+        under rkt's pods, no cgroup of a sandbox's unit or of an exec, no address, no veth,
+        no pod directory and no active unit (the convergence)."""
+        for s in self.live():
+            self.op_stop_pod(s)
+            self.op_rm_pod(s)
+        self.converge()
+        # Polled: an rm under way (its pod in exited-garbage) still holds its mounts, and
+        # what a unit leaves in cgroups goes at a rescan (every 10 s).
+        deadline = time.monotonic() + FAULT_TIMEOUT
+        leaks = self.leaks()
+        while any(leaks.values()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            leaks = self.leaks()
+        self.stats["leaks"] = {k: len(v) for k, v in leaks.items()}
+        wrong = ["%s: %s" % (k, v[:5]) for k, v in leaks.items() if v]
+        if wrong:
+            self.fail("left on the node after every sandbox was removed: %s" % wrong)
+
+    def leaks(self):
+        pods = os.path.join(self.env.rkt_dir, "pods")
+        with open("/proc/%d/mountinfo" % self.env.pid1) as f:
+            mounts = [line.split()[4] for line in f if line.split()[4].startswith(pods)]
+        # The host's v1 hierarchies may be the machine's (a v2 machine's cpuset): other
+        # tests' sandboxes are not ours to count.
+        cgroups = [d for d in self.env.run(
+            "find", "/sys/fs/cgroup", "-type", "d", "(", "-name", "rktlet-*.service", "-o",
+            "-name", "rktlet-exec-*", ")", check=False).stdout.split()
+            if any("rktlet-%s.service" % sid in d for sid in self.sandboxes)]
+        veths = self.env.run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines()
+        return {"processes": sorted(self.world.procs()), "mounts": mounts,
+                "cgroups": cgroups, "addresses": sorted(self.world.leases()),
+                "veths": veths}
 
     def owes_cycles(self):
         return bool(self.fault_todo)
@@ -133,11 +209,17 @@ class RktChaos(test_chaos.Chaos):
         cycle does, with the daemon dead. False when it could not be made to happen."""
         if name in ("kill-app-add", "kill-app-rm"):
             return self.kill_rkt_cycle(name)
+        if name == "rkt-dir-full":
+            return self.rkt_dir_full_cycle()
         s, c = self.target()
         if s is None:
             return False
         if name == "exec-then-daemon-killed":
             return self.exec_kill_cycle(c)
+        if name == "kill-iottymux":
+            return self.iottymux_cycle(s, c)
+        if name == "port-forward-then-daemon-killed":
+            return self.port_forward_kill_cycle(s)
         self.log("fault %s on sandbox %s" % (name, s.id[:12]))
         with open(os.path.join(self.env.rkt_dir, "pods", "run", s.uuid, "ppid")) as f:
             ppid = f.read().strip()
@@ -265,6 +347,144 @@ class RktChaos(test_chaos.Chaos):
             p.wait()
         return True
 
+    def iottymux_cycle(self, s, c):
+        """The iottymux of c's app (its iomux@ unit in the pod) SIGKILLed: the daemon says so,
+        c runs on (rkt does not start iottymux again, nor stop the app), its statuses and
+        the lists answer, and it can be stopped and removed."""
+        app = self.ctr_info(c.id)[1].get("appName")
+        unit = "rktlet-%s.service" % s.id
+        pids = []
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    argv = f.read().split(b"\0")
+                with open("/proc/%s/cgroup" % p) as f:
+                    cgroup = f.read()
+            except OSError:
+                continue
+            if (b"--action=iomux" in argv and ("--app=%s" % app).encode() in argv and
+                    unit in cgroup):
+                pids.append(int(p))
+        if not app or not pids:
+            return False
+        self.log("fault kill-iottymux: %s of container %s" % (pids, c.id[:12]))
+        log_start = len(self.env.daemon.log())
+        for p in pids:
+            os.kill(p, signal.SIGKILL)
+        said = "container %s: log: rkt's iottymux" % c.id[:12]
+        self.fault_outcome("kill-iottymux", lambda: [] if said in self.env.daemon.log()[
+            log_start:] else ["the daemon did not say so"])
+        st, _ = self.ctr_info(c.id)
+        if st.state != pb.CONTAINER_RUNNING or not self.world.procs().get(c.arg):
+            self.fail("container %s: %s after its iottymux was killed" % (
+                c.id[:12], pb.ContainerState.Name(st.state)))
+        listed = self.rs.ListContainers(pb.ListContainersRequest(), timeout=10).containers
+        if c.id not in [x.id for x in listed]:
+            self.fail("container %s not listed after its iottymux was killed" % c.id[:12])
+        self.op_stop_ctr(c)
+        self.op_rm_ctr(c)
+        if c.state != "removed":
+            self.fail("container %s could not be stopped and removed after its iottymux was "
+                      "killed (%s)" % (c.id[:12], c.state))
+        self.fault_outcome("kill-iottymux, removed", lambda: [
+            "process %s left" % p for p in self.world.procs().get(c.arg, [])])
+        self.churn(self.rng.randint(1, 4))
+        self.kill()
+        return True
+
+    def rkt_dir_full_cycle(self):
+        """rkt's data directory's filesystem full: a sandbox's start fails with rkt's words
+        for it and is retried; once there is room again it runs. Nothing acknowledged is lost
+        (the restart's checks)."""
+        self.env.fill_rkt_dir()
+        try:
+            n = len(self.sandboxes)
+            self.op_run()
+            new = [x for x in list(self.sandboxes.values())[n:]]
+            if not new:
+                return False
+            s = new[0]
+            self.log("fault rkt-dir-full: sandbox %s" % s.id[:12])
+
+            def failing():
+                _, info = self.pod_info(s.id)
+                err = (info.get("lastError") or "").lower()
+                return [] if "no space left on device" in err and info.get(
+                    "attempts", 0) >= 1 else ["sandbox %s: %s" % (s.id[:12], err or info)]
+            self.fault_outcome("rkt-dir-full", failing)
+        finally:
+            self.env.free_rkt_dir()
+
+        def runs():
+            st, info = self.pod_info(s.id)
+            return [] if st.state == pb.SANDBOX_READY and info.get("phase") == "running" else [
+                "sandbox %s: %s, phase %s, %s" % (s.id[:12], pb.PodSandboxState.Name(st.state),
+                                                  info.get("phase"), info.get("lastError"))]
+        self.fault_outcome("rkt-dir-full, freed", runs)
+        self.churn(self.rng.randint(1, 4), prefer=["create", "start"])
+        self.kill()
+        return True
+
+    def port_forward_kill_cycle(self, s):
+        """The daemon killed while a port-forward carries a connection into s's pod: the
+        client's connection ends, so does the one in the pod, and nothing is left in the
+        pod's network namespace that was not there before."""
+        with open(os.path.join(self.env.rkt_dir, "pods", "run", s.uuid, "ppid")) as f:
+            ppid = f.read().strip()
+        server = subprocess.Popen(self.env.enter + [
+            "nsenter", "-t", ppid, "-n", harness.PYTHON, "-c", ECHO_SERVER, str(PF_PORT)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            cwd="/", text=True)
+        said = []
+        reader = threading.Thread(target=lambda: said.extend(iter(server.stdout.readline, "")))
+        reader.start()
+        client = None
+        try:
+            deadline = time.monotonic() + 30
+            while "ready\n" not in said:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    return False  # the pod went meanwhile
+                time.sleep(0.05)
+            before = set(self.env.run(harness.PYTHON, "-c", NETNS_PIDS, ppid).stdout.split())
+            url = self.rs.PortForward(pb.PortForwardRequest(pod_sandbox_id=s.id,
+                                                            port=[PF_PORT]), timeout=10).url
+            client = spdyclient.Client(url, "/proc/%d/ns/net" % self.env.pid1,
+                                       protocols=["portforward.k8s.io"])
+            h = {"port": str(PF_PORT), "requestid": "0"}
+            client.open(dict(h, streamtype="error"), fin=True)
+            data = client.open(dict(h, streamtype="data"))
+            client.send(data, b"ping")
+            client.until(lambda: client.data.get(data, b"") == b"ping")
+            self.log("fault port-forward-then-daemon-killed on sandbox %s" % s.id[:12])
+            self.kill()
+            client.sock.settimeout(0.1)
+
+            def ended():
+                wrong = []
+                try:
+                    while True:
+                        client.read_frame()
+                except (EOFError, ConnectionResetError):
+                    pass
+                except socket.timeout:
+                    wrong.append("the client's connection is still open")
+                if "closed\n" not in said:
+                    wrong.append("the connection in the pod is still open")
+                left = set(self.env.run(harness.PYTHON, "-c", NETNS_PIDS, ppid,
+                                        check=False).stdout.split()) - before
+                if left:
+                    wrong.append("processes left in the pod's network namespace: %s" % left)
+                return wrong
+            self.fault_outcome("port-forward-then-daemon-killed", ended)
+        finally:
+            if client:
+                client.close()
+            server.kill()
+            server.wait()
+            reader.join()
+            server.stdout.close()
+        return True
+
     def world_violations(self):
         """And the pods' networks: an address for each sandbox that runs, none for the rest
         (a dead one keeps its own until it is stopped, as its DEL comes with the stop), and
@@ -285,7 +505,7 @@ class RktChaos(test_chaos.Chaos):
         return v
 
     def make_env(self, test):
-        env = harness.RktEnv(test)
+        env = harness.RktEnv(test, rkt_dir_size=RKT_DIR_SIZE)
         self.start_kw = {"wrapper": env.enter}
         return env
 
