@@ -207,6 +207,20 @@ void rkl_cgroup_unit_remove(const char *unit_path)
                 }
 }
 
+bool rkl_cgroup_unit_left(const char *unit_path)
+{
+        _cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        _cleanup_free_ char *p =
+                            rkl_xasprintf(CGROUP_ROOT "/%s/%s", de->d_name, unit_path);
+                        if (is_dir(p))
+                                return true;
+                }
+        return false;
+}
+
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret)
 {
         static const char *const files[] = {"memory.events", "memory.oom_control"};

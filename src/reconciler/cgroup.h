@@ -39,6 +39,8 @@ int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
  * in every v1 hierarchy once its processes are gone: systemd 252 cleans only the controllers
  * it manages, and rkt's stage1 leaves the pod's cpuset cgroup behind. Busy ones stay. */
 void rkl_cgroup_unit_remove(const char *unit_path);
+/* Whether any hierarchy still holds that unit's cgroup. */
+bool rkl_cgroup_unit_left(const char *unit_path);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control
  * "oom_kill" on v1), or -ENOENT / -ENODATA. */
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret);

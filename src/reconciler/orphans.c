@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 
+#include "cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -166,6 +167,16 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
                                                   RKL_MARK_SANDBOX_ID),
                                       de->d_name);
                 if (has_pod)
+                        continue;
+                /* What the sandbox's unit left in the hierarchies systemd does not manage
+                 * (rkt's stage1 leaves its cpuset, freezer and cpuacct cgroups) goes with the
+                 * rm of its pod; a pod gone another way (its directory removed by hand) never
+                 * had one. So it goes here, and the state directory, which brings this look
+                 * back at every rescan, only once nothing of it is left (a unit still stopping
+                 * holds its cgroups). */
+                _cleanup_free_ char *cg = rkl_reconciler__unit_cgroup_path(de->d_name);
+                rkl_cgroup_unit_remove(cg);
+                if (rkl_cgroup_unit_left(cg))
                         continue;
                 _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, de->d_name, NULL);
                 int k = rkl_rm_rf_at(AT_FDCWD, dir);

@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -422,6 +423,28 @@ class SandboxFaultsTest(FaultsBase):
         self.stop_remove(sid)
         self.wait_gone(sid)
         harness.wait_for("no process", lambda: not self.procs(arg))
+
+    def test_pod_dir_removed_leaves_no_cgroup(self):
+        """Regression (issue 27, found by the drain at the end of the real-rkt chaos): the
+        cgroups a sandbox's unit leaves in the hierarchies systemd does not manage (rkt's
+        stage1 leaves cpuset's, freezer's and cpuacct's) went with the rm of its pod, and a
+        sandbox whose pod directory was removed by hand had no rm to take them: they stayed
+        after the sandbox was removed. Here rkt's rm fails too, so that no rm takes them."""
+        sid = self.run_pod("dirless")
+        uuid = self.wait_running(sid)
+        # The simulator removes its own cgroups: the one rkt's stage1 would leave is made.
+        left = "/sys/fs/cgroup/cpuset/system.slice/rktlet-%s.service" % sid
+        os.mkdir(left)
+        self.addCleanup(lambda: os.path.isdir(left) and os.rmdir(left))
+        self.env.set_faults("rm fail 254 simulated rm failure\n")
+        shutil.rmtree(os.path.join(self.env.rkt_dir, "pods", "run", uuid))
+        harness.wait_for("sandbox NOTREADY",
+                         lambda: self.pod(sid)[0].state == pb.SANDBOX_NOTREADY)
+        self.stop_remove(sid)
+        # At the next rescan (every 10 s).
+        harness.wait_for("the unit's cgroup gone", lambda: not os.path.isdir(left), timeout=60)
+        harness.wait_for("the sandbox's state directory gone", lambda: not os.path.exists(
+            os.path.join(self.env.daemon.state_dir, "pods", sid)), timeout=60)
 
     def test_unit_killed(self):
         """systemd kills the unit (as an operator's `systemctl kill` would)."""
