@@ -228,8 +228,14 @@ class RktChaos(test_chaos.Chaos):
         elif name == "kill-pod-systemd":
             self.env.run("pkill", "-KILL", "-P", ppid, "-x", "systemd")
         elif name == "rm-pod-dir":
-            shutil.rmtree(os.path.join(self.env.rkt_dir, "pods", "run", s.uuid),
-                          ignore_errors=True)
+            # Until it is gone: an rkt command under way in the pod (an app add) writes into
+            # it meanwhile, and what it makes again would leave a pod whose lock is held.
+            d = os.path.join(self.env.rkt_dir, "pods", "run", s.uuid)
+            for _ in range(50):
+                shutil.rmtree(d, ignore_errors=True)
+                if not os.path.exists(d):
+                    break
+                time.sleep(0.1)
         else:
             self.env.run("systemctl", "stop", "--no-block", "rktlet-%s.service" % s.id)
         with self.lock:
