@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 SOURCE_DIR = os.environ.get("RKL_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -197,6 +198,23 @@ def workdir(test):
     d = tempfile.mkdtemp(prefix="rktlet-test-", dir=os.environ.get("RKL_TEST_TMPDIR"))
     test.addCleanup(shutil.rmtree, d, ignore_errors=True)
     return d
+
+
+class FakeRktCase(unittest.TestCase):
+    """Tests of the daemon's API alone: one private systemd and one stub rkt (fake_rkt) for
+    the class, in a temporary directory removed with it. No pod ever starts."""
+    tmp_prefix = "rktlet-it-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix=cls.tmp_prefix)
+        cls.systemd = Systemd(os.path.join(cls.tmp, "systemd"))
+        cls.rkt = fake_rkt(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.systemd.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
 
 def fake_rkt(directory, version="1.30.0"):

@@ -6,7 +6,6 @@ import signal
 import socket
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
@@ -42,18 +41,7 @@ def raw_stream(channel, path, payload, endless=False, timeout=5):
     return began
 
 
-class DaemonTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="rktlet-it-")
-        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
-        cls.rkt = harness.fake_rkt(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.systemd.stop()
-        subprocess.run(["rm", "-rf", cls.tmp])
-
+class DaemonTest(harness.FakeRktCase):
     def daemon(self, **kw):
         kw.setdefault("rkt_path", self.rkt)
         kw.setdefault("bus", self.systemd.address)

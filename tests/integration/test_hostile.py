@@ -3,8 +3,6 @@ requests built to cost the daemon memory and time, metadata built to break every
 log paths built to write where no log may go."""
 import os
 import signal
-import subprocess
-import tempfile
 import unittest
 
 import grpc
@@ -31,20 +29,9 @@ def proc_kib(pid, field):
     raise AssertionError("no %s for %d" % (field, pid))
 
 
-class FakeRktDaemon:
-    """The daemon on a stub rkt that only answers `version` under a private systemd: the API
-    alone, no pod ever starts."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="rktlet-it-")
-        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
-        cls.rkt = harness.fake_rkt(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.systemd.stop()
-        subprocess.run(["rm", "-rf", cls.tmp])
+class FakeRktDaemon(harness.FakeRktCase):
+    """Each test's own daemon on the class's stub rkt, and a channel that lets requests past
+    grpc's default size so that the daemon's own limits are what answers."""
 
     def setUp(self):
         self.d = harness.Daemon(harness.workdir(self), rkt_path=self.rkt,
@@ -66,7 +53,7 @@ def pod_config(name="web", labels=None, annotations=None):
         labels=labels or {}, annotations=annotations or {})
 
 
-class RequestCostTest(FakeRktDaemon, unittest.TestCase):
+class RequestCostTest(FakeRktDaemon):
     """protobuf-c merges every occurrence of a message field that is not repeated into the
     ones before (a copy of all it has gathered so far): a request made of one such field
     many times costs the square of its size to unpack. Such requests are refused before
@@ -125,7 +112,7 @@ class RequestCostTest(FakeRktDaemon, unittest.TestCase):
         self.assertEqual([p.id for p in items], [sid])
 
 
-class MetadataTest(FakeRktDaemon, unittest.TestCase):
+class MetadataTest(FakeRktDaemon):
     """Labels and annotations are answered in every List: one client's megabytes of them
     must not break kubelet's relist."""
 
@@ -150,7 +137,7 @@ class MetadataTest(FakeRktDaemon, unittest.TestCase):
             len(self.rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=10).items), 0)
 
 
-class ListFitsTest(FakeRktDaemon, unittest.TestCase):
+class ListFitsTest(FakeRktDaemon):
     """An unfiltered List answers every object whatever they hold: what would not fit goes out
     with less of its labels and annotations, kubelet's own kept longest."""
 
@@ -207,7 +194,7 @@ class ListFitsTest(FakeRktDaemon, unittest.TestCase):
         self.assertEqual(len(st.annotations), 65)
 
 
-class LogPlacementTest(FakeRktDaemon, unittest.TestCase):
+class LogPlacementTest(FakeRktDaemon):
     """Container logs go where the client says, within what may hold a log: not through a
     symlink to /, not into the daemon's own files, never into a file rktlet did not make."""
 

@@ -61,18 +61,7 @@ def is_id(s):
     return len(s) == 64 and all(c in "0123456789abcdef" for c in s)
 
 
-class LifecycleApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="rktlet-it-")
-        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
-        cls.rkt = harness.fake_rkt(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.systemd.stop()
-        subprocess.run(["rm", "-rf", cls.tmp])
-
+class LifecycleApiTest(harness.FakeRktCase):
     def setUp(self):
         global LOGS
         LOGS = tempfile.mkdtemp(prefix="logs-", dir=harness.LOG_ROOT)

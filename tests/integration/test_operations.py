@@ -4,11 +4,9 @@ file with flags over it."""
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 
@@ -66,17 +64,8 @@ class Notify:
         raise AssertionError("no %s in %r" % (key, self.messages))
 
 
-class OperationsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="rktlet-ops-")
-        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
-        cls.rkt = harness.fake_rkt(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.systemd.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class OperationsTest(harness.FakeRktCase):
+    tmp_prefix = "rktlet-ops-"
 
     def daemon(self, extra=(), env=None):
         d = harness.Daemon(harness.workdir(self), rkt_path=self.rkt, bus=self.systemd.address,

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import tempfile
 import threading
 import unittest
 
@@ -38,17 +37,8 @@ def drain(stream):
 
 
 @unittest.skipUnless(shutil.which("valgrind"), "valgrind is not installed")
-class ValgrindTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="rktlet-vg-")
-        cls.systemd = harness.Systemd(os.path.join(cls.tmp, "systemd"))
-        cls.rkt = harness.fake_rkt(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.systemd.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class ValgrindTest(harness.FakeRktCase):
+    tmp_prefix = "rktlet-vg-"
 
     def run_with_calls(self, n):
         wd = harness.workdir(self)
