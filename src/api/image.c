@@ -49,6 +49,22 @@ static int check_ref(const char *field, const Runtime__V1__ImageSpec *spec, bool
         return 0;
 }
 
+/* The images ListImages and StreamImages answer, from the image cache once the reconciler
+ * has listed rkt's images; before that, RKL_API_DEFERRED (the call waits for the list). */
+static int images_listed(rkl_api_ctx *ctx, const Runtime__V1__ImageFilter *f, rkl_image ***ret,
+                         size_t *ret_n, rkl_error *reterr)
+{
+        const Runtime__V1__ImageSpec *filter = f ? f->image : NULL;
+        int r = images_of(ctx, reterr);
+        if (r >= 0)
+                r = check_ref("filter.image.image", filter, false, reterr);
+        if (r < 0)
+                return r;
+        if (wait_for_list(ctx))
+                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
+        return rkl_images_list(ctx->images, filter ? filter->image : NULL, ret, ret_n, reterr);
+}
+
 static char **pb_strv(rkl_arena *a, char **l, size_t *ret_n)
 {
         size_t n = rkl_strv_length(l);
@@ -85,19 +101,10 @@ static Runtime__V1__Image *image_pb(rkl_arena *a, const rkl_image *i)
 int rkl_api_list_images(rkl_api_ctx *ctx, const Runtime__V1__ListImagesRequest *req,
                         Runtime__V1__ListImagesResponse *resp, rkl_error *reterr)
 {
-        const Runtime__V1__ImageSpec *filter = req->filter ? req->filter->image : NULL;
         rkl_image **l = NULL;
         size_t n = 0;
-        int r;
-
-        r = images_of(ctx, reterr);
-        if (r >= 0)
-                r = check_ref("filter.image.image", filter, false, reterr);
-        if (r >= 0 && wait_for_list(ctx))
-                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
-        if (r >= 0)
-                r = rkl_images_list(ctx->images, filter ? filter->image : NULL, &l, &n, reterr);
-        if (r < 0)
+        int r = images_listed(ctx, req->filter, &l, &n, reterr);
+        if (r < 0 || r == RKL_API_DEFERRED)
                 return r;
         resp->images = rkl_arena_newa(Runtime__V1__Image *, ctx->arena, n ? n : 1);
         for (size_t i = 0; i < n; i++)
@@ -373,20 +380,10 @@ static void image_pages_free(void *userdata)
 int rkl_api_stream_images(rkl_api_ctx *ctx, const Runtime__V1__StreamImagesRequest *req,
                           Runtime__V1__StreamImagesResponse *resp, rkl_error *reterr)
 {
-        const Runtime__V1__ImageSpec *filter = req->filter ? req->filter->image : NULL;
         rkl_image **l = NULL;
         size_t n = 0;
-        int r;
-
-        /* As ListImages: after the first image list, from the image cache. */
-        r = images_of(ctx, reterr);
-        if (r >= 0)
-                r = check_ref("filter.image.image", filter, false, reterr);
-        if (r >= 0 && wait_for_list(ctx))
-                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
-        if (r >= 0)
-                r = rkl_images_list(ctx->images, filter ? filter->image : NULL, &l, &n, reterr);
-        if (r < 0)
+        int r = images_listed(ctx, req->filter, &l, &n, reterr);
+        if (r < 0 || r == RKL_API_DEFERRED)
                 return r;
         image_pages *p = rkl_xnew0(image_pages, 1);
         *p = (image_pages){.l = l, .n = n};
