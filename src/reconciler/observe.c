@@ -1,5 +1,6 @@
 #include "observe.h"
 
+#include <errno.h>
 #include <signal.h>
 
 #include "base/alloc.h"
@@ -31,6 +32,13 @@ static void set_str(char **p, const char *v)
 {
         free(*p);
         *p = rkl_xstrdup(v);
+}
+
+bool rkl_observe_pod_removed(const rkl_pod_record *rec, const rkl_poddir_pod *p)
+{
+        /* Once seen running (FAILED after the first such look: the rule holds at every look). */
+        return rec->observed.phase != RKL_POD_PHASE_PENDING && p->dir == RKL_PODDIR_RUN &&
+               !rkl_pod_state_is_after_run(p->state) && p->manifest_error == -ENOENT;
 }
 
 void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, bool net_ready,

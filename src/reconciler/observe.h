@@ -16,6 +16,13 @@
 void rkl_observe_pod(const rkl_pod_record *rec, const rkl_poddir_pod *p, bool net_ready,
                      int64_t now_ns, rkl_pod_observed *ret, bool *ret_dead);
 
+/* Whether pod p, which sandbox rec has seen running, was removed from outside although
+ * its directory is still there: an `rm -rf` that raced a writer, or whose files went while
+ * a process of the pod still holds the directory (and rkt's lock on it). rkt replaces a
+ * manifest with a rename and never removes it before the directory, so a running pod
+ * without one is such a remnant. The reconciler then takes the pod as gone (p NULL). */
+bool rkl_observe_pod_removed(const rkl_pod_record *rec, const rkl_poddir_pod *p);
+
 /* Whether the app's process was seen in its cgroup: rkt marks an app started just before
  * its process exists, and CRI must never report running before it runs. */
 typedef enum rkl_app_proc {

@@ -319,6 +319,8 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
         rkl_pod_observed o;
         bool dead;
 
+        if (p && rkl_observe_pod_removed(rec, p))
+                p = NULL;
         if (p && rec->observed.phase == RKL_POD_PHASE_PENDING) {
                 if (p->netns)
                         rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NETNS_SEEN);

@@ -1,4 +1,5 @@
 /* The rules from rkt's on-disk truth to what CRI reports. */
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@ static rkl_poddir_pod running_pod(bool ready)
 {
         return (rkl_poddir_pod){
             .uuid = "11111111-2222-3333-4444-555555555555",
+            .dir = RKL_PODDIR_RUN,
             .state = RKL_POD_STATE_RUNNING,
             .locked = true,
             .supervisor_ready = ready,
@@ -258,6 +260,38 @@ static void test_ended_with_pod(void **state)
 /* The pod's directory removed outside rktlet while the container ran: it ended then. Gone
  * after rktlet's own stop and rm while the container was last seen running: it ended too,
  * its exit unknown. */
+/* A directory emptied from outside while a process of the pod still holds it (and rkt's
+ * lock): the pod is gone all the same, once it was seen running. */
+static void test_pod_removed_leaving_dir(void **state)
+{
+        rkl_pod_record rec = pod_rec(RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING);
+        rkl_poddir_pod p = running_pod(true);
+        assert_false(rkl_observe_pod_removed(&rec, &p));
+
+        p.manifest_error = -ENOENT;
+        assert_true(rkl_observe_pod_removed(&rec, &p));
+        /* Unreadable is not gone: rkt rewrites it whole, so a bad one is someone's edit. */
+        p.manifest_error = -EBADMSG;
+        assert_false(rkl_observe_pod_removed(&rec, &p));
+        p.manifest_error = -ENOENT;
+
+        /* Not yet seen running: a pod on its way in (rkt writes the manifest before it
+         * moves the pod to run, but a first look may be early). */
+        rec.observed.phase = RKL_POD_PHASE_PENDING;
+        assert_false(rkl_observe_pod_removed(&rec, &p));
+        /* Taken for removed at the first look, it stays so at the next ones. */
+        rec.observed.phase = RKL_POD_PHASE_FAILED;
+        assert_true(rkl_observe_pod_removed(&rec, &p));
+        rec.observed.phase = RKL_POD_PHASE_RUNNING;
+
+        /* An exited pod whose rm is under way loses its files first: that is rkt's own. */
+        p.state = RKL_POD_STATE_EXITED;
+        assert_false(rkl_observe_pod_removed(&rec, &p));
+        p.state = RKL_POD_STATE_RUNNING;
+        p.dir = RKL_PODDIR_GARBAGE;
+        assert_false(rkl_observe_pod_removed(&rec, &p));
+}
+
 static void test_pod_dir_removed(void **state)
 {
         rkl_container_record rec = {.app_name = (char *)"c1",
@@ -310,6 +344,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pod_phases),
+            cmocka_unit_test(test_pod_removed_leaving_dir),
             cmocka_unit_test(test_container_states),
             cmocka_unit_test(test_running_only_with_a_process),
             cmocka_unit_test(test_exit_codes),

@@ -55,7 +55,8 @@ typedef struct fake_pod {
         char sandbox_id[RKL_ID_LEN + 1];
         rkl_pod_state state;
         bool ready;
-        bool netns; /* its network namespace exists */
+        bool netns;         /* its network namespace exists */
+        bool manifest_gone; /* its directory emptied from outside, the pod still up */
         uint32_t ppid;
         int64_t created_ns;
         fake_app apps[8];
@@ -288,6 +289,7 @@ static int fake_pod_read(void *u, const char *uuid, rkl_poddir_pod *ret, rkl_err
             .ppid = fp->ppid,
             .created_ns = fp->created_ns,
             .started_ns = fp->created_ns,
+            .manifest_error = fp->manifest_gone ? -ENOENT : 0,
         };
         memcpy(p.uuid, fp->uuid, sizeof(p.uuid));
         if (fp->netns)
@@ -1137,11 +1139,13 @@ static void test_sandbox_dies(void **state)
         assert_calls(x, "%s", "");
 }
 
-/* A running pod whose directory was removed outside rktlet: FAILED (PodGone), its unit
- * stopped (nothing else would end its apps), its container ended. */
-static void test_sandbox_removed_outside(void **state)
+/* A running pod removed outside rktlet: FAILED (PodGone), its unit stopped (nothing else
+ * would end its apps), its container ended; seen again (its unit still stopping), nothing
+ * more is done. dir_left: the removal left the directory, held by the pod's processes, and
+ * the pod is known for a remnant by its missing manifest (rkt never removes one before the
+ * directory). */
+static void removed_outside(fixture *x, bool dir_left)
 {
-        fixture *x = *state;
         char id[RKL_ID_LEN + 1], cid[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
         id_of('5', id);
         id_of('6', cid);
@@ -1150,15 +1154,33 @@ static void test_sandbox_removed_outside(void **state)
 
         sandbox_running(x, id, uuid);
         container_running(x, cid, id, uuid);
-        pod_remove(&x->f, uuid);
-        rescan(x);
-        assert_calls(x, "unit stop %s", unit);
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
-        assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_FAILED);
-        assert_string_equal(v->rec->observed.reason, "PodGone");
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
-        assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_EXITED);
-        assert_string_equal(c->rec->observed.reason, "PodExited");
+        if (dir_left)
+                pod_find(&x->f, uuid)->manifest_gone = true;
+        else
+                pod_remove(&x->f, uuid);
+        for (int look = 0; look < 2; look++) {
+                rescan(x);
+                if (look == 0)
+                        assert_calls(x, "unit stop %s", unit);
+                else
+                        assert_calls(x, "%s", "");
+                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+                assert_int_equal(v->rec->observed.phase, RKL_POD_PHASE_FAILED);
+                assert_string_equal(v->rec->observed.reason, "PodGone");
+                _cleanup_(rkl_container_view_unrefp) rkl_container_view *c = container_get(x, cid);
+                assert_int_equal(c->rec->observed.phase, RKL_CONTAINER_PHASE_EXITED);
+                assert_string_equal(c->rec->observed.reason, "PodExited");
+        }
+}
+
+static void test_sandbox_removed_outside(void **state)
+{
+        removed_outside(*state, false);
+}
+
+static void test_sandbox_emptied_outside(void **state)
+{
+        removed_outside(*state, true);
 }
 
 /* A pod that stays up through rkt's stop and --force: the stop fails, counted on the
@@ -2100,6 +2122,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_sandbox_limits, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_dies, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_removed_outside, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_emptied_outside, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_stop_fails, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_undo, setup, teardown),
