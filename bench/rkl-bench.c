@@ -1592,197 +1592,93 @@ static int parse_d(const char *s, double *ret)
         return 0;
 }
 
+/* The options, each with where its value goes: text as given, a count, a number of seconds
+ * (or any non-negative number), a flag that sets true, or a PID. */
+typedef struct bench_option {
+        const char *name;
+        const char **text;
+        unsigned *count;
+        double *seconds;
+        bool *flag;
+        long *pid;
+} bench_option;
+
+static const bench_option bench_options[] = {
+    {"endpoint", .text = &arg_endpoint},
+    {"scenario", .text = &arg_scenarios},
+    {"json", .text = &arg_json},
+    {"daemon-pid", .pid = &arg_daemon_pid},
+    {"iterations", .count = &arg_iterations},
+    {"scales", .text = &arg_scales},
+    {"per-pod", .count = &arg_per_pod},
+    {"no-start", .flag = &arg_no_start},
+    {"inflight", .text = &arg_inflight},
+    {"duration", .seconds = &arg_duration},
+    {"throughput-containers", .count = &arg_thr_containers},
+    {"pods", .count = &arg_pods},
+    {"containers", .count = &arg_containers_per_pod},
+    {"max-actions", .count = &arg_max_actions},
+    {"ready-s", .seconds = &arg_ready_s},
+    {"add-s", .seconds = &arg_add_s},
+    {"start-s", .seconds = &arg_start_s},
+    {"uuid-s", .seconds = &arg_uuid_s},
+    {"restart-containers", .count = &arg_restart_containers},
+    {"restart-cmd", .text = &arg_restart_cmd},
+    {"settle", .seconds = &arg_settle},
+    {"image", .text = &arg_image},
+    {"pull", .flag = &arg_pull},
+    {"command", .text = &arg_command},
+    {"log-dir", .text = &arg_log_dir},
+    {"keep", .flag = &arg_keep},
+    {"exec-command", .text = &arg_exec_command},
+    {"exec-iterations", .count = &arg_exec_iterations},
+    {"exec-inflight", .count = &arg_exec_inflight},
+    {"workers", .count = &arg_workers},
+    {"read-interval", .count = &arg_read_interval_ms},
+    {"idle-s", .seconds = &arg_idle_s},
+    {"call-timeout", .seconds = &arg_call_timeout_s},
+    {"on-running", .text = &arg_on_running},
+};
+
+static int bench_option_apply(const bench_option *o, const char *value)
+{
+        unsigned u;
+        int r = 0;
+
+        if (o->text)
+                *o->text = value;
+        else if (o->count)
+                r = parse_u(value, o->count);
+        else if (o->seconds)
+                r = parse_d(value, o->seconds);
+        else if (o->flag)
+                *o->flag = true;
+        else if ((r = parse_u(value, &u)) >= 0)
+                *o->pid = u;
+        return r;
+}
+
 static int parse_args(int argc, char **argv)
 {
-        enum {
-                O_ENDPOINT = 0x100,
-                O_SCENARIO,
-                O_JSON,
-                O_PID,
-                O_ITER,
-                O_SCALES,
-                O_PER_POD,
-                O_NO_START,
-                O_INFLIGHT,
-                O_DURATION,
-                O_THR_CONTAINERS,
-                O_PODS,
-                O_CONTAINERS,
-                O_MAX_ACTIONS,
-                O_READY,
-                O_ADD,
-                O_START,
-                O_RST_CONTAINERS,
-                O_RST_CMD,
-                O_SETTLE,
-                O_IMAGE,
-                O_PULL,
-                O_COMMAND,
-                O_LOG_DIR,
-                O_KEEP,
-                O_UUID,
-                O_EXEC_COMMAND,
-                O_EXEC_ITER,
-                O_EXEC_INFLIGHT,
-                O_WORKERS,
-                O_READ_INTERVAL,
-                O_IDLE,
-                O_CALL_TIMEOUT,
-                O_ON_RUNNING,
-        };
-        static const struct option opts[] = {
-            {"endpoint", required_argument, NULL, O_ENDPOINT},
-            {"scenario", required_argument, NULL, O_SCENARIO},
-            {"json", required_argument, NULL, O_JSON},
-            {"daemon-pid", required_argument, NULL, O_PID},
-            {"iterations", required_argument, NULL, O_ITER},
-            {"scales", required_argument, NULL, O_SCALES},
-            {"per-pod", required_argument, NULL, O_PER_POD},
-            {"no-start", no_argument, NULL, O_NO_START},
-            {"inflight", required_argument, NULL, O_INFLIGHT},
-            {"duration", required_argument, NULL, O_DURATION},
-            {"throughput-containers", required_argument, NULL, O_THR_CONTAINERS},
-            {"pods", required_argument, NULL, O_PODS},
-            {"containers", required_argument, NULL, O_CONTAINERS},
-            {"max-actions", required_argument, NULL, O_MAX_ACTIONS},
-            {"ready-s", required_argument, NULL, O_READY},
-            {"add-s", required_argument, NULL, O_ADD},
-            {"start-s", required_argument, NULL, O_START},
-            {"uuid-s", required_argument, NULL, O_UUID},
-            {"restart-containers", required_argument, NULL, O_RST_CONTAINERS},
-            {"restart-cmd", required_argument, NULL, O_RST_CMD},
-            {"settle", required_argument, NULL, O_SETTLE},
-            {"image", required_argument, NULL, O_IMAGE},
-            {"pull", no_argument, NULL, O_PULL},
-            {"command", required_argument, NULL, O_COMMAND},
-            {"log-dir", required_argument, NULL, O_LOG_DIR},
-            {"keep", no_argument, NULL, O_KEEP},
-            {"exec-command", required_argument, NULL, O_EXEC_COMMAND},
-            {"exec-iterations", required_argument, NULL, O_EXEC_ITER},
-            {"exec-inflight", required_argument, NULL, O_EXEC_INFLIGHT},
-            {"workers", required_argument, NULL, O_WORKERS},
-            {"read-interval", required_argument, NULL, O_READ_INTERVAL},
-            {"idle-s", required_argument, NULL, O_IDLE},
-            {"call-timeout", required_argument, NULL, O_CALL_TIMEOUT},
-            {"on-running", required_argument, NULL, O_ON_RUNNING},
-            {"help", no_argument, NULL, 'h'},
-            {},
-        };
-        int c, r = 0;
+        enum { FIRST = 0x100 }; /* getopt's values for bench_options[i]: FIRST + i */
+        struct option opts[ELEMENTSOF(bench_options) + 2];
+        int c;
+
+        for (size_t i = 0; i < ELEMENTSOF(bench_options); i++)
+                opts[i] = (struct option){bench_options[i].name,
+                                          bench_options[i].flag ? no_argument : required_argument,
+                                          NULL, FIRST + (int)i};
+        opts[ELEMENTSOF(bench_options)] = (struct option){"help", no_argument, NULL, 'h'};
+        opts[ELEMENTSOF(bench_options) + 1] = (struct option){0};
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (c) {
-                case O_ENDPOINT:
-                        arg_endpoint = optarg;
-                        break;
-                case O_SCENARIO:
-                        arg_scenarios = optarg;
-                        break;
-                case O_JSON:
-                        arg_json = optarg;
-                        break;
-                case O_PID: {
-                        unsigned v;
-                        r = parse_u(optarg, &v);
-                        arg_daemon_pid = v;
-                        break;
-                }
-                case O_ITER:
-                        r = parse_u(optarg, &arg_iterations);
-                        break;
-                case O_SCALES:
-                        arg_scales = optarg;
-                        break;
-                case O_PER_POD:
-                        r = parse_u(optarg, &arg_per_pod);
-                        break;
-                case O_NO_START:
-                        arg_no_start = true;
-                        break;
-                case O_INFLIGHT:
-                        arg_inflight = optarg;
-                        break;
-                case O_DURATION:
-                        r = parse_d(optarg, &arg_duration);
-                        break;
-                case O_THR_CONTAINERS:
-                        r = parse_u(optarg, &arg_thr_containers);
-                        break;
-                case O_PODS:
-                        r = parse_u(optarg, &arg_pods);
-                        break;
-                case O_CONTAINERS:
-                        r = parse_u(optarg, &arg_containers_per_pod);
-                        break;
-                case O_MAX_ACTIONS:
-                        r = parse_u(optarg, &arg_max_actions);
-                        break;
-                case O_READY:
-                        r = parse_d(optarg, &arg_ready_s);
-                        break;
-                case O_ADD:
-                        r = parse_d(optarg, &arg_add_s);
-                        break;
-                case O_START:
-                        r = parse_d(optarg, &arg_start_s);
-                        break;
-                case O_UUID:
-                        r = parse_d(optarg, &arg_uuid_s);
-                        break;
-                case O_RST_CONTAINERS:
-                        r = parse_u(optarg, &arg_restart_containers);
-                        break;
-                case O_RST_CMD:
-                        arg_restart_cmd = optarg;
-                        break;
-                case O_SETTLE:
-                        r = parse_d(optarg, &arg_settle);
-                        break;
-                case O_IMAGE:
-                        arg_image = optarg;
-                        break;
-                case O_PULL:
-                        arg_pull = true;
-                        break;
-                case O_COMMAND:
-                        arg_command = optarg;
-                        break;
-                case O_LOG_DIR:
-                        arg_log_dir = optarg;
-                        break;
-                case O_KEEP:
-                        arg_keep = true;
-                        break;
-                case O_EXEC_COMMAND:
-                        arg_exec_command = optarg;
-                        break;
-                case O_EXEC_ITER:
-                        r = parse_u(optarg, &arg_exec_iterations);
-                        break;
-                case O_EXEC_INFLIGHT:
-                        r = parse_u(optarg, &arg_exec_inflight);
-                        break;
-                case O_WORKERS:
-                        r = parse_u(optarg, &arg_workers);
-                        break;
-                case O_READ_INTERVAL:
-                        r = parse_u(optarg, &arg_read_interval_ms);
-                        break;
-                case O_IDLE:
-                        r = parse_d(optarg, &arg_idle_s);
-                        break;
-                case O_CALL_TIMEOUT:
-                        r = parse_d(optarg, &arg_call_timeout_s);
-                        break;
-                case O_ON_RUNNING:
-                        arg_on_running = optarg;
-                        break;
-                case 'h':
+                if (c == 'h') {
                         help();
                         exit(EXIT_SUCCESS);
-                default:
-                        return -EINVAL;
                 }
+                if (c < FIRST || c >= FIRST + (int)ELEMENTSOF(bench_options))
+                        return -EINVAL;
+                int r = bench_option_apply(&bench_options[c - FIRST], optarg);
                 if (r < 0) {
                         fprintf(stderr, "rkl-bench: bad value '%s'\n", optarg);
                         return r;
