@@ -141,6 +141,12 @@ static int real_unit_stop(void *userdata, const char *name, rkl_error *reterr)
         return rkl_unit_stop(r->bus, name, reterr);
 }
 
+static int real_unit_state(void *userdata, const char *name, rkl_unit_state *ret, rkl_error *reterr)
+{
+        rkl_reconciler *r = userdata;
+        return rkl_unit_get_state(r->bus, name, ret, reterr);
+}
+
 static int real_unit_list(void *userdata, const char *pattern, char ***ret, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
@@ -197,6 +203,7 @@ const rkl_reconciler_ops rkl_reconciler_real_ops = {
     .unit_start = real_unit_start,
     .unit_stop = real_unit_stop,
     .unit_list = real_unit_list,
+    .unit_state = real_unit_state,
     .unit_list_active = real_unit_list_active,
     .unit_set_limits = real_unit_set_limits,
     .now_ns = real_now_ns,

@@ -68,6 +68,8 @@ typedef struct rkl_reconciler_ops {
         int (*unit_start)(void *userdata, const rkl_unit_spec *spec, uint64_t timeout_usec,
                           rkl_error *reterr);
         int (*unit_stop)(void *userdata, const char *name, rkl_error *reterr);
+        /* One unit's state (rkl_unit_get_state()): RKL_UNIT_GONE when not loaded. */
+        int (*unit_state)(void *userdata, const char *name, rkl_unit_state *ret, rkl_error *reterr);
         int (*unit_list)(void *userdata, const char *pattern, char ***ret, rkl_error *reterr);
         int (*unit_list_active)(void *userdata, const char *pattern, char ***ret_names,
                                 rkl_unit_active **ret_active, rkl_error *reterr);

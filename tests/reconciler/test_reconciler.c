@@ -104,8 +104,9 @@ typedef struct fake {
         work queue[32];
         size_t n_queued;
         failure fail[_F_MAX];
-        bool pod_stop_ignored; /* a pod that does not go down when stopped */
-        char *cgroups;         /* apps' cgroups: <cgroups>/<app>, cgroup2's layout, plain files */
+        bool pod_stop_ignored;  /* a pod that does not go down when stopped */
+        bool unit_stop_lingers; /* a stopped unit stays loaded, deactivating, until removed */
+        char *cgroups;          /* apps' cgroups: <cgroups>/<app>, cgroup2's layout, plain files */
 } fake;
 
 static void call(fake *f, const char *fmt, ...) _printf_(2, 3);
@@ -415,7 +416,17 @@ static int fake_unit_stop(void *u, const char *name, rkl_error *reterr)
         fake_unit *x = unit_find(f, name);
         if (!x)
                 return rkl_error_set(reterr, -ENOENT, "no unit %s", name);
-        *x = f->units[--f->n_units];
+        if (f->unit_stop_lingers)
+                x->active = RKL_UNIT_DEACTIVATING;
+        else
+                *x = f->units[--f->n_units];
+        return 0;
+}
+
+static int fake_unit_state(void *u, const char *name, rkl_unit_state *ret, rkl_error *reterr)
+{
+        const fake_unit *x = unit_find(u, name);
+        *ret = (rkl_unit_state){.active = x ? x->active : RKL_UNIT_GONE};
         return 0;
 }
 
@@ -494,6 +505,7 @@ static const rkl_reconciler_ops fake_ops = {
     .unit_start = fake_unit_start,
     .unit_stop = fake_unit_stop,
     .unit_list = fake_unit_list,
+    .unit_state = fake_unit_state,
     .unit_list_active = fake_unit_list_active,
     .unit_set_limits = fake_unit_set_limits,
     .now_ns = fake_now_ns,
@@ -962,8 +974,45 @@ static void test_sandbox_unit_gone(void **state)
         assert_null(v->rec->unit_name);
         assert_non_null(strstr(v->rec->book.last_error, "the sandbox exited before its pod"));
         assert_non_null(strstr(v->rec->book.last_error, "permission denied"));
-        /* The retry, after the backoff. */
+        /* The retry, after the backoff, once the manager has collected the failed attempt's
+         * unit, whose name it takes. */
         x->f.now = v->rec->book.next_retry_ns;
+        pass(x);
+        assert_calls(x, "unit start %s", unit);
+}
+
+/* A retry while the failed attempt's unit, whose name it takes, is still going: it waits
+ * for the manager to collect it, rather than take it for its own. */
+static void test_sandbox_retry_waits_for_old_unit(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1];
+        id_of('e', id);
+        _cleanup_free_ char *unit = unit_of(id);
+
+        x->f.unit_stop_lingers = true;
+        sandbox_create(x, id);
+        pass(x);
+        assert_calls(x, "unit start %s", unit);
+        x->f.now += 50 * MS; /* the first pass that waits for its pod */
+        pass(x);
+        x->f.now += S;
+        pass(x);
+        assert_calls(x, "unit list");
+        x->f.units[0].active = RKL_UNIT_FAILED;
+        x->f.now += S;
+        pass(x);
+        assert_calls(x, "unit list\nunit stop %s", unit);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = pod_get(x, id);
+        assert_int_equal(v->rec->book.attempts, 1);
+        assert_int_equal(x->f.units[0].active, RKL_UNIT_DEACTIVATING);
+
+        x->f.now = v->rec->book.next_retry_ns;
+        int64_t wake = pass(x);
+        assert_calls(x, "%s", "");
+        assert_true(wake <= x->f.now + S);
+        x->f.n_units = 0; /* collected */
+        x->f.now = wake;
         pass(x);
         assert_calls(x, "unit start %s", unit);
 }
@@ -2115,6 +2164,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_sandbox_waits_for_systemd, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_retry_then_fail, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_unit_gone, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sandbox_retry_waits_for_old_unit, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_ready_timeout, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_boot_look, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sandbox_stop, setup, teardown),
