@@ -1,5 +1,6 @@
 #include "page.h"
 
+#include "pb.h"
 #include "base/alloc.h"
 #include "base/banned.h"
 
@@ -9,31 +10,10 @@ typedef struct pager {
         size_t pages; /* sent */
 } pager;
 
-static size_t varint(uint64_t v, unsigned char *out)
-{
-        size_t n = 0;
-        do {
-                unsigned char byte = v & 0x7f;
-                v >>= 7;
-                if (out)
-                        out[n] = byte | (v ? 0x80 : 0);
-                n++;
-        } while (v);
-        return n;
-}
-
-/* An item as an entry of the repeated field: key (the field's number, wire type 2),
- * length, bytes. */
-static size_t entry_size(uint64_t key, size_t len)
-{
-        return varint(key, NULL) + varint(len, NULL) + len;
-}
-
 static int pager_next(void *userdata, unsigned char **ret, size_t *ret_len, rkl_error *reterr)
 {
         pager *p = userdata;
         const rkl_api_page_list *l = &p->list;
-        uint64_t key = (uint64_t)l->field << 3 | 2;
 
         if (p->next == l->n && p->pages > 0)
                 return RKL_API_STREAM_END;
@@ -45,20 +25,15 @@ static int pager_next(void *userdata, unsigned char **ret, size_t *ret_len, rkl_
                 const rkl_blob *b = l->item(l->userdata, p->next + k, a, reterr);
                 if (!b)
                         return reterr->code < 0 ? reterr->code : -EIO;
-                size_t e = entry_size(key, b->len);
+                size_t e = rkl_api_pb_entry_size(l->field, b->len);
                 if (k > 0 && bytes + e > l->max_bytes)
                         break; /* it begins the next page */
                 items[k++] = b;
                 bytes += e;
         }
 
-        unsigned char *buf = rkl_xmalloc(bytes ? bytes : 1), *q = buf;
-        for (size_t i = 0; i < k; i++) {
-                q += varint(key, q);
-                q += varint(items[i]->len, q);
-                memcpy(q, items[i]->data, items[i]->len);
-                q += items[i]->len;
-        }
+        unsigned char *buf = rkl_xmalloc(bytes ? bytes : 1);
+        (void)rkl_api_pb_entries_write(l->field, items, k, buf);
         p->next += k;
         p->pages++;
         *ret = buf;

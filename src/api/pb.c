@@ -73,21 +73,38 @@ static size_t varint(uint64_t v, unsigned char *out)
         return n;
 }
 
-void rkl_api_pb_raw_repeated(rkl_api_ctx *ctx, uint32_t field, const rkl_blob *const *items,
-                             size_t n)
+/* The key of an entry of repeated field number field: wire type 2, length-delimited. */
+static uint64_t entry_key(uint32_t field)
 {
-        /* Each item: key (field number, wire type 2: length-delimited), length, bytes. */
-        uint64_t key = (uint64_t)field << 3 | 2;
-        size_t total = 0;
-        for (size_t i = 0; i < n; i++)
-                total += varint(key, NULL) + varint(items[i]->len, NULL) + items[i]->len;
-        unsigned char *buf = rkl_xmalloc(total ? total : 1), *p = buf;
+        return (uint64_t)field << 3 | 2;
+}
+
+size_t rkl_api_pb_entry_size(uint32_t field, size_t len)
+{
+        return varint(entry_key(field), NULL) + varint(len, NULL) + len;
+}
+
+size_t rkl_api_pb_entries_write(uint32_t field, const rkl_blob *const *items, size_t n,
+                                unsigned char *out)
+{
+        unsigned char *p = out;
         for (size_t i = 0; i < n; i++) {
-                p += varint(key, p);
+                p += varint(entry_key(field), p);
                 p += varint(items[i]->len, p);
                 memcpy(p, items[i]->data, items[i]->len);
                 p += items[i]->len;
         }
+        return (size_t)(p - out);
+}
+
+void rkl_api_pb_raw_repeated(rkl_api_ctx *ctx, uint32_t field, const rkl_blob *const *items,
+                             size_t n)
+{
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++)
+                total += rkl_api_pb_entry_size(field, items[i]->len);
+        unsigned char *buf = rkl_xmalloc(total ? total : 1);
+        (void)rkl_api_pb_entries_write(field, items, n, buf);
         free(ctx->raw);
         ctx->raw = buf;
         ctx->raw_len = total;
@@ -148,11 +165,6 @@ static const char *const kept[RKL_API_TRIM_LEVELS + 1] = {
     [4] = "no labels or annotations",
 };
 
-static size_t framed(uint64_t key, size_t len)
-{
-        return varint(key, NULL) + varint(len, NULL) + len;
-}
-
 /* The items of a repeated field (number field) of lengths lens[] (updated), trimmed largest
  * first, level after level, by trim (which returns an item's new length) until they fit;
  * the warning. */
@@ -162,10 +174,9 @@ static int fit(rkl_api_ctx *ctx, uint32_t field, size_t *lens, size_t n,
                rkl_error *reterr)
 {
         size_t max = ctx->cfg->max_reply ? ctx->cfg->max_reply : RKL_API_MAX_MESSAGE;
-        uint64_t key = (uint64_t)field << 3 | 2;
         size_t total = 0;
         for (size_t i = 0; i < n; i++)
-                total += framed(key, lens[i]);
+                total += rkl_api_pb_entry_size(field, lens[i]);
         if (total <= max)
                 return 0;
 
@@ -182,9 +193,9 @@ static int fit(rkl_api_ctx *ctx, uint32_t field, size_t *lens, size_t n,
                 at_level = 0;
                 for (size_t k = 0; k < n && total > max; k++) {
                         size_t i = order[k].i;
-                        total -= framed(key, lens[i]);
+                        total -= rkl_api_pb_entry_size(field, lens[i]);
                         lens[i] = trim(userdata, i, level);
-                        total += framed(key, lens[i]);
+                        total += rkl_api_pb_entry_size(field, lens[i]);
                         at_level++;
                 }
         }

@@ -33,6 +33,13 @@ char *rkl_api_pb_json(rkl_arena *a, json_object *o);
 /* m packed into a blob and installed in slot (a view's wire encoding), unless another
  * thread got there first: returns the one in the slot. */
 const rkl_blob *rkl_api_pb_wire(_Atomic(rkl_blob *) *slot, const ProtobufCMessage *m);
+/* The bytes an item of len bytes takes as an entry of repeated field number field of a
+ * message: its key (the number, wire type 2), its length, itself. */
+size_t rkl_api_pb_entry_size(uint32_t field, size_t len);
+/* Writes items[0..n) as entries of repeated field number field at out, which has room for
+ * the sum of their rkl_api_pb_entry_size(); returns that sum. */
+size_t rkl_api_pb_entries_write(uint32_t field, const rkl_blob *const *items, size_t n,
+                                unsigned char *out);
 /* Answers the call with a message made only of one repeated field (number field) of the
  * given encoded items: a list reply assembled from cached encodings, packed by nothing. */
 void rkl_api_pb_raw_repeated(rkl_api_ctx *ctx, uint32_t field, const rkl_blob *const *items,
