@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "store-fixture.h"
 #include "api/api.h"
 #include "api/events.h"
 #include "api/status.h"
@@ -16,51 +17,7 @@
 #include "store/events.h"
 #include "store/store.h"
 
-static char state_dir[] = "/var/lib/rktlet";
-static const rkl_config options = {.state_dir = state_dir};
-static const rkl_api_config cfg = {.config = &options, .version = "9.9.9"};
-
-typedef struct fixture {
-        char dir[64];
-        rkl_cache *cache;
-        rkl_store *store;
-        rkl_arena *arena;
-        rkl_api_ctx ctx;
-} fixture;
-
-static int setup(void **state)
-{
-        fixture *f = rkl_xnew0(fixture, 1);
-        rkl_error err = RKL_ERROR_INIT;
-        rkl_db *db = NULL;
-        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/rkl-test-api-events-XXXXXX");
-        assert_non_null(mkdtemp(f->dir));
-        _cleanup_free_ char *p = rkl_xasprintf("%s/rktlet.db", f->dir);
-        assert_int_equal(rkl_db_open(p, NULL, &db, &err), 0);
-        f->cache = rkl_cache_new();
-        f->store = rkl_store_new(db, f->cache);
-        f->arena = rkl_arena_new();
-        f->ctx =
-            (rkl_api_ctx){.cfg = &cfg, .arena = f->arena, .cache = f->cache, .store = f->store};
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        fixture *f = *state;
-        rkl_store_free(f->store);
-        rkl_cache_free(f->cache);
-        const char *const files[] = {"rktlet.db", "rktlet.db-wal", "rktlet.db-shm"};
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                _cleanup_free_ char *p = rkl_xasprintf("%s/%s", f->dir, files[i]);
-                (void)unlink(p);
-        }
-        assert_int_equal(rmdir(f->dir), 0);
-        rkl_arena_free(f->arena);
-        free(f);
-        return 0;
-}
+typedef api_fixture fixture;
 
 static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
 {
@@ -228,9 +185,11 @@ static void test_shutdown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_events_stream, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_falls_behind, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_events_stream, api_fixture_setup,
+                                            api_fixture_teardown),
+            cmocka_unit_test_setup_teardown(test_falls_behind, api_fixture_setup,
+                                            api_fixture_teardown),
+            cmocka_unit_test_setup_teardown(test_shutdown, api_fixture_setup, api_fixture_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "store-fixture.h"
 #include "api/api.h"
 #include "api/container.h"
 #include "api/image.h"
@@ -165,46 +166,7 @@ static void test_pages_bounded(void **state)
 
 /* ---- The handlers ---- */
 
-static char state_dir[] = "/var/lib/rktlet";
-static const rkl_config options = {.state_dir = state_dir};
-static const rkl_api_config cfg = {.config = &options, .version = "9.9.9"};
-
-typedef struct fixture {
-        char dir[64];
-        rkl_cache *cache;
-        rkl_store *store;
-        rkl_arena *arena;
-        rkl_api_ctx ctx;
-} fixture;
-
-static int setup(void **state)
-{
-        fixture *f = rkl_xnew0(fixture, 1);
-        rkl_error err = RKL_ERROR_INIT;
-        rkl_db *db = NULL;
-        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/rkl-test-page-XXXXXX");
-        assert_non_null(mkdtemp(f->dir));
-        _cleanup_free_ char *p = rkl_xasprintf("%s/rktlet.db", f->dir);
-        assert_int_equal(rkl_db_open(p, NULL, &db, &err), 0);
-        f->cache = rkl_cache_new();
-        f->store = rkl_store_new(db, f->cache);
-        f->arena = rkl_arena_new();
-        f->ctx =
-            (rkl_api_ctx){.cfg = &cfg, .arena = f->arena, .cache = f->cache, .store = f->store};
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        fixture *f = *state;
-        rkl_store_free(f->store);
-        rkl_cache_free(f->cache);
-        (void)rkl_rm_rf_at(AT_FDCWD, f->dir);
-        rkl_arena_free(f->arena);
-        free(f);
-        return 0;
-}
+typedef api_fixture fixture;
 
 static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
 {
@@ -406,6 +368,7 @@ static void test_stream_images_empty(void **state)
         rkl_error err = RKL_ERROR_INIT;
         assert_int_equal(rkl_images_new(&ic, &images, NULL), 0);
         assert_true(rkl_images_refresh(images, &err) < 0); /* no rkt: listed, empty */
+        rkl_config options = {.state_dir = dir};
         rkl_api_config c = {.config = &options, .images = images};
         _cleanup_(rkl_arena_freep) rkl_arena *a = rkl_arena_new();
         rkl_api_ctx ctx = {.cfg = &c, .images = images, .arena = a};
@@ -434,8 +397,10 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_pages_bounded),
-            cmocka_unit_test_setup_teardown(test_stream_sandboxes_and_containers, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_stream_stats, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stream_sandboxes_and_containers, api_fixture_setup,
+                                            api_fixture_teardown),
+            cmocka_unit_test_setup_teardown(test_stream_stats, api_fixture_setup,
+                                            api_fixture_teardown),
             cmocka_unit_test(test_stream_images_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
