@@ -607,8 +607,11 @@ class RktEnv:
                         "--dir=" + self.rkt_dir, *args, check=check)
 
     def fill_rkt_dir(self):
-        """Fills rkt's data directory's filesystem (rkt_dir_size): shrunk to what it holds,
-        then a file takes the rest, so that no RAM goes to the filling."""
+        """Fills rkt's data directory's filesystem (rkt_dir_size), and keeps it full until
+        free_rkt_dir(): shrunk to what it holds, then a file takes the rest (so that no RAM
+        goes to the filling), and takes again whatever is freed meanwhile (an rm of a pod
+        still under way, say) every few milliseconds."""
+        import threading
         st = os.statvfs(self.rkt_dir)
         for margin in (1, 2, 4, 8, 16):  # what it holds may grow meanwhile
             used = (st.f_blocks - st.f_bfree) * st.f_frsize
@@ -617,14 +620,29 @@ class RktEnv:
             if r.returncode == 0:
                 break
             st = os.statvfs(self.rkt_dir)
-        with open(os.path.join(self.rkt_dir, "rktlet-test-filler"), "wb", buffering=0) as f:
+        f = open(os.path.join(self.rkt_dir, "rktlet-test-filler"), "wb", buffering=0)
+
+        def top_up():
             try:
                 while True:
-                    f.write(b"\0" * 65536)
+                    f.write(b"\0" * 4096)
             except OSError:
                 pass  # ENOSPC: full
+        top_up()
+        self._filling = threading.Event()
+
+        def keep_full():
+            while not self._filling.wait(0.005):
+                top_up()
+            f.close()
+        self._filler = threading.Thread(target=keep_full, daemon=True)
+        self._filler.start()
 
     def free_rkt_dir(self):
+        if getattr(self, "_filler", None):
+            self._filling.set()
+            self._filler.join()
+            self._filler = None
         try:
             os.unlink(os.path.join(self.rkt_dir, "rktlet-test-filler"))
         except FileNotFoundError:

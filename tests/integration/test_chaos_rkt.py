@@ -401,7 +401,9 @@ class RktChaos(test_chaos.Chaos):
     def rkt_dir_full_cycle(self):
         """rkt's data directory's filesystem full: a sandbox's start fails with rkt's words
         for it and is retried; once there is room again it runs. Nothing acknowledged is lost
-        (the restart's checks)."""
+        (the restart's checks). Filled once the node has converged, so that no rm of a pod
+        is still freeing room (the filling also takes back what is freed)."""
+        self.converge()
         self.env.fill_rkt_dir()
         try:
             n = len(self.sandboxes)
