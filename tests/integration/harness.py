@@ -386,6 +386,20 @@ def wait_for(what, fn, timeout=30, interval=0.05):
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
 
 
+def wait_empty(what, fn, timeout=30, interval=0.05):
+    """Polls fn, which returns a list of what is still there, until it is empty; fails the
+    wait with what and the last list."""
+    last = []
+
+    def empty():
+        last[:] = fn()
+        return not last
+    try:
+        return wait_for(what, empty, timeout, interval)
+    except AssertionError:
+        raise AssertionError("timed out waiting for %s; still there: %r" % (what, last)) from None
+
+
 def wait_sandbox_running(rs, sid, name="", timeout=120):
     """Waits until sandbox sid runs in rkt (its stage1 ready for apps, as PodSandboxStatus's
     verbose info says), not only READY: RunPodSandbox answers before rkt made the pod."""

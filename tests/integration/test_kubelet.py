@@ -269,9 +269,9 @@ class KubeletTest(unittest.TestCase):
 
         self.assertEqual(stats.errors, [])
         self.assertEqual(probe_misses, [])
-        harness.wait_for("nothing left", lambda: not env.rkt(
-            "list", "--no-legend").stdout.strip() and not env.cni_leftovers(),
-            timeout=120, interval=1)
+        harness.wait_empty("nothing left", lambda: [
+            line for line in env.rkt("list", "--no-legend").stdout.splitlines()
+            if line.strip()] + env.cni_leftovers(), timeout=120, interval=1)
 
         probes_sorted = sorted(stats.probes)
         p99 = probes_sorted[int(len(probes_sorted) * 0.99) - 1] if probes_sorted else 0
