@@ -254,7 +254,13 @@ void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
         pid_t pid = 0;
         int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory);
         /* -ENXIO: the pod runs and its unit's cgroup is gone (-ENOENT: the pod is gone). */
-        if (k == -ENXIO || (k == 0 && rkl_cgroup_first_pid(procs, &pid) == 0 && pid == 0))
+        if (k != -ENXIO && (k != 0 || rkl_cgroup_first_pid(procs, &pid) < 0 || pid != 0))
+                return;
+        /* iottymux ends after its app (at the end of the app's output, or stopped after it):
+         * gone with an app whose exit rkt has not recorded yet is no news. Asked after the
+         * writer, the app's process still there means the writer went first. */
+        pid_t app_pid;
+        if (rkl_reconciler__app_process(r, c, p, &app_pid) == RKL_APP_PROC_SEEN)
                 (void)rkl_logs_writer_gone(r->logs, c->id);
 }
 

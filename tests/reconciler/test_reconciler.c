@@ -1785,6 +1785,45 @@ static char *file_text(const char *dir, const char *file)
         return text;
 }
 
+/* rkt's iottymux, the writer of an app's output, ends after its app. Gone while the app's
+ * process is there, the daemon says so; gone with the app, whose exit rkt has not recorded
+ * yet (the container still running in rkt's files), nothing is said. */
+static void test_writer_gone_before_its_app(void **state)
+{
+        fixture *x = *state;
+        char id[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1], cids[2][RKL_ID_LEN + 1];
+        id_of('5', id);
+        uuid_of('f', uuid);
+        sandbox_running(x, id, uuid);
+        pod_find(&x->f, uuid)->ppid = SUPERVISOR;
+        char *cgroups[2], *iomux[2];
+        for (int i = 0; i < 2; i++) {
+                id_of('6' + i, cids[i]);
+                _cleanup_free_ char *app = app_of(cids[i]);
+                cgroups[i] = app_cgroup(x, app, APP_PID "\n");
+                _cleanup_free_ char *unit = rkl_xasprintf("system-iomux.slice/iomux@%s", app);
+                iomux[i] = app_cgroup(x, unit, "4194307\n");
+                _cleanup_free_ char *dir = rkl_xasprintf(
+                    "%s/pods/run/%s/stage1/rootfs/rkt/iottymux/%s", x->rkt_dir, uuid, app);
+                assert_int_equal(rkl_mkdir_p(dir, 0755), 0);
+                container_running(x, cids[i], id, uuid);
+        }
+        /* The first's app exits, and its writer with it; the second's writer is killed. */
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", iomux[i]);
+                assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, procs, "", 0, 0644), 0);
+        }
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", cgroups[0]);
+        assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, procs, "", 0, 0644), 0);
+        rescan(x);
+        assert_true(rkl_logs_writer_gone(x->logs, cids[0]));  /* not said before */
+        assert_false(rkl_logs_writer_gone(x->logs, cids[1])); /* said */
+        for (int i = 0; i < 2; i++) {
+                free(cgroups[i]);
+                free(iomux[i]);
+        }
+}
+
 /* rkt marks an app started before its process exists: the container is running only once
  * its cgroup holds a process, and then its limits are written there, once per change. */
 static void test_container_process_and_limits(void **state)
@@ -2182,6 +2221,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_exit_hold_expires, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_stop_waits_for_held_exit, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_exit_hold_output, setup_logs, teardown),
+            cmocka_unit_test_setup_teardown(test_writer_gone_before_its_app, setup_logs, teardown),
             cmocka_unit_test_setup_teardown(test_cni_add_and_del, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_cni_add_fails, setup_cni, teardown),
             cmocka_unit_test_setup_teardown(test_cni_no_config, setup_cni, teardown),
