@@ -103,6 +103,20 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
         while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
                 const rkl_poddir_pod *p = v;
                 const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
+                if (!id && p->state == RKL_POD_STATE_ABORTED_PREPARE &&
+                    rkl_reconciler__can_start(r, p->uuid) &&
+                    !rkl_reconciler__pod_in_flight(r, p->uuid, ACT_ANY)) {
+                        /* A creation that died while rkt prepared its pod, before the pod's
+                         * manifest (and rktlet's mark in it) was written: a sandbox's attempt
+                         * killed at its ready timeout, say. Nobody can claim it; `rkt gc`
+                         * would take it too. */
+                        action *a =
+                            rkl_reconciler__action_new(r, ACT_POD_RM, p->uuid, p->uuid, NULL);
+                        a->orphan = true;
+                        rkl_log_info("removing pod %s, whose preparation was cut short", p->uuid);
+                        rkl_reconciler__submit(r, a);
+                        continue;
+                }
                 if (!id || !rkl_id_is_valid(id) || !rkl_reconciler__can_start(r, p->uuid))
                         continue;
                 /* Its sandbox's own stop or rm may still run, after the record went (a

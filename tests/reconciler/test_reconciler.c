@@ -1970,17 +1970,22 @@ static void test_no_adopt_earlier_attempt(void **state)
 }
 
 /* Pods, apps and units that carry rktlet's marks but that no record wants are removed: a
- * running pod stopped (with its unit), an exited one removed with its state directory. */
+ * running pod stopped (with its unit), an exited one removed with its state directory. A
+ * pod whose preparation died before its manifest (the mark) was written is removed too;
+ * one still being prepared, or another's, is left alone. */
 static void test_orphan_pods(void **state)
 {
         fixture *x = *state;
         char gone[RKL_ID_LEN + 1], gone2[RKL_ID_LEN + 1];
         char u1[RKL_POD_UUID_LEN + 1], u2[RKL_POD_UUID_LEN + 1], u3[RKL_POD_UUID_LEN + 1];
+        char u4[RKL_POD_UUID_LEN + 1], u5[RKL_POD_UUID_LEN + 1];
         id_of('8', gone);
         id_of('9', gone2);
         uuid_of('1', u1);
         uuid_of('2', u2);
         uuid_of('3', u3);
+        uuid_of('4', u4);
+        uuid_of('5', u5);
         _cleanup_free_ char *unit = unit_of(gone);
         _cleanup_free_ char *dir = rkl_xasprintf("%s/pods/%s", x->state, gone2);
         assert_int_equal(rkl_mkdir_p(dir, 0700), 0);
@@ -1988,21 +1993,23 @@ static void test_orphan_pods(void **state)
         pod_appears(x, u1, gone, true);
         pod_appears(x, u2, gone2, true)->state = RKL_POD_STATE_EXITED;
         pod_appears(x, u3, "", true); /* not rktlet's: left alone */
-        pod_find(&x->f, u3)->sandbox_id[0] = 0;
+        pod_appears(x, u4, "", false)->state = RKL_POD_STATE_ABORTED_PREPARE;
+        pod_appears(x, u5, "", false)->state = RKL_POD_STATE_PREPARING;
         rescan(x);
         assert_calls(x, "unit stop %s", unit);
         assert_int_equal(access(dir, F_OK), -1); /* the exited one's state went at once */
         run_actions(x);
-        /* In no particular order: the two are independent. */
-        assert_calls_sorted(x, "rm %s\nstop --force %s", u2, u1);
+        /* In no particular order: they are independent. */
+        assert_calls_sorted(x, "rm %s\nrm %s\nstop --force %s", u2, u4, u1);
         rescan(x);
         run_actions(x);
         assert_calls(x, "rm %s", u1);
         rescan(x);
         run_actions(x);
         assert_calls(x, "%s", "");
-        assert_int_equal(x->f.n_pods, 1);
+        assert_int_equal(x->f.n_pods, 2);
         assert_non_null(pod_find(&x->f, u3));
+        assert_non_null(pod_find(&x->f, u5));
 }
 
 /* Apps of removed containers in a running pod: a running one stopped, then removed; the
