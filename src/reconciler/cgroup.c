@@ -194,7 +194,9 @@ int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
         return rmdir(memory_dir) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-void rkl_cgroup_unit_remove(const char *unit_path)
+/* The unit's directory in each hierarchy under CGROUP_ROOT, handed to fn until it returns
+ * true; whether one did. */
+static bool unit_in_hierarchies(const char *unit_path, bool (*fn)(const char *path))
 {
         _cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
         struct dirent *de;
@@ -202,23 +204,26 @@ void rkl_cgroup_unit_remove(const char *unit_path)
                 if (de->d_name[0] != '.') {
                         _cleanup_free_ char *p =
                             rkl_xasprintf(CGROUP_ROOT "/%s/%s", de->d_name, unit_path);
-                        (void)rkl_cgroup_remove(
-                            p); /* busy (processes left) or gone: nothing to do here */
+                        if (fn(p))
+                                return true;
                 }
+        return false;
+}
+
+static bool remove_one(const char *path)
+{
+        (void)rkl_cgroup_remove(path); /* busy (processes left) or gone: nothing to do here */
+        return false;
+}
+
+void rkl_cgroup_unit_remove(const char *unit_path)
+{
+        (void)unit_in_hierarchies(unit_path, remove_one);
 }
 
 bool rkl_cgroup_unit_left(const char *unit_path)
 {
-        _cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
-        struct dirent *de;
-        while (d && (de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        _cleanup_free_ char *p =
-                            rkl_xasprintf(CGROUP_ROOT "/%s/%s", de->d_name, unit_path);
-                        if (is_dir(p))
-                                return true;
-                }
-        return false;
+        return unit_in_hierarchies(unit_path, is_dir);
 }
 
 int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret)
