@@ -260,13 +260,19 @@ static void test_kept_for_next_subscriber(void **state)
 
 static void test_kept_expire(void **state)
 {
-        rkl_events_config cfg = {.queue_max = 8, .keep_usec = 1000, .keep_max = 8};
+        rkl_events_config cfg = {.queue_max = 8, .keep_usec = UINT64_C(10000000), .keep_max = 8};
         _cleanup_(rkl_events_freep) rkl_events *e = rkl_events_new(&cfg);
         waker w = {0};
         rkl_events_sub *s = NULL;
 
-        emit(e, 1);
-        usleep(20 * 1000); /* well past keep_usec */
+        /* Event 1 is dated twice the window back rather than waited for, so a slow
+         * machine cannot age event 2 past the window too. */
+        rkl_event *old = event(1);
+        assert_true(old->emitted_usec > 2 * cfg.keep_usec);
+        old->emitted_usec -= 2 * cfg.keep_usec;
+        rkl_events_publish_lock(e);
+        rkl_events_emit(e, old);
+        rkl_events_publish_unlock(e);
         emit(e, 2);
         assert_int_equal(rkl_events_subscribe(e, wake, &w, &s), 0);
         assert_int_equal(next_of(s), 2);
