@@ -166,8 +166,8 @@ static void test_kill_and_remove(void **state)
         assert_int_equal(rkl_cgroup_remove(cg), -EBUSY);
 
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
-        assert_int_equal(rkl_cgroup_kill_and_remove(cg, 5 * USEC_PER_SEC), 0);
-        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        assert_int_equal(rkl_cgroup_kill_and_remove(cg, 60 * USEC_PER_SEC), 0);
+        assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 30 * USEC_PER_SEC); /* not its timeout */
         struct stat st;
         assert_int_equal(stat(cg, &st), -1);
         int status;

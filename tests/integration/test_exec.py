@@ -150,7 +150,7 @@ class ExecCases:
               (took * 1000))
         self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, details)
         self.assertIn("timeout", details)
-        self.assertLess(took, 5)
+        self.assertLess(took, 60)  # the timeout, not the command's 100 s
         self.assert_nothing_left(cid, "the timed out command")
 
     def check_client_gone(self, cid):
