@@ -133,20 +133,27 @@ void rkl_api_json_book(json_object *j, const rkl_db_bookkeeping *b, const rkl_ti
                         (ret)->items[_i] = (rkl_kv){(entries)[_i]->key, (entries)[_i]->value};     \
         } while (0)
 
-/* The cache's filter f of a List or Stream request's filter pf (a PodSandboxFilter or a
- * ContainerFilter; NULL: all): its ID, state and label selector, which goes in the list
+/* The cache's filter f of a stats request's filter pf (a PodSandboxStatsFilter or a
+ * ContainerStatsFilter; NULL: all): its ID and label selector, which goes in the list
  * selector and whose strings stay the request's. */
-#define RKL_API_VIEW_FILTER_FROM_PB(a, pf, f, selector)                                            \
+#define RKL_API_STATS_FILTER_FROM_PB(a, pf, f, selector)                                           \
         do {                                                                                       \
                 *(f) = (rkl_view_filter){0};                                                       \
                 *(selector) = (rkl_kvs){0};                                                        \
                 if (!(pf))                                                                         \
                         break;                                                                     \
                 (f)->id = (pf)->id;                                                                \
-                if ((pf)->state) {                                                                 \
+                RKL_API_KVS_FROM_PB(a, (pf)->label_selector, (pf)->n_label_selector, selector);    \
+                (f)->label_selector = (selector);                                                  \
+        } while (0)
+
+/* The same of a List or Stream request's filter (a PodSandboxFilter or a ContainerFilter),
+ * which has a state too. */
+#define RKL_API_VIEW_FILTER_FROM_PB(a, pf, f, selector)                                            \
+        do {                                                                                       \
+                RKL_API_STATS_FILTER_FROM_PB(a, pf, f, selector);                                  \
+                if ((pf) && (pf)->state) {                                                         \
                         (f)->by_state = true;                                                      \
                         (f)->state = (int)(pf)->state->state;                                      \
                 }                                                                                  \
-                RKL_API_KVS_FROM_PB(a, (pf)->label_selector, (pf)->n_label_selector, selector);    \
-                (f)->label_selector = (selector);                                                  \
         } while (0)

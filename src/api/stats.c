@@ -101,14 +101,22 @@ static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_c
         return st;
 }
 
-static int container_list(rkl_api_ctx *ctx, const char *id, const char *sandbox_id,
-                          const rkl_kvs *selector, Runtime__V1__ContainerStats ***ret,
-                          size_t *ret_n, rkl_error *reterr)
+/* The cache's filter of a ListContainerStats or StreamContainerStats request's (cf may be
+ * NULL): the selector's strings stay the request's. */
+static void container_stats_filter(rkl_arena *a, const Runtime__V1__ContainerStatsFilter *cf,
+                                   rkl_view_filter *f, rkl_kvs *selector)
 {
-        rkl_view_filter f = {.id = id, .sandbox_id = sandbox_id, .label_selector = selector};
+        RKL_API_STATS_FILTER_FROM_PB(a, cf, f, selector);
+        if (cf)
+                f->sandbox_id = cf->pod_sandbox_id;
+}
+
+static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
+                          Runtime__V1__ContainerStats ***ret, size_t *ret_n, rkl_error *reterr)
+{
         rkl_container_view **v;
         size_t n;
-        int r = rkl_cache_container_list(ctx->cache, &f, &v, &n);
+        int r = rkl_cache_container_list(ctx->cache, f, &v, &n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
         _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
@@ -116,8 +124,7 @@ static int container_list(rkl_api_ctx *ctx, const char *id, const char *sandbox_
         Runtime__V1__ContainerStats **out =
             rkl_arena_newa(Runtime__V1__ContainerStats *, ctx->arena, n);
         for (size_t i = 0; i < n; i++)
-                out[i] = s ? container_stats_pb(ctx->arena, v[i], s)
-                           : container_stats_pb(ctx->arena, v[i], NULL);
+                out[i] = container_stats_pb(ctx->arena, v[i], s);
         rkl_container_views_unref(v, n);
         *ret = out;
         *ret_n = n;
@@ -200,18 +207,11 @@ int rkl_api_list_container_stats(rkl_api_ctx *ctx,
                                  const Runtime__V1__ListContainerStatsRequest *req,
                                  Runtime__V1__ListContainerStatsResponse *resp, rkl_error *reterr)
 {
-        rkl_kvs selector = {0};
-        const char *id = NULL, *sandbox_id = NULL;
-        if (req->filter) {
-                id = isempty(req->filter->id) ? NULL : req->filter->id;
-                sandbox_id =
-                    isempty(req->filter->pod_sandbox_id) ? NULL : req->filter->pod_sandbox_id;
-                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
-                                    req->filter->n_label_selector, &selector);
-        }
+        rkl_view_filter f;
+        rkl_kvs selector;
+        container_stats_filter(ctx->arena, req->filter, &f, &selector);
         static _Atomic uint64_t last_warned;
-        int r =
-            container_list(ctx, id, sandbox_id, &selector, &resp->stats, &resp->n_stats, reterr);
+        int r = container_list(ctx, &f, &resp->stats, &resp->n_stats, reterr);
         if (r < 0)
                 return r;
         return rkl_api_pb_repeated_fit(ctx, 1 /* ListContainerStatsResponse.stats */, resp->stats,
@@ -283,7 +283,8 @@ static Runtime__V1__PodSandboxStats *pod_stats_pb(rkl_api_ctx *ctx, const rkl_po
                                 nu->default_interface = nu->interfaces[i];
                 l->network = nu;
         }
-        int r = container_list(ctx, NULL, rec->id, NULL, &l->containers, &l->n_containers, reterr);
+        int r = container_list(ctx, &(rkl_view_filter){.sandbox_id = rec->id}, &l->containers,
+                               &l->n_containers, reterr);
         if (r < 0)
                 return NULL;
         st->linux = l;
@@ -308,14 +309,9 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
                                    Runtime__V1__ListPodSandboxStatsResponse *resp,
                                    rkl_error *reterr)
 {
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
-        if (req->filter) {
-                f.id = isempty(req->filter->id) ? NULL : req->filter->id;
-                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
-                                    req->filter->n_label_selector, &selector);
-                f.label_selector = &selector;
-        }
+        rkl_view_filter f;
+        rkl_kvs selector;
+        RKL_API_STATS_FILTER_FROM_PB(ctx->arena, req->filter, &f, &selector);
         rkl_pod_view **v;
         size_t n;
         int r = rkl_cache_pod_list(ctx->cache, &f, &v, &n);
@@ -450,16 +446,9 @@ int rkl_api_stream_container_stats(rkl_api_ctx *ctx,
                                    Runtime__V1__StreamContainerStatsResponse *resp,
                                    rkl_error *reterr)
 {
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
-        const Runtime__V1__ContainerStatsFilter *cf = req->filter;
-        if (cf) {
-                f.id = isempty(cf->id) ? NULL : cf->id;
-                f.sandbox_id = isempty(cf->pod_sandbox_id) ? NULL : cf->pod_sandbox_id;
-                RKL_API_KVS_FROM_PB(ctx->arena, cf->label_selector, cf->n_label_selector,
-                                    &selector);
-        }
-        f.label_selector = &selector;
+        rkl_view_filter f;
+        rkl_kvs selector;
+        container_stats_filter(ctx->arena, req->filter, &f, &selector);
         stats_pages *p = stats_pages_new(ctx);
         int r = rkl_cache_container_list(ctx->cache, &f, &p->containers, &p->n_containers);
         if (r < 0) {
@@ -479,14 +468,9 @@ int rkl_api_stream_pod_sandbox_stats(rkl_api_ctx *ctx,
                                      Runtime__V1__StreamPodSandboxStatsResponse *resp,
                                      rkl_error *reterr)
 {
-        rkl_view_filter f = {0};
-        rkl_kvs selector = {0};
-        if (req->filter) {
-                f.id = isempty(req->filter->id) ? NULL : req->filter->id;
-                RKL_API_KVS_FROM_PB(ctx->arena, req->filter->label_selector,
-                                    req->filter->n_label_selector, &selector);
-        }
-        f.label_selector = &selector;
+        rkl_view_filter f;
+        rkl_kvs selector;
+        RKL_API_STATS_FILTER_FROM_PB(ctx->arena, req->filter, &f, &selector);
         stats_pages *p = stats_pages_new(ctx);
         int r = rkl_cache_pod_list(ctx->cache, &f, &p->pods, &p->n_pods);
         if (r < 0) {
