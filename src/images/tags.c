@@ -74,11 +74,14 @@ void rkl_images__tags_record(rkl_images *im, const char *ref, const char *id, in
         save_or_keep(im);
 }
 
-void rkl_images__tags_drop_image(rkl_images *im, const char *id)
+/* Drops the aliases drop() picks (id: the image an alias names) and saves if any went. */
+static void aliases_drop_if(rkl_images *im,
+                            bool (*drop)(rkl_images *im, const char *id, const void *arg),
+                            const void *arg)
 {
         bool dropped = false;
         for (size_t i = 0; i < im->n_aliases;)
-                if (streq(im->aliases[i].id, id)) {
+                if (drop(im, im->aliases[i].id, arg)) {
                         alias_drop_at(im, i);
                         dropped = true;
                 } else
@@ -87,17 +90,24 @@ void rkl_images__tags_drop_image(rkl_images *im, const char *id)
                 save_or_keep(im);
 }
 
+static bool names_image(rkl_images *im, const char *id, const void *image_id)
+{
+        return streq(id, image_id);
+}
+
+static bool names_unlisted(rkl_images *im, const char *id, const void *arg)
+{
+        return !rkl_hashmap_get(im->by_id, id);
+}
+
+void rkl_images__tags_drop_image(rkl_images *im, const char *id)
+{
+        aliases_drop_if(im, names_image, id);
+}
+
 void rkl_images__tags_drop_unlisted(rkl_images *im)
 {
-        bool dropped = false;
-        for (size_t i = 0; i < im->n_aliases;)
-                if (!rkl_hashmap_get(im->by_id, im->aliases[i].id)) {
-                        alias_drop_at(im, i);
-                        dropped = true;
-                } else
-                        i++;
-        if (dropped)
-                save_or_keep(im);
+        aliases_drop_if(im, names_unlisted, NULL);
 }
 
 void rkl_images__tags_clear(rkl_images *im)
