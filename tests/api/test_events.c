@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "store-fixture.h"
+#include "store/records.h"
 #include "api/api.h"
 #include "api/events.h"
 #include "api/status.h"
@@ -19,38 +20,17 @@
 
 typedef api_fixture fixture;
 
-static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
-{
-        (void)snprintf(ret, RKL_ID_LEN + 1, "%08x%056x", n, 0u);
-}
-
 static void pod_create(fixture *f, unsigned n)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1];
-        rkl_pod_spec p = {0};
-        id_of(n, id);
-        p.name = rkl_xstrdup("web");
-        p.uid = rkl_xstrdup("uid-1");
-        p.namespace = rkl_xstrdup("default");
+        rkl_pod_spec p = {.name = rkl_xstrdup("web"), .uid = rkl_xstrdup("uid-1")};
         rkl_kvs_add(&p.labels, "app", "web");
         rkl_kvs_add(&p.annotations, "note", "x");
-        assert_int_equal(rkl_store_pod_create(f->store, id, &p, &err), 0);
-        rkl_pod_spec_done(&p);
+        records_pod_create(f->store, n, &p);
 }
 
 static void ctr_create(fixture *f, unsigned n, unsigned pod)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1], pid[RKL_ID_LEN + 1];
-        rkl_container_spec c = {0};
-        id_of(n, id);
-        id_of(pod, pid);
-        c.name = rkl_xasprintf("ctr-%u", n);
-        c.image = rkl_xstrdup("busybox");
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
-        assert_int_equal(rkl_store_container_create(f->store, id, pid, app, NULL, &c, &err), 0);
-        rkl_container_spec_done(&c);
+        records_container_create(f->store, n, pod, &(rkl_container_spec){0});
 }
 
 /* The stream's next message, decoded (free with ..._free_unpacked), or NULL when it has
@@ -86,8 +66,8 @@ static void test_events_stream(void **state)
         rkl_error err = RKL_ERROR_INIT;
         char pod[RKL_ID_LEN + 1], c2[RKL_ID_LEN + 1];
         int r;
-        id_of(1, pod);
-        id_of(2, c2);
+        records_id(1, pod);
+        records_id(2, c2);
 
         subscribe(f);
         assert_null(next_event(&f->ctx, &r, &err));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "store-fixture.h"
+#include "store/records.h"
 #include "api/api.h"
 #include "api/container.h"
 #include "api/image.h"
@@ -168,20 +169,9 @@ static void test_pages_bounded(void **state)
 
 typedef api_fixture fixture;
 
-static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
-{
-        (void)snprintf(ret, RKL_ID_LEN + 1, "%08x%056x", n, 0u);
-}
-
 static void pod_create(fixture *f, unsigned n, size_t annotation_bytes)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1];
         rkl_pod_spec p = {0};
-        id_of(n, id);
-        p.name = rkl_xasprintf("pod-%u", n);
-        p.uid = rkl_xasprintf("uid-%u", n);
-        p.namespace = rkl_xstrdup("default");
         rkl_kvs_add(&p.labels, "app", n % 2 ? "odd" : "even");
         for (size_t k = 0; annotation_bytes && k < 4; k++) {
                 _cleanup_free_ char *key = rkl_xasprintf("big-%zu", k);
@@ -190,25 +180,14 @@ static void pod_create(fixture *f, unsigned n, size_t annotation_bytes)
                 v[annotation_bytes / 4] = 0;
                 rkl_kvs_add(&p.annotations, key, v);
         }
-        if (rkl_store_pod_create(f->store, id, &p, &err) < 0)
-                fail_msg("pod create: %s", err.msg);
-        rkl_pod_spec_done(&p);
+        records_pod_create(f->store, n, &p);
 }
 
 static void ctr_create(fixture *f, unsigned n, unsigned pod)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1], pid[RKL_ID_LEN + 1];
         rkl_container_spec c = {0};
-        id_of(n, id);
-        id_of(pod, pid);
-        c.name = rkl_xasprintf("ctr-%u", n);
-        c.image = rkl_xstrdup("busybox");
         rkl_kvs_add(&c.labels, "tier", n % 2 ? "odd" : "even");
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
-        if (rkl_store_container_create(f->store, id, pid, app, NULL, &c, &err) < 0)
-                fail_msg("container create: %s", err.msg);
-        rkl_container_spec_done(&c);
+        records_container_create(f->store, n, pod, &c);
 }
 
 /* Drives the stream the handler answered with: its pages, put together (malloc'd), and

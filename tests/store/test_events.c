@@ -14,6 +14,7 @@
 #include "metrics/metrics.h"
 #include "store/events.h"
 #include "store/store.h"
+#include "records.h"
 
 #define C RKL_EVENT_CREATED
 #define S RKL_EVENT_STARTED
@@ -338,54 +339,21 @@ static int teardown(void **state)
         return 0;
 }
 
-/* The number first: an app's name is made of its ID's first digits. */
-static void id_of(unsigned n, char ret[static RKL_ID_LEN + 1])
-{
-        (void)snprintf(ret, RKL_ID_LEN + 1, "%08x%056x", n, 0u);
-}
-
-static unsigned number_of(const char *id)
-{
-        char head[9];
-        memcpy(head, id, 8);
-        head[8] = 0;
-        return (unsigned)strtoul(head, NULL, 16);
-}
-
 static void pod_create(rkl_store *st, unsigned n)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1];
-        rkl_pod_spec p = {0};
-        id_of(n, id);
-        p.name = rkl_xasprintf("pod-%u", n);
-        p.uid = rkl_xstrdup("uid");
-        p.namespace = rkl_xstrdup("default");
-        if (rkl_store_pod_create(st, id, &p, &err) < 0)
-                fail_msg("pod create: %s", err.msg);
-        rkl_pod_spec_done(&p);
+        records_pod_create(st, n, &(rkl_pod_spec){0});
 }
 
 static void ctr_create(rkl_store *st, unsigned n, unsigned pod)
 {
-        rkl_error err = RKL_ERROR_INIT;
-        char id[RKL_ID_LEN + 1], pid[RKL_ID_LEN + 1];
-        rkl_container_spec c = {0};
-        id_of(n, id);
-        id_of(pod, pid);
-        c.name = rkl_xasprintf("ctr-%u", n);
-        c.image = rkl_xstrdup("busybox");
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
-        if (rkl_store_container_create(st, id, pid, app, NULL, &c, &err) < 0)
-                fail_msg("container create: %s", err.msg);
-        rkl_container_spec_done(&c);
+        records_container_create(st, n, pod, &(rkl_container_spec){0});
 }
 
 static void ctr_observe(rkl_store *st, unsigned n, rkl_container_phase phase)
 {
         rkl_error err = RKL_ERROR_INIT;
         char id[RKL_ID_LEN + 1];
-        id_of(n, id);
+        records_id(n, id);
         rkl_container_observed o = {.phase = phase, .started_ns = 1000};
         if (phase == RKL_CONTAINER_PHASE_EXITED)
                 o.has_exit_code = true, o.finished_ns = 2000;
@@ -397,7 +365,7 @@ static rkl_event *expect(rkl_events_sub *s, rkl_event_type type, bool about_pod,
 {
         rkl_event *ev = NULL;
         char id[RKL_ID_LEN + 1];
-        id_of(n, id);
+        records_id(n, id);
         if (rkl_events_next(s, &ev, NULL) != 1)
                 fail_msg("no event, wanted %s of %u", rkl_event_type_to_string(type), n);
         if (ev->type != type || ev->about_pod != about_pod || !streq(ev->id, id))
@@ -416,9 +384,9 @@ static void test_store_emits(void **state)
         rkl_events_sub *s = NULL;
         char pod1[RKL_ID_LEN + 1], c2[RKL_ID_LEN + 1], c3[RKL_ID_LEN + 1];
         rkl_event *ev;
-        id_of(1, pod1);
-        id_of(2, c2);
-        id_of(3, c3);
+        records_id(1, pod1);
+        records_id(2, c2);
+        records_id(3, c3);
 
         assert_int_equal(rkl_events_subscribe(rkl_cache_events(f->cache), wake, &w, &s), 0);
 
@@ -536,7 +504,7 @@ static void *writer_main(void *userdata)
         rkl_store *st = rkl_store_new(db, w->f->cache);
         for (unsigned i = w->first; i < w->first + w->n; i++) {
                 char id[RKL_ID_LEN + 1];
-                id_of(i, id);
+                records_id(i, id);
                 ctr_create(st, i, 1);
                 ctr_observe(st, i, RKL_CONTAINER_PHASE_RUNNING);
                 ctr_observe(st, i, RKL_CONTAINER_PHASE_EXITED);
@@ -568,7 +536,7 @@ static void test_concurrent_order(void **state)
         size_t total = 0;
         rkl_event *ev;
         while (rkl_events_next(s, &ev, NULL) == 1) {
-                unsigned n = number_of(ev->id);
+                unsigned n = records_number(ev->id);
                 assert_true(n >= 100 && n < 300);
                 assert_true(ev->seq > last_seq);
                 last_seq = ev->seq;
