@@ -6,20 +6,29 @@
 
 #include "base/workpool.h"
 
+#define JOBS    60
+#define WORKERS 3
+
 typedef struct counter {
         pthread_mutex_t lock;
-        int running, max_running, done;
+        pthread_cond_t cond;
+        bool counted; /* the test has looked at what is pending */
+        int started, running, max_running, done;
 } counter;
 
+/* Each job waits, holding its worker, until the test has looked and then until every
+ * worker holds one (or no job is left to start): so jobs are pending when the test looks,
+ * and the pool's bound is reached, however the machine schedules the threads. */
 static void job(void *userdata)
 {
         counter *c = userdata;
         pthread_mutex_lock(&c->lock);
+        c->started++;
         if (++c->running > c->max_running)
                 c->max_running = c->running;
-        pthread_mutex_unlock(&c->lock);
-        usleep(2000);
-        pthread_mutex_lock(&c->lock);
+        pthread_cond_broadcast(&c->cond);
+        while (!c->counted || (c->running < WORKERS && c->started < JOBS))
+                pthread_cond_wait(&c->cond, &c->lock);
         c->running--;
         c->done++;
         pthread_mutex_unlock(&c->lock);
@@ -27,16 +36,19 @@ static void job(void *userdata)
 
 static void test_bounded_and_drained(void **state)
 {
-        counter c = {.lock = PTHREAD_MUTEX_INITIALIZER};
-        rkl_workpool *p = rkl_workpool_new(3, "test");
-        for (int i = 0; i < 60; i++)
+        counter c = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+        rkl_workpool *p = rkl_workpool_new(WORKERS, "test");
+        for (int i = 0; i < JOBS; i++)
                 rkl_workpool_submit(p, job, &c);
         assert_true(rkl_workpool_pending(p) > 0);
+        pthread_mutex_lock(&c.lock);
+        c.counted = true;
+        pthread_cond_broadcast(&c.cond);
+        pthread_mutex_unlock(&c.lock);
         /* Freeing runs what is queued: nothing submitted is lost. */
         rkl_workpool_free(p);
-        assert_int_equal(c.done, 60);
-        assert_true(c.max_running <= 3);
-        assert_true(c.max_running >= 2);
+        assert_int_equal(c.done, JOBS);
+        assert_int_equal(c.max_running, WORKERS);
 }
 
 typedef struct gate {
