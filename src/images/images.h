@@ -86,6 +86,10 @@ bool rkl_images_wait_listed(rkl_images *im, uint64_t timeout_usec);
 int rkl_images_pull(rkl_images *im, const char *ref, const rkl_image_auth *auth, char **ret_id,
                     rkl_error *reterr);
 
+/* Imports the ACI file at path (absolute) into rkt's store and returns its ID (ret_id may
+ * be NULL); the cache is refreshed before this returns. The node's stage1 comes in so. */
+int rkl_images_import(rkl_images *im, const char *path, char **ret_id, rkl_error *reterr);
+
 /* Whether a container uses image_id; when it does, *ret_user may get a description of
  * those that do ("container <id>", "containers <id>, <id>"), which the caller frees. Called
  * without any lock of im held. */

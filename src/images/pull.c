@@ -415,3 +415,24 @@ int rkl_images_pull(rkl_images *im, const char *ref, const rkl_image_auth *auth,
         job_unref_locked(j);
         return k;
 }
+
+int rkl_images_import(rkl_images *im, const char *path, char **ret_id, rkl_error *reterr)
+{
+        if (!im->rkt)
+                return rkl_images__no_rkt(reterr);
+        _cleanup_free_ char *url = rkl_xasprintf("file://%s", path), *id = NULL;
+        rkl_rkt_fetch_opts o = {.timeout_usec = im->pull_timeout};
+        pthread_rwlock_rdlock(&im->store_lock);
+        int r = rkl_rkt_image_fetch(im->rkt, url, &o, &id, reterr);
+        pthread_rwlock_unlock(&im->store_lock);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "cannot import '%s'", path);
+        RKL_GUARD(&im->op_lock);
+        r = rkl_images__refresh_locked(im, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "imported '%s' but cannot read rkt's image store",
+                                        path);
+        if (ret_id)
+                *ret_id = TAKE_PTR(id);
+        return 0;
+}

@@ -98,6 +98,8 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + (int64_t)NSEC_PER_SEC);
                 return; /* no systemd yet: the probe reconnects */
         }
+        if (atomic_load(&r->stage1_importing))
+                return; /* the import's end kicks a pass */
         if (old_unit_left(r, rec, unit))
                 return;
         if (rec->spec.cgroup_parent &&

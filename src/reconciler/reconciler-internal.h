@@ -121,12 +121,16 @@ struct rkl_reconciler {
         pthread_cond_t cond;
         bool started;
         int thread_error;
-        atomic_bool images_unlisted;  /* the last image list failed: again at the next probe */
-        atomic_bool images_listing;   /* one is on the pool now */
-        atomic_bool probe_asked;      /* a listing finished: the stage1 in rkt's store to check */
-        bool store_refused;           /* the store failed its check at start: act on nothing */
-        atomic_bool checkpoint_asked; /* by the API's connections: their WAL grew */
-        action *done;                 /* finished actions, under lock */
+        atomic_bool images_unlisted; /* the last image list failed: again at the next probe */
+        atomic_bool images_listing;  /* one is on the pool now */
+        atomic_bool probe_asked;     /* a listing finished: the stage1 in rkt's store to check */
+        /* The stage1 rkt's build names is missing from its store and imported on the pool
+         * now: sandboxes wait rather than each import it (reconciler.c, import_stage1()). */
+        atomic_bool stage1_importing;
+        atomic_bool stage1_import_failed; /* then pods import it, as rkt does by itself */
+        bool store_refused;               /* the store failed its check at start: act on nothing */
+        atomic_bool checkpoint_asked;     /* by the API's connections: their WAL grew */
+        action *done;                     /* finished actions, under lock */
 
         rkl_workpool *pool;
 

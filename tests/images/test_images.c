@@ -482,6 +482,45 @@ static void test_concurrent(void **state)
         rkl_images_free(im);
 }
 
+/* A local ACI, as the node's stage1 comes in: imported, listed under its manifest's name,
+ * and a file that is not there is an error that names it. */
+static void test_import(void **state)
+{
+        env *e = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_(rkl_images_freep) rkl_images *im = images_new(e);
+        _cleanup_free_ char *stage = rkl_xasprintf("%s/stage1", e->dir);
+        _cleanup_free_ char *rootfs = rkl_xasprintf("%s/rootfs", stage);
+        _cleanup_free_ char *manifest = rkl_xasprintf("%s/manifest", stage);
+        _cleanup_free_ char *aci = rkl_xasprintf("%s/stage1-host.aci", e->dir);
+        const char *m = "{\"acKind\":\"ImageManifest\",\"acVersion\":\"0.8.11\","
+                        "\"name\":\"coreos.com/rkt/stage1-host\","
+                        "\"labels\":[{\"name\":\"version\",\"value\":\"1.30.0\"}]}";
+        assert_int_equal(rkl_mkdir_p(rootfs, 0755), 0);
+        assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, manifest, m, strlen(m), 0644), 0);
+        run(RKL_STRV("/usr/bin/tar", "-cf", aci, "-C", stage, "manifest", "rootfs"));
+
+        _cleanup_free_ char *id = NULL;
+        if (rkl_images_import(im, aci, &id, &err) < 0)
+                fail_msg("import: %s", err.msg);
+        assert_true(rkl_image_id_is_valid(id));
+        rkl_image **l = NULL;
+        size_t n = 0;
+        assert_int_equal(rkl_images_list(im, NULL, &l, &n, &err), 0);
+        bool listed = false;
+        for (size_t i = 0; i < n; i++)
+                listed = listed || (streq(l[i]->id, id) &&
+                                    streq_ptr(l[i]->name, "coreos.com/rkt/stage1-host:1.30.0"));
+        rkl_image_array_free(l, n);
+        assert_true(listed);
+
+        _cleanup_free_ char *gone = rkl_xasprintf("%s/none.aci", e->dir);
+        rkl_error_clear(&err);
+        assert_true(rkl_images_import(im, gone, NULL, &err) < 0);
+        assert_non_null(strstr(err.msg, "cannot import"));
+        assert_non_null(strstr(err.msg, gone));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -490,6 +529,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_digest, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth_and_mirror, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_import, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

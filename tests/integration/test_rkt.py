@@ -5,6 +5,7 @@ import ipaddress
 import json
 import os
 import signal
+import threading
 import time
 import unittest
 
@@ -364,6 +365,38 @@ class WaitTest(RealRktBase):
         self.assertEqual(self.pod(sid).state, pb.SANDBOX_NOTREADY)
         self.assertEqual(self.ctr(quick).state, pb.CONTAINER_EXITED)
         self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=30)
+        self.assert_nothing_left()
+
+
+class Stage1ImportTest(RealRktBase):
+    """A new node's store has no stage1, and rkt imports it from the file with every pod it
+    prepares until one import has ended: a first batch hashed the same 47 MB once a pod.
+    rktlet imports it once, as soon as it has listed the store, and sandboxes wait for that."""
+
+    def test_imported_once_before_any_pod(self):
+        harness.wait_for("the import under way", lambda: "importing '" in self.env.daemon.log(),
+                         timeout=60)
+        self.assertEqual(self.rkt_pods(), [])
+        self.pull()
+        names = ["first-%d" % i for i in range(3)]
+        done = []
+        threads = [threading.Thread(target=lambda n=n: done.append(self.run_pod(n)))
+                   for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        self.assertEqual(len(done), len(names))
+        out = self.env.rkt("image", "list", "--format=json", "--full").stdout
+        self.assertEqual([i["name"] for i in json.loads(out)].count(
+            "coreos.com/rkt/stage1-host:1.30.0"), 1)
+        lines = self.env.daemon.log().splitlines()
+        imported = [k for k, line in enumerate(lines) if "imported stage1 from" in line]
+        started = [k for k, line in enumerate(lines) if ": started rktlet-" in line]
+        self.assertEqual(len(imported), 1, lines)
+        self.assertTrue(started and min(started) > imported[0], lines)
+        for sid in self.sandboxes:
+            self.stop_remove(sid)
         self.assert_nothing_left()
 
 
