@@ -9,7 +9,8 @@ is its behaviour, built from what kubelet does to a runtime:
 - containers that crash, restarted as kubelet restarts them (a new container, attempt + 1),
   dead ones garbage-collected beyond the last;
 - log rotation: a log past a size is renamed and ReopenContainerLog called;
-- image garbage collection: ImageFsInfo, then RemoveImage of the images no container uses;
+- image garbage collection: ImageFsInfo, then RemoveImage of the images no container uses
+  and that are not pinned (the node's stage1);
 - the client itself restarted mid-run (kubelet restarts): it finds its pods by relisting;
 - the end: every pod stopped and removed, and nothing left.
 
@@ -231,8 +232,12 @@ class KubeletTest(unittest.TestCase):
         fs = k.c("ImageFsInfo", pb.ImageFsInfoRequest())
         self.assertTrue(fs.image_filesystems)
         used = {c.image_ref for c in k.c("ListContainers", pb.ListContainersRequest()).containers}
-        for im in k.c("ListImages", pb.ListImagesRequest()).images:
-            if im.id not in used:
+        images = k.c("ListImages", pb.ListImagesRequest()).images
+        # The node's stage1, which every pod runs, is pinned, and kubelet's GC leaves pinned
+        # images alone.
+        self.assertEqual([im.pinned for im in images if im.id not in used].count(True), 1)
+        for im in images:
+            if im.id not in used and not im.pinned:
                 # An image some container still uses (another tag of it) is refused as such.
                 try:
                     k.c("RemoveImage", pb.RemoveImageRequest(image=pb.ImageSpec(image=im.id)),
