@@ -371,6 +371,29 @@ static void pod_stop_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
         rkl_reconciler__pod_failed_attempt(r, rec, msg);
 }
 
+/* A leftover's action ended. A failure puts its next try off by the backoff (it would come
+ * at every pass otherwise) and is warned of at the 1st, 2nd, 4th, 8th... of a row; going_down:
+ * it is the pod's going down, no news. A success forgets the failures. */
+static void orphan_result(rkl_reconciler *r, const action *a, bool going_down)
+{
+        if (a->result >= 0) {
+                free(rkl_hashmap_remove(r->orphan_retries, a->key));
+                return;
+        }
+        const step_retry *t = rkl_reconciler__retry_failed(r, r->orphan_retries, a->key);
+        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / 1e9;
+        if (going_down)
+                rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
+                              act_names[a->kind], a->error);
+        else if ((t->attempts & (t->attempts - 1)) == 0)
+                rkl_log_warning("leftover pod %s: %s: %s (failed %u times in a row; again in "
+                                "%.1f s)",
+                                a->uuid, act_names[a->kind], a->error, t->attempts, again_s);
+        else
+                rkl_log_debug("leftover pod %s: %s: %s (failed %u times in a row)", a->uuid,
+                              act_names[a->kind], a->error, t->attempts);
+}
+
 /* The result of a finished action, back on the reconciler thread. */
 void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
 {
@@ -399,13 +422,9 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         } else if (a->orphan) {
                 /* An app's rm or stop fails while its pod goes down ("supervisor is not
                  * ready", the pod file gone): the pod's own removal takes it along. */
-                if (a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
-                    pod_going_down(r, a->uuid))
-                        rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
-                                      act_names[a->kind], a->error);
-                else if (a->result < 0)
-                        rkl_log_warning("leftover pod %s: %s: %s", a->uuid, act_names[a->kind],
-                                        a->error);
+                orphan_result(r, a,
+                              a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
+                                  pod_going_down(r, a->uuid));
         } else if (a->is_pod) {
                 _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
                     rkl_cache_pod_get(r->cache, a->key);

@@ -35,12 +35,6 @@
 /* DEL failures after which a stopped sandbox's pod is removed all the same. */
 #define DEL_HOLDS_POD 3
 
-typedef struct del_retry {
-        char id[RKL_ID_LEN + 1]; /* the map's key: a map borrows its keys */
-        uint32_t attempts;
-        int64_t next_ns;
-} del_retry;
-
 struct rkl_reconciler_net {
         rkl_cni_config *config; /* the directory's; NULL when none is usable */
         char *why;              /* why none is, for Status and the sandboxes' errors */
@@ -48,7 +42,7 @@ struct rkl_reconciler_net {
         int inotify_fd;
         sd_event_source *source;
         rkl_hashmap *records; /* sandbox ID -> rkl_pod_network*: sandbox_network's rows */
-        rkl_hashmap *retries; /* sandbox ID -> del_retry*: DELs that failed */
+        rkl_hashmap *retries; /* sandbox ID -> step_retry*: DELs that failed */
         /* Sandboxes whose ready network was found at the start: their records, whose IDs
          * are the keys (a record is dropped from here before it is freed). */
         rkl_hashmap *unchecked;
@@ -418,7 +412,7 @@ bool rkl_reconciler__net_holds_pod(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         if (!record_get(r, rec->id))
                 return false;
-        const del_retry *d = rkl_hashmap_get(r->net->retries, rec->id);
+        const step_retry *d = rkl_hashmap_get(r->net->retries, rec->id);
         return !d || d->attempts < DEL_HOLDS_POD;
 }
 
@@ -453,12 +447,8 @@ void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
                 const rkl_pod_network *n = v;
                 if (wanted(r, n))
                         continue;
-                const del_retry *d = rkl_hashmap_get(r->net->retries, n->sandbox_id);
-                if (d && d->next_ns > now) {
-                        rkl_reconciler__wake_at(r, d->next_ns);
-                        continue;
-                }
-                if (!rkl_reconciler__can_start_net(r, n->sandbox_id))
+                if (rkl_reconciler__retry_waits(r, r->net->retries, n->sandbox_id, now) ||
+                    !rkl_reconciler__can_start_net(r, n->sandbox_id))
                         continue;
                 submit(r, ACT_NET_DEL, n);
         }
@@ -603,15 +593,7 @@ static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
                                             a->net->network);
                 return;
         }
-        del_retry *d = rkl_hashmap_get(r->net->retries, a->key);
-        if (!d) {
-                d = rkl_xnew0(del_retry, 1);
-                memcpy(d->id, a->key, sizeof(d->id));
-                rkl_hashmap_put(r->net->retries, d->id, d);
-        }
-        d->attempts++;
-        d->next_ns = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(d->attempts);
-        rkl_reconciler__wake_at(r, d->next_ns);
+        const step_retry *d = rkl_reconciler__retry_failed(r, r->net->retries, a->key);
         rkl_log_object_warning(NET_OBJECT(a->key, rec),
                                "sandbox %.12s: network DEL failed (attempt %u, again later): %s",
                                a->key, d->attempts, a->error);

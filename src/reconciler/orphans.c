@@ -12,6 +12,7 @@
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
 #include "base/banned.h"
@@ -72,7 +73,8 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 if (!cid)
                         continue;
                 owed = owed || app->state != RKL_POD_APP_RUNNING;
-                if (!rkl_reconciler__can_start(r, cid))
+                if (!rkl_reconciler__can_start(r, cid) ||
+                    rkl_reconciler__retry_waits(r, r->orphan_retries, cid, now))
                         continue;
                 action *a;
                 if (app->state == RKL_POD_APP_RUNNING) {
@@ -96,13 +98,23 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 rkl_reconciler__pod_rm_forget(r, p->uuid);
 }
 
-void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r)
+/* A leftover whose failures were not tried again long after their time has gone. */
+static bool retry_stale(const void *value, void *userdata)
+{
+        const step_retry *t = value;
+        return *(const int64_t *)userdata - t->next_ns > 10 * 60 * (int64_t)NSEC_PER_SEC;
+}
+
+void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r, int64_t now)
 {
         size_t i = 0;
         void *v;
+        rkl_hashmap_remove_if(r->orphan_retries, retry_stale, &now, free);
         while (rkl_hashmap_iterate(r->seen, &i, NULL, &v)) {
                 const rkl_poddir_pod *p = v;
                 const char *id = rkl_kvs_get(&p->user_annotations, RKL_MARK_SANDBOX_ID);
+                if (rkl_reconciler__retry_waits(r, r->orphan_retries, p->uuid, now))
+                        continue;
                 if (!id && p->state == RKL_POD_STATE_ABORTED_PREPARE &&
                     rkl_reconciler__can_start(r, p->uuid) &&
                     !rkl_reconciler__pod_in_flight(r, p->uuid, ACT_ANY)) {

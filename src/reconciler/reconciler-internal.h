@@ -159,6 +159,9 @@ struct rkl_reconciler {
         rkl_hashmap *limits;     /* container ID -> the resources last applied (resources.c) */
         rkl_hashmap *pod_limits; /* sandbox ID -> the pod's own limits last applied (the same) */
         rkl_hashmap *rm_owed;    /* uuid -> its copy: pods whose next app add waits for an rm */
+        /* Key of a leftover's action (a pod's uuid, an app's container ID) -> step_retry*:
+         * its failures, and when it is tried again (orphans.c). */
+        rkl_hashmap *orphan_retries;
         rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
         rkl_hashmap *unit_looks; /* sandbox ID -> unit_look*: when its unit is next asked after */
         /* rktlet's units as the manager last listed them (pods.c): name -> its state in
@@ -187,6 +190,20 @@ int64_t rkl_reconciler__now(rkl_reconciler *r);
 int64_t rkl_reconciler__backoff_ns(uint32_t attempts);
 void rkl_reconciler__schedule_pass(rkl_reconciler *r);
 void rkl_reconciler__wake_at(rkl_reconciler *r, int64_t t);
+/* A step with no record to keep its failures (a leftover's rm, a forgotten sandbox's
+ * network DEL): its failures in a map keyed by an object's ID or a pod's uuid, which
+ * borrows the key inside the entry. */
+typedef struct step_retry {
+        char key[RKL_ID_LEN + 1];
+        uint32_t attempts;
+        int64_t next_ns; /* tried again from then on (after the backoff) */
+} step_retry;
+/* Counts a failure of key's step in m, puts its next try off by the backoff and wakes a
+ * pass then; returns the entry. Forget it with free(rkl_hashmap_remove(m, key)). */
+step_retry *rkl_reconciler__retry_failed(rkl_reconciler *r, rkl_hashmap *m, const char *key);
+/* Whether key's step waits for its next try (a pass is woken then). */
+bool rkl_reconciler__retry_waits(rkl_reconciler *r, const rkl_hashmap *m, const char *key,
+                                 int64_t now);
 
 /* observing.c */
 /* ---- Writing observations and errors back ---- */
@@ -336,7 +353,7 @@ void rkl_reconciler__pod_add_submitted(rkl_reconciler *r, const rkl_poddir_pod *
 /* The pod no longer runs: nothing is owed there. */
 void rkl_reconciler__pod_rm_forget(rkl_reconciler *r, const char *uuid);
 void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p, int64_t now);
-void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r);
+void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r, int64_t now);
 /* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no
  * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
  * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */

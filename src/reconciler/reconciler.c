@@ -51,6 +51,30 @@ void rkl_reconciler__wake_at(rkl_reconciler *r, int64_t t)
                 r->wake_at_ns = t;
 }
 
+step_retry *rkl_reconciler__retry_failed(rkl_reconciler *r, rkl_hashmap *m, const char *key)
+{
+        step_retry *t = rkl_hashmap_get(m, key);
+        if (!t) {
+                t = rkl_xnew0(step_retry, 1);
+                (void)snprintf(t->key, sizeof(t->key), "%s", key);
+                rkl_hashmap_put(m, t->key, t);
+        }
+        t->attempts++;
+        t->next_ns = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(t->attempts);
+        rkl_reconciler__wake_at(r, t->next_ns);
+        return t;
+}
+
+bool rkl_reconciler__retry_waits(rkl_reconciler *r, const rkl_hashmap *m, const char *key,
+                                 int64_t now)
+{
+        const step_retry *t = rkl_hashmap_get(m, key);
+        if (!t || t->next_ns <= now)
+                return false;
+        rkl_reconciler__wake_at(r, t->next_ns);
+        return true;
+}
+
 static void schedule_pass(rkl_reconciler *r)
 {
         if (r->pass_source)
@@ -299,7 +323,7 @@ static void pass(rkl_reconciler *r)
         }
         rkl_pod_views_unref(pods, n_pods);
         rkl_reconciler__net_reap(r, now);
-        rkl_reconciler__reap_orphan_pods(r);
+        rkl_reconciler__reap_orphan_pods(r, now);
         rkl_reconciler__sync_logs(r);
         /* What just started gets its first sample now, not at the next interval: kubelet
          * and critest ask for its stats right after the start. */
@@ -584,6 +608,7 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->limits = rkl_hashmap_new();
         r->pod_limits = rkl_hashmap_new();
         r->rm_owed = rkl_hashmap_new();
+        r->orphan_retries = rkl_hashmap_new();
         r->boot_looks = rkl_hashmap_new();
         r->unit_looks = rkl_hashmap_new();
         r->steps = rkl_hashmap_new();
@@ -712,6 +737,7 @@ rkl_reconciler *rkl_reconciler_free(rkl_reconciler *r)
         rkl_hashmap_free(r->in_flight);
         rkl_hashmap_free_values(r->undo, free);
         rkl_hashmap_free_values(r->rm_owed, free);
+        rkl_hashmap_free_values(r->orphan_retries, free);
         rkl_hashmap_free_values(r->boot_looks, free);
         rkl_hashmap_free_values(r->unit_looks, free);
         rkl_reconciler__unit_states_free(r);

@@ -1310,6 +1310,10 @@ static void test_orphan_app_rm_owed(void **state)
         assert_calls(x, "app add %s %s", uuid, app2);
         pass(x);
         run_actions(x);
+        assert_calls(x, "%s", ""); /* the failed rm waits for its backoff */
+        x->f.now += 1 * S;
+        pass(x);
+        run_actions(x);
         assert_calls(x, "app rm %s %s", uuid, old_app);
         assert_null(app_find(pod_find(&x->f, uuid), old_app));
 }
@@ -2012,6 +2016,43 @@ static void test_orphan_pods(void **state)
         assert_non_null(pod_find(&x->f, u5));
 }
 
+/* A leftover pod whose rm fails is tried again after the backoff (1 s, then 2 s), not at
+ * every pass, until its rm works. */
+static void test_orphan_rm_backs_off(void **state)
+{
+        fixture *x = *state;
+        char gone[RKL_ID_LEN + 1], uuid[RKL_POD_UUID_LEN + 1];
+        id_of('8', gone);
+        uuid_of('6', uuid);
+
+        pod_appears(x, uuid, gone, true)->state = RKL_POD_STATE_EXITED;
+        x->f.fail[F_POD_RM] = (failure){.n = 2, .code = -EIO};
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "rm %s", uuid);
+        rescan(x); /* takes the failure in: again in 1 s */
+        run_actions(x);
+        assert_calls(x, "%s", "");
+        x->f.now += 1 * S;
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "rm %s", uuid);
+        rescan(x); /* the second failure: again in 2 s */
+        run_actions(x);
+        x->f.now += 1 * S;
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "%s", "");
+        x->f.now += 1 * S;
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "rm %s", uuid);
+        assert_null(pod_find(&x->f, uuid));
+        rescan(x);
+        run_actions(x);
+        assert_calls(x, "%s", "");
+}
+
 /* Apps of removed containers in a running pod: a running one stopped, then removed; the
  * sandbox's own container is left alone. */
 static void test_orphan_apps(void **state)
@@ -2238,6 +2279,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_adopt_at_start, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_adopt_earlier_attempt, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_pods, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_orphan_rm_backs_off, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_apps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_units, setup, teardown),
             cmocka_unit_test_setup_teardown(test_orphan_app_rm_owed, setup, teardown),
