@@ -1,5 +1,6 @@
 #include "sandbox.h"
 
+#include "container.h"
 #include "convert.h"
 #include "pb.h"
 #include "logs.h"
@@ -215,6 +216,19 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
 
         resp->status = rkl_api_pod_status_pb(a, v);
         resp->timestamp = rkl_realtime_nsec();
+        /* Its containers too, newest first: kubelet's Evented PLEG takes a pod's container
+         * statuses from here alone (without them, it started every container again) and
+         * reads the first of a name as its latest attempt. The cache lists oldest first. */
+        rkl_container_view **cv;
+        size_t n;
+        r = rkl_cache_container_list(ctx->cache, &(rkl_view_filter){.sandbox_id = p->id}, &cv, &n);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "list the sandbox's containers: %s", strerror(-r));
+        resp->containers_statuses = rkl_arena_newa(Runtime__V1__ContainerStatus *, a, n);
+        for (size_t i = n; i > 0; i--)
+                resp->containers_statuses[resp->n_containers_statuses++] =
+                    rkl_api_container_status_pb(a, cv[i - 1]);
+        rkl_container_views_unref(cv, n);
 
         if (req->verbose)
                 RKL_API_PB_SET_INFO(a, resp, Runtime__V1__PodSandboxStatusResponse__InfoEntry,

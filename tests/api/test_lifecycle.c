@@ -1099,6 +1099,40 @@ static void test_observed(void **state)
                      -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "not ready");
 }
 
+/* PodSandboxStatus carries its containers' statuses, newest first, and when they were read:
+ * kubelet's Evented PLEG takes them from there alone (a sandbox without them looked empty to
+ * it: it started every container again) and reads the first of a name as the latest attempt
+ * (oldest first, it made an attempt that existed already). Only the sandbox's own. */
+static void test_pod_status_containers(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        Runtime__V1__PodSandboxStatusResponse ps;
+        char *pod = run_pod(f, &(podcfg){0});
+        char *other = run_pod(f, &(podcfg){.name = "other"});
+        char *a = create_container(f, pod, &(containercfg){.name = "a"});
+        char *b = create_container(f, pod, &(containercfg){.name = "b"});
+        create_container(f, other, &(containercfg){.name = "elsewhere"});
+        rkl_container_observed o = {.phase = RKL_CONTAINER_PHASE_RUNNING, .started_ns = 5};
+        expect_ok(rkl_store_container_set_observed(f->store, b, &o, &err));
+        char *b2 = create_container(f, pod, &(containercfg){.name = "b", .attempt = 1});
+
+        int64_t before = rkl_realtime_nsec();
+        expect_ok(pod_status(f, pod, false, &ps, &err));
+        assert_true(ps.timestamp >= before);
+        assert_int_equal(ps.n_containers_statuses, 3);
+        assert_string_equal(ps.containers_statuses[0]->id, b2);
+        assert_int_equal(ps.containers_statuses[0]->metadata->attempt, 1);
+        assert_int_equal(ps.containers_statuses[0]->state,
+                         RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED);
+        assert_string_equal(ps.containers_statuses[1]->id, b);
+        assert_int_equal(ps.containers_statuses[1]->state,
+                         RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING);
+        assert_string_equal(ps.containers_statuses[2]->id, a);
+        assert_int_equal(ps.containers_statuses[2]->state,
+                         RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED);
+}
+
 static void test_update_runtime_config(void **state)
 {
         fixture *f = *state;
@@ -1363,6 +1397,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_container_invalid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_filters, setup, teardown),
             cmocka_unit_test_setup_teardown(test_observed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_pod_status_containers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_update_runtime_config, setup, teardown),
             cmocka_unit_test_setup_teardown(test_cache_follows_store, setup, teardown),
             cmocka_unit_test_setup_teardown(test_list_many, setup, teardown),
