@@ -168,6 +168,16 @@ static char *image_ref(rkl_arena *a, const rkl_container_record *c, char *image)
         return isempty(c->observed.image_ref) ? image : rkl_api_pb_text(a, c->observed.image_ref);
 }
 
+/* CRI's reason of an exited container that rkt's exit gave none: containerd's and CRI-O's
+ * words, which kubelet shows as they are (it derives none itself). */
+static const char *exit_reason(const rkl_container_view *v)
+{
+        const rkl_container_observed *o = &v->rec->observed;
+        if (o->reason || v->state != RKL_CONTAINER_EXITED)
+                return o->reason;
+        return o->has_exit_code && o->exit_code == 0 ? "Completed" : "Error";
+}
+
 static int64_t created_at(const rkl_container_record *c)
 {
         return c->observed.created_ns > 0 ? c->observed.created_ns : c->book.accepted_ns;
@@ -241,7 +251,7 @@ Runtime__V1__ContainerStatus *rkl_api_container_status_pb(rkl_arena *a, const rk
         char *image = rkl_api_pb_str(a, c->spec.image);
         st->image = image_pb(rkl_arena_newa(Runtime__V1__ImageSpec, a, 1), image);
         st->image_ref = st->image_id = image_ref(a, c, image);
-        st->reason = rkl_api_pb_text(a, o->reason);
+        st->reason = rkl_api_pb_text(a, exit_reason(v));
         st->message = rkl_api_pb_text(a, o->message);
         if (o->phase == RKL_CONTAINER_PHASE_CREATED && !o->reason && c->book.last_error) {
                 /* Still created because rkt keeps failing: say why, before it gives up. */

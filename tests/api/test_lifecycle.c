@@ -1099,6 +1099,41 @@ static void test_observed(void **state)
                      -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "not ready");
 }
 
+/* An exit rkt gave no reason for is named as containerd and CRI-O name it: kubelet shows the
+ * runtime's reason as it is. */
+static void test_exit_reasons(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        Runtime__V1__ContainerStatusResponse st;
+        char *pod = run_pod(f, &(podcfg){0});
+        static const struct {
+                rkl_container_phase phase;
+                bool has_exit_code;
+                int32_t exit_code;
+                const char *reason, *want;
+        } cases[] = {
+            {RKL_CONTAINER_PHASE_EXITED, true, 0, NULL, "Completed"},
+            {RKL_CONTAINER_PHASE_EXITED, true, 3, NULL, "Error"},
+            {RKL_CONTAINER_PHASE_EXITED, true, 137, NULL, "Error"},
+            {RKL_CONTAINER_PHASE_EXITED, false, 0, NULL, "Error"},
+            {RKL_CONTAINER_PHASE_EXITED, true, 137, "OOMKilled", "OOMKilled"},
+            {RKL_CONTAINER_PHASE_RUNNING, false, 0, NULL, ""},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "c%zu", i);
+                char *c = create_container(f, pod, &(containercfg){.name = name});
+                rkl_container_observed o = {.phase = cases[i].phase,
+                                            .has_exit_code = cases[i].has_exit_code,
+                                            .exit_code = cases[i].exit_code,
+                                            .reason = (char *)cases[i].reason};
+                expect_ok(rkl_store_container_set_observed(f->store, c, &o, &err));
+                expect_ok(container_status(f, c, false, &st, &err));
+                assert_string_equal(st.status->reason, cases[i].want);
+        }
+}
+
 /* PodSandboxStatus carries its containers' statuses, newest first, and when they were read:
  * kubelet's Evented PLEG takes them from there alone (a sandbox without them looked empty to
  * it: it started every container again) and reads the first of a name as the latest attempt
@@ -1397,6 +1432,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_container_invalid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_filters, setup, teardown),
             cmocka_unit_test_setup_teardown(test_observed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_exit_reasons, setup, teardown),
             cmocka_unit_test_setup_teardown(test_pod_status_containers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_update_runtime_config, setup, teardown),
             cmocka_unit_test_setup_teardown(test_cache_follows_store, setup, teardown),

@@ -179,7 +179,7 @@ class LifecycleTest(unittest.TestCase):
             self.start(c)
         s = self.wait_state(normal, pb.CONTAINER_EXITED)
         self.assertEqual(s.exit_code, 7)
-        self.assertEqual(s.reason, "")  # kubelet derives Completed/Error itself
+        self.assertEqual(s.reason, "Error")  # containerd's word: kubelet shows it as it is
         self.wait_state(stubborn, pb.CONTAINER_RUNNING)
         self.wait_state(killed, pb.CONTAINER_RUNNING)
 
@@ -247,7 +247,7 @@ class LifecycleTest(unittest.TestCase):
             self.rs.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=2),
                                   timeout=10)
             s = self.wait_state(cid, pb.CONTAINER_EXITED, timeout=15)
-            self.assertIn((s.exit_code, s.reason), ((143, ""), (0, "NotStarted")))
+            self.assertIn((s.exit_code, s.reason), ((143, "Error"), (0, "NotStarted")))
             outcomes.add(s.reason)
             self.rs.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=10)
         self.assertIn("NotStarted", outcomes)  # the interleaving was really hit

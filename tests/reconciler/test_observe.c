@@ -136,7 +136,7 @@ static void test_container_states(void **state)
                       app(RKL_POD_APP_EXITED, 1, 7), false);
         assert_int_equal(o.phase, RKL_CONTAINER_PHASE_EXITED);
         assert_int_equal(o.exit_code, 7);
-        assert_null(o.reason); /* kubelet derives Completed/Error */
+        assert_null(o.reason); /* the API names plain exits (Completed, Error) */
         assert_int_equal(o.finished_ns, 30);
         rkl_container_observed_done(&o);
 }
