@@ -7,6 +7,7 @@
 #include "page.h"
 #include "pb.h"
 #include "base/alloc.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "store/cache.h"
@@ -58,7 +59,15 @@ static Runtime__V1__MemoryUsage *memory_pb(rkl_arena *a, const rkl_stats_entry *
         return m;
 }
 
-static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_container_view *v,
+/* Where a container's writable layer is: rkt's data directory, which holds the pods' trees.
+ * kubelet measures the filesystem of this directory (an empty one fails its whole summary). */
+static const char *layer_dir(const rkl_api_config *cfg)
+{
+        return cfg->config && cfg->config->rkt_data_dir ? cfg->config->rkt_data_dir : "/";
+}
+
+static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_api_config *cfg,
+                                                       const rkl_container_view *v,
                                                        const rkl_stats_snapshot *s)
 {
         const rkl_container_record *c = v->rec;
@@ -92,7 +101,7 @@ static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_c
                 Runtime__V1__FilesystemIdentifier *id =
                     rkl_arena_newa(Runtime__V1__FilesystemIdentifier, a, 1);
                 runtime__v1__filesystem_identifier__init(id);
-                id->mountpoint = (char *)"";
+                id->mountpoint = (char *)layer_dir(cfg);
                 fs->fs_id = id;
                 fs->used_bytes = u64(a, e->fs_bytes);
                 fs->inodes_used = u64(a, e->fs_inodes);
@@ -124,7 +133,7 @@ static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
         Runtime__V1__ContainerStats **out =
             rkl_arena_newa(Runtime__V1__ContainerStats *, ctx->arena, n);
         for (size_t i = 0; i < n; i++)
-                out[i] = container_stats_pb(ctx->arena, v[i], s);
+                out[i] = container_stats_pb(ctx->arena, ctx->cfg, v[i], s);
         rkl_container_views_unref(v, n);
         *ret = out;
         *ret_n = n;
@@ -199,7 +208,7 @@ int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsR
                 memcpy(w->id, v->rec->id, sizeof(w->id));
                 return rkl_api_defer_until(ctx, wait_first_sample, w);
         }
-        resp->stats = container_stats_pb(ctx->arena, v, s);
+        resp->stats = container_stats_pb(ctx->arena, ctx->cfg, v, s);
         return 0;
 }
 
@@ -429,7 +438,8 @@ static const rkl_blob *container_stats_item(void *userdata, size_t i, rkl_arena 
                                             rkl_error *reterr)
 {
         stats_pages *p = userdata;
-        return rkl_api_page_pack(a, &container_stats_pb(a, p->containers[i], p->snapshot)->base);
+        return rkl_api_page_pack(
+            a, &container_stats_pb(a, p->cfg, p->containers[i], p->snapshot)->base);
 }
 
 static const rkl_blob *pod_stats_item(void *userdata, size_t i, rkl_arena *a, rkl_error *reterr)

@@ -63,6 +63,9 @@ class StatsTest(test_rkt.RealRktBase):
         st = harness.wait_for("idle's writable layer", lambda: (
             lambda s: s.writable_layer and s)(self.cstats(idle)), timeout=30)
         self.assertGreater(st.writable_layer.inodes_used.value, 0)
+        # A directory whose filesystem kubelet can measure (it fails its whole summary on an
+        # empty one): rkt's data directory, which holds the pods' layers.
+        self.assertEqual(st.writable_layer.fs_id.mountpoint, self.env.rkt_dir)
 
         # Lists with filters, as ListContainers.
         all_ = self.rs.ListContainerStats(pb.ListContainerStatsRequest(), timeout=10).stats
