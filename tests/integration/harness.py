@@ -168,6 +168,14 @@ class Daemon:
             return ""
 
 
+def test_failed(test):
+    """Whether test has failed so far, for a cleanup that says more when it did. The result is
+    on unittest's private _outcome (Python 3.11); without it, False."""
+    result = getattr(getattr(test, "_outcome", None), "result", None)
+    return any(t is test for t, _ in getattr(result, "failures", []) +
+               getattr(result, "errors", []))
+
+
 def keep_log(test, daemon):
     """On the test's way out: with RKL_TEST_KEEP_LOGS=DIR, copies the daemon's log there;
     when the test failed, prints the log's end, since its directory is about to go and CI
@@ -181,12 +189,7 @@ def keep_log(test, daemon):
             os.makedirs(keep, exist_ok=True)
             with open(os.path.join(keep, name + ".log"), "w") as f:
                 f.write(text)
-        # The test's result is on unittest's private _outcome (Python 3.11); without it,
-        # nothing is printed.
-        result = getattr(getattr(test, "_outcome", None), "result", None)
-        failed = any(t is test for t, _ in getattr(result, "failures", []) +
-                     getattr(result, "errors", []))
-        if failed and text:
+        if test_failed(test) and text:
             tail = text.splitlines()[-60:]
             sys.stderr.write("\n--- %s: the end of rktlet's log (%s) ---\n%s\n---\n" % (
                 test.id(), daemon.workdir, "\n".join(tail)))
