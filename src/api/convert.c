@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "rkt/command.h"
 #include "rkt/sysctl.h"
+#include "base/selinux.h"
 #include "base/banned.h"
 
 /* What a string may not be, beyond length and UTF-8. */
@@ -162,10 +163,15 @@ static int ports_from(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *s, r
         return 0;
 }
 
-static bool selinux_set(const Runtime__V1__SELinuxOption *o)
+/* SELinux options rkt cannot honour: its stage1 applies no labels. Where the machine has no
+ * SELinux they label nothing on any runtime, and are taken as containerd and CRI-O take
+ * them (kubelet and Kubernetes' own tests give pods a level everywhere). */
+static bool selinux_refused(const Runtime__V1__SELinuxOption *o)
 {
         return o &&
-               (!isempty(o->user) || !isempty(o->role) || !isempty(o->type) || !isempty(o->level));
+               (!isempty(o->user) || !isempty(o->role) || !isempty(o->type) ||
+                !isempty(o->level)) &&
+               rkl_selinux_enabled();
 }
 
 /* rkt's stage1 has no AppArmor profile of its own and rktlet loads none: the runtime's default
@@ -343,10 +349,11 @@ static int pod_security_from(const Runtime__V1__LinuxSandboxSecurityContext *sc,
                               "config.linux.security_context", &kind, &ref, reterr)) < 0 ||
             (r = apparmor_check(sc->apparmor, NULL, "config.linux.security_context", reterr)) < 0)
                 return r;
-        if (selinux_set(sc->selinux_options))
+        if (selinux_refused(sc->selinux_options))
                 return rkl_error_set(reterr, -EINVAL,
                                      "config.linux.security_context.selinux_options: rkt's "
-                                     "stage1 applies no SELinux labels");
+                                     "stage1 applies no SELinux labels, and this machine "
+                                     "enforces them");
         return sc->namespace_options ? pod_namespaces_from(sc->namespace_options, s, reterr) : 0;
 }
 
@@ -593,10 +600,11 @@ static int security_from(const Runtime__V1__LinuxContainerSecurityContext *sc,
                                 reterr)) < 0 ||
             (sc->namespace_options && (r = namespaces_check(sc->namespace_options, reterr)) < 0))
                 return r;
-        if (selinux_set(sc->selinux_options))
+        if (selinux_refused(sc->selinux_options))
                 return rkl_error_set(reterr, -EINVAL,
                                      "linux.security_context.selinux_options: rkt's stage1 "
-                                     "applies no SELinux labels");
+                                     "applies no SELinux labels, and this machine enforces "
+                                     "them");
         return 0;
 }
 
