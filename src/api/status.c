@@ -39,6 +39,7 @@ grpc_status_code rkl_api_status_from_errno(int r)
         case -ECANCELED:
                 return GRPC_STATUS_CANCELLED;
         case -ENOSPC:
+        case -EDQUOT:
         case -EMSGSIZE: /* a request larger than its method takes */
         case -EMFILE:
         case -ENFILE:

@@ -19,6 +19,10 @@ typedef struct wait_job {
         char id[RKL_ID_LEN + 1];
         uint64_t started_usec; /* CLOCK_MONOTONIC */
         uint64_t budget_usec;
+        /* A sandbox withdrawn after failing (store.h): the failure's -errno and words, kept
+         * from the first sight of it while rktlet undoes the sandbox. */
+        int failed;
+        char failure[RKL_ERROR_MSG_MAX];
 } wait_job;
 
 static const struct {
@@ -37,24 +41,48 @@ static const char *failure_of(const char *message, const char *last_error)
 
 /* Each check: 1 when reached, 0 to wait on, or the error that ends the wait. */
 
-static int pod_ready(rkl_cache *cache, const char *id, rkl_error *reterr)
+/* A sandbox that fails for good under --wait is withdrawn (reconciler/pods.c): gone from
+ * the lists at once, its failure kept until rktlet has undone it, and only then the call's
+ * answer, with the failure's code (docs/architecture.md, 'Error codes'). */
+static int pod_ready(wait_job *j, rkl_error *reterr)
 {
-        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(cache, id);
-        if (!v)
-                return rkl_error_set(reterr, -ENOENT, "sandbox %s was removed before it ran", id);
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(j->cache, j->id);
+        if (!v) {
+                int code;
+                bool undone;
+                _cleanup_free_ char *msg = NULL;
+                if (rkl_cache_failure_get(j->cache, j->id, &code, &msg, &undone)) {
+                        j->failed = code;
+                        (void)snprintf(j->failure, sizeof(j->failure), "%s", msg);
+                        if (!undone)
+                                return 0;
+                }
+                if (j->failed)
+                        return rkl_error_set(reterr, j->failed,
+                                             "sandbox %s failed, and nothing of it is left: %s",
+                                             j->id, j->failure);
+                return rkl_error_set(reterr, -ENOENT, "sandbox %s was removed before it ran",
+                                     j->id);
+        }
         const rkl_pod_record *p = v->rec;
         if (p->desired != RKL_POD_DESIRED_READY)
                 return 1; /* stopped meanwhile: that is what is wanted now */
-        if (p->observed.phase == RKL_POD_PHASE_FAILED)
-                /* The sandbox stays, NOTREADY, for the client to see and remove. */
-                return rkl_error_set(reterr, -EIO, "sandbox %s failed: %s", id,
-                                     failure_of(p->observed.message, p->book.last_error));
+        if (p->observed.phase == RKL_POD_PHASE_FAILED) {
+                /* Failed for good before this daemon withdrew such sandboxes: it stays,
+                 * NOTREADY, for the client to see and remove. */
+                const char *why = failure_of(p->observed.message, p->book.last_error);
+                int code = rkl_error_shortage_of(why);
+                return rkl_error_set(reterr, code < 0 ? code : -EAGAIN, "sandbox %s failed: %s",
+                                     j->id, why);
+        }
         return p->observed.phase == RKL_POD_PHASE_RUNNING &&
                (p->spec.host_network || !isempty(p->observed.ip));
 }
 
-static int pod_stopped(rkl_cache *cache, const char *id, rkl_error *reterr)
+static int pod_stopped(wait_job *j, rkl_error *reterr)
 {
+        rkl_cache *cache = j->cache;
+        const char *id = j->id;
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(cache, id);
         if (!v || v->rec->desired != RKL_POD_DESIRED_STOPPED)
                 return 1; /* removed, which stops it too */
@@ -71,10 +99,11 @@ static int pod_stopped(rkl_cache *cache, const char *id, rkl_error *reterr)
         return n == 0;
 }
 
-static int container_started(rkl_cache *cache, const char *id, rkl_error *reterr)
+static int container_started(wait_job *j, rkl_error *reterr)
 {
+        const char *id = j->id;
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-            rkl_cache_container_get(cache, id);
+            rkl_cache_container_get(j->cache, id);
         if (!v)
                 return rkl_error_set(reterr, -ENOENT, "container %s was removed before it ran", id);
         const rkl_container_record *c = v->rec;
@@ -82,9 +111,14 @@ static int container_started(rkl_cache *cache, const char *id, rkl_error *reterr
         case RKL_CONTAINER_RUNNING:
                 return 1;
         case RKL_CONTAINER_EXITED:
-                if (streq_ptr(c->observed.reason, RKL_CONTAINER_START_ERROR))
-                        return rkl_error_set(reterr, -EIO, "container %s did not start: %s", id,
-                                             failure_of(c->observed.message, c->book.last_error));
+                if (streq_ptr(c->observed.reason, RKL_CONTAINER_START_ERROR)) {
+                        /* rkt's failure, after its retries: a shortage its words name, else
+                         * what may pass */
+                        const char *why = failure_of(c->observed.message, c->book.last_error);
+                        int code = rkl_error_shortage_of(why);
+                        return rkl_error_set(reterr, code < 0 ? code : -EAGAIN,
+                                             "container %s did not start: %s", id, why);
+                }
                 return 1; /* ran, and is done already */
         case RKL_CONTAINER_CREATED:
                 return c->desired != RKL_CONTAINER_DESIRED_RUNNING; /* stopped meanwhile */
@@ -93,16 +127,16 @@ static int container_started(rkl_cache *cache, const char *id, rkl_error *reterr
         }
 }
 
-static int container_stopped(rkl_cache *cache, const char *id, rkl_error *reterr)
+static int container_stopped(wait_job *j, rkl_error *reterr)
 {
         _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-            rkl_cache_container_get(cache, id);
+            rkl_cache_container_get(j->cache, j->id);
         return !v || v->state == RKL_CONTAINER_EXITED ||
                (v->state == RKL_CONTAINER_CREATED &&
                 v->rec->desired != RKL_CONTAINER_DESIRED_RUNNING);
 }
 
-static int (*const checks[_RKL_API_WAIT_MAX])(rkl_cache *, const char *, rkl_error *) = {
+static int (*const checks[_RKL_API_WAIT_MAX])(wait_job *, rkl_error *) = {
     [RKL_API_WAIT_POD_READY] = pod_ready,
     [RKL_API_WAIT_POD_STOPPED] = pod_stopped,
     [RKL_API_WAIT_CONTAINER_STARTED] = container_started,
@@ -115,12 +149,18 @@ static void wait_run(void *userdata)
         rkl_error err = RKL_ERROR_INIT;
         int r;
 
-        while ((r = checks[j->what](j->cache, j->id, &err)) == 0) {
+        while ((r = checks[j->what](j, &err)) == 0) {
                 if (rkl_api_call_cancelled(j->call)) {
                         r = rkl_error_set(&err, -ECANCELED, "cancelled");
                         break;
                 }
                 uint64_t waited = rkl_now_usec(CLOCK_MONOTONIC) - j->started_usec;
+                if (waited >= j->budget_usec && j->failed) {
+                        r = rkl_error_set(&err, j->failed,
+                                          "sandbox %s failed (rktlet goes on undoing it): %s",
+                                          j->id, j->failure);
+                        break;
+                }
                 if (waited >= j->budget_usec) {
                         r = rkl_error_set(&err, -ETIMEDOUT,
                                           "%s %s %s after %" PRIu64

@@ -1,6 +1,8 @@
 #include "error.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "banned.h"
 
@@ -56,4 +58,29 @@ void rkl_error_clear(rkl_error *e)
                 return;
         e->code = 0;
         e->msg[0] = 0;
+}
+
+int rkl_error_shortage_of(const char *msg)
+{
+        static const struct {
+                const char *words;
+                int code;
+        } shortages[] = {
+            {"No space left on device", -ENOSPC},
+            {"Disk quota exceeded", -ENOSPC},
+            {"Too many open files", -EMFILE},
+            /* systemd's words when inotify_init1() fails: the instance limit */
+            {"Failed to allocate manager object", -EMFILE},
+            {"Cannot allocate memory", -ENOMEM},
+            {"Out of memory", -ENOMEM},
+            /* host-local's and other IPAM plugins' words for a spent range */
+            {"no IP addresses available", -ENOSPC},
+            {"no more addresses", -ENOSPC},
+        };
+        if (!msg)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(shortages); i++)
+                if (strcasestr(msg, shortages[i].words))
+                        return shortages[i].code;
+        return 0;
 }

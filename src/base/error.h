@@ -3,9 +3,11 @@
 
 #include "macro.h"
 
+#define RKL_ERROR_MSG_MAX 512
+
 typedef struct rkl_error {
         int code;
-        char msg[512];
+        char msg[RKL_ERROR_MSG_MAX];
 } rkl_error;
 
 #define RKL_ERROR_INIT                                                                             \
@@ -20,3 +22,8 @@ int rkl_error_set_errno(rkl_error *e, int code);
 /* Prepends "<context>: " to the message; returns e->code (or -EIO if unset). */
 int rkl_error_prefix(rkl_error *e, const char *fmt, ...) _printf_(2, 3);
 void rkl_error_clear(rkl_error *e);
+
+/* The shortage a failure's words name, as -ENOSPC (no space left, a quota), -EMFILE (too
+ * many open files, the inotify instances an rkt pod's systemd could not get) or -ENOMEM;
+ * 0 when they name none. For failures that reach rktlet as text (rkt's, a plugin's). */
+int rkl_error_shortage_of(const char *msg);

@@ -188,6 +188,11 @@ static rkl_pod_network *record_get(rkl_reconciler *r, const char *id)
         return r->net ? rkl_hashmap_get(r->net->records, id) : NULL;
 }
 
+bool rkl_reconciler__net_held(rkl_reconciler *r, const char *sandbox_id)
+{
+        return record_get(r, sandbox_id) != NULL;
+}
+
 static rkl_pod_network *record_copy(const rkl_pod_network *src)
 {
         rkl_pod_network *c = rkl_xnew0(rkl_pod_network, 1);

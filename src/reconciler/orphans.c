@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "unit.h"
@@ -15,6 +16,7 @@
 #include "base/time-util.h"
 #include "rkt/command.h"
 #include "rkt/poddir.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 /* The container ID of an app of rktlet's in p's manifest that no record wants any more
@@ -169,6 +171,19 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r, int64_t now)
         }
 }
 
+/* Whether a pod rkt has (or is removing) carries the sandbox's mark. */
+static bool marked_pod_left(rkl_reconciler *r, const char *id)
+{
+        size_t i = 0;
+        void *v;
+        while (rkl_hashmap_iterate(r->seen, &i, NULL, &v))
+                if (streq_ptr(rkl_kvs_get(&((const rkl_poddir_pod *)v)->user_annotations,
+                                          RKL_MARK_SANDBOX_ID),
+                              id))
+                        return true;
+        return false;
+}
+
 /* State directories (the uuid file, the sandbox's log) of sandboxes no record wants and no
  * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
  * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */
@@ -184,15 +199,7 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
                     rkl_cache_pod_get(r->cache, de->d_name);
                 if (pv)
                         continue;
-                bool has_pod = false;
-                size_t i = 0;
-                void *v;
-                while (!has_pod && rkl_hashmap_iterate(r->seen, &i, NULL, &v))
-                        has_pod =
-                            streq_ptr(rkl_kvs_get(&((const rkl_poddir_pod *)v)->user_annotations,
-                                                  RKL_MARK_SANDBOX_ID),
-                                      de->d_name);
-                if (has_pod)
+                if (marked_pod_left(r, de->d_name))
                         continue;
                 /* What the sandbox's unit left in the hierarchies systemd does not manage
                  * (rkt's stage1 leaves its cpuset, freezer and cpuacct cgroups) goes with the
@@ -209,6 +216,43 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
                 if (k < 0)
                         rkl_log_warning("cannot remove %s: %s", dir, strerror(-k));
         }
+}
+
+/* Whether anything of a sandbox without a record is left: its network, a pod of its
+ * attempts, its unit's cgroups, its state directory. */
+static bool sandbox_left(rkl_reconciler *r, const char *id)
+{
+        _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, id, NULL);
+        _cleanup_free_ char *cg = rkl_reconciler__unit_cgroup_path(id);
+        return rkl_reconciler__net_held(r, id) || marked_pod_left(r, id) ||
+               rkl_cgroup_unit_left(cg) || access(dir, F_OK) == 0;
+}
+
+void rkl_reconciler__failures_sweep(rkl_reconciler *r)
+{
+        int64_t now = rkl_reconciler__now(r);
+        _cleanup_strv_free_ char **ids = rkl_cache_failure_ids(r->cache, rkl_realtime_nsec());
+        bool left = false;
+        RKL_STRV_FOREACH (id, ids) {
+                if (sandbox_left(r, *id)) {
+                        left = true;
+                        continue;
+                }
+                rkl_error err = RKL_ERROR_INIT;
+                int k = rkl_store_pod_failure_forget(r->store, *id, &err);
+                if (k < 0)
+                        rkl_log_warning("sandbox %.12s: cannot forget its failure: %s", *id,
+                                        err.msg);
+                else
+                        rkl_log_info("sandbox %.12s: undone", *id);
+        }
+        if (!left)
+                return;
+        if (now >= r->failures_look_ns) {
+                r->rescan = true; /* the state directories go at a rescan */
+                r->failures_look_ns = now + (int64_t)NSEC_PER_SEC;
+        }
+        rkl_reconciler__wake_at(r, r->failures_look_ns);
 }
 
 /* Units of sandboxes no record wants (deleted while rktlet was down, or between a delete

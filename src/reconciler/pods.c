@@ -38,10 +38,68 @@ char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const ch
                              name ? name : "");
 }
 
-/* A failed creation attempt: retried with backoff, and the last of MAX_ATTEMPTS leaves the
- * sandbox failed for good (NOTREADY, reason CreateFailed), for kubelet to act on. */
-static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
+/* The -errno a sandbox's failure for good is recorded with, which its waiting RunPodSandbox
+ * answers with (docs/architecture.md, 'Error codes'): a shortage its words name, a request
+ * rkt cannot run (-EINVAL, as the call site says), else what may pass (-EAGAIN: rkt's or a
+ * plugin's failure, a timeout, a network not ready yet). */
+static int failure_code(int code, const char *msg)
 {
+        int shortage = rkl_error_shortage_of(msg);
+        if (shortage < 0)
+                return shortage;
+        switch (code) {
+        case -ENOSPC:
+        case -EDQUOT:
+        case -EMFILE:
+        case -ENFILE:
+        case -ENOMEM:
+        case -EINVAL:
+                return code;
+        default:
+                return -EAGAIN;
+        }
+}
+
+/* With --wait the sandbox's RunPodSandbox is waiting for it and fails with it, giving the
+ * client no ID: nothing of it may stay. Its row goes in the commit that records the failure
+ * (store.h), so that across a crash it is never listed again and its name is free for the
+ * client's next attempt; what rkt, systemd and CNI still hold of it is undone as for a
+ * removed sandbox (the orphan pass, the network's reaper), and then the failure, which the
+ * waiting call answers with, is forgotten (rkl_reconciler__failures_sweep()). */
+static void withdraw(rkl_reconciler *r, const rkl_pod_record *rec, int code, const char *msg)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *who = rkl_xasprintf("%s/%s (attempt %u)", rec->spec.namespace,
+                                                 rec->spec.name, rec->spec.attempt);
+        rkl_pod_failure f = {
+            .code = code,
+            .message = (char *)msg,
+            .sandbox = who,
+            .failed_ns = rkl_reconciler__now(r),
+        };
+        memcpy(f.sandbox_id, rec->id, sizeof(f.sandbox_id));
+        if (rec->unit_name)
+                rkl_reconciler__unit_stop(r, rec->unit_name);
+        rkl_log_object_warning(POD_OBJECT(rec),
+                               "sandbox %.12s failed for good after %u attempts, undoing it: %s",
+                               rec->id, rec->book.attempts + 1, msg);
+        int k = rkl_store_pod_withdraw(r->store, &f, &err);
+        if (k != -ENOENT)
+                rkl_reconciler__write_failed("sandbox", rec->id, "its failure", k, &err);
+        rkl_crash_point("sandbox-withdrawn");
+        r->failures_look_ns = 0; /* look at once at what is left of it */
+}
+
+/* A failed creation attempt: retried with backoff, and the last of MAX_ATTEMPTS leaves the
+ * sandbox failed for good: NOTREADY, reason CreateFailed, for kubelet to act on; with --wait,
+ * withdrawn. code: the -errno of the failure, as far as the call site knows it. */
+static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec, int code,
+                                    const char *msg)
+{
+        if (rec->book.attempts + 1 >= MAX_ATTEMPTS && r->cfg.wait) {
+                withdraw(r, rec, failure_code(code, msg), msg);
+                return;
+        }
         if (rec->book.attempts + 1 >= MAX_ATTEMPTS) {
                 rkl_pod_observed o;
                 rkl_pod_observed_copy(&o, &rec->observed);
@@ -104,14 +162,14 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 return;
         if (rec->spec.cgroup_parent &&
             rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
-                creation_attempt_failed(r, rec,
+                creation_attempt_failed(r, rec, -EINVAL,
                                         "cgroup_parent is not a systemd slice: run kubelet "
                                         "with --cgroup-driver=systemd");
                 return;
         }
         if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
                 rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
-                creation_attempt_failed(r, rec, err.msg);
+                creation_attempt_failed(r, rec, k, err.msg);
                 return;
         }
         /* A previous attempt's file would name its dead pod; absent is the usual case. */
@@ -131,8 +189,8 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .stage1_name = r->cfg.stage1_name,
             .node_hostname = hostname,
         };
-        if (rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, &argv, &env, &err) < 0) {
-                creation_attempt_failed(r, rec, err.msg);
+        if ((k = rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, &argv, &env, &err)) < 0) {
+                creation_attempt_failed(r, rec, k, err.msg);
                 return;
         }
 
@@ -161,7 +219,7 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 rkl_error e2 = RKL_ERROR_INIT;
                 int q = rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &e2);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", q, &e2);
-                creation_attempt_failed(r, rec, err.msg);
+                creation_attempt_failed(r, rec, k, err.msg);
                 return;
         }
         rkl_crash_point("unit-started");
@@ -195,8 +253,8 @@ static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
 }
 
 /* Undoes a failed creation so that the next attempt starts clean, and counts it. msg is
- * the whole reason. */
-static void creation_undo(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
+ * the whole reason, code its -errno as far as known. */
+static void creation_undo(rkl_reconciler *r, const rkl_pod_record *rec, int code, const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
 
@@ -212,7 +270,7 @@ static void creation_undo(rkl_reconciler *r, const rkl_pod_record *rec, const ch
                 int k = rkl_store_pod_set_rkt_uuid(r->store, rec->id, NULL, &err);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its pod is gone", k, &err);
         }
-        creation_attempt_failed(r, rec, msg);
+        creation_attempt_failed(r, rec, code, msg);
 }
 
 /* A creation that failed in rkt: why, and the end of the sandbox's own output. */
@@ -220,14 +278,16 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
 {
         _cleanup_free_ char *tail = sandbox_log_tail(r, rec->id);
         _cleanup_free_ char *msg = rkl_xasprintf("%s: %s", why, tail);
-        creation_undo(r, rec, msg);
+        creation_undo(r, rec, -EAGAIN, msg);
 }
 
 void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record *rec,
                                         const char *msg)
 {
+        /* The node's network, not the client's request: what may pass, or a shortage (its
+         * words: host-local's spent range). */
         _cleanup_free_ char *m = rkl_xasprintf("network: %s", msg);
-        creation_undo(r, rec, m);
+        creation_undo(r, rec, -EAGAIN, m);
 }
 
 /* A pod whose systemd dropped its boot (rkt/boot.h) would wait out the ready timeout, and
@@ -361,7 +421,7 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                 if (why) {
                         /* Not worth booting a pod that could get no network. */
                         _cleanup_free_ char *msg = rkl_xasprintf("network: %s", why);
-                        creation_attempt_failed(r, rec, msg);
+                        creation_attempt_failed(r, rec, -EAGAIN, msg);
                         return;
                 }
                 start_sandbox(r, rec);

@@ -180,6 +180,7 @@ struct rkl_reconciler {
         uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
         bool stats_new; /* something started running: refresh the stats after the pass */
+        int64_t failures_look_ns; /* the next rescan for withdrawn sandboxes' leftovers */
 };
 
 /* reconciler.c */
@@ -358,6 +359,11 @@ void rkl_reconciler__reap_orphan_pods(rkl_reconciler *r, int64_t now);
  * pod of rktlet's still carries: a sandbox stopped (its pod removed) and then removed leaves
  * no pod for the orphan pass to find, so its directory goes here, at the next rescan. */
 void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r);
+/* Sandboxes withdrawn after failing under --wait (pods.c): each failure is forgotten, which
+ * answers its waiting RunPodSandbox, once nothing of the sandbox is left: no network held,
+ * no state directory (which stays while a pod of its attempts or its unit's cgroups do).
+ * Until then a rescan a second. */
+void rkl_reconciler__failures_sweep(rkl_reconciler *r);
 /* Units of sandboxes no record wants (deleted while rktlet was down, or between a delete
  * and its clean-up). Stopping one takes its pod down; the pod's directory is an orphan the
  * pass removes next. */
@@ -379,6 +385,8 @@ void rkl_reconciler__net_free(rkl_reconciler *r);
 void rkl_reconciler__net_health(rkl_reconciler *r, rkl_health *h);
 /* Why the sandbox cannot have a network now (no usable configuration), or NULL. */
 const char *rkl_reconciler__net_unavailable(rkl_reconciler *r, const rkl_pod_record *rec);
+/* Whether a network of the sandbox's is recorded, still to be deleted or in use. */
+bool rkl_reconciler__net_held(rkl_reconciler *r, const char *sandbox_id);
 /* Whether the sandbox's current pod has its network (or needs none). */
 bool rkl_reconciler__net_ready(rkl_reconciler *r, const rkl_pod_record *rec);
 /* A pending sandbox whose pod has its namespace: its ADD, when due. True when this attempt

@@ -324,6 +324,7 @@ static void pass(rkl_reconciler *r)
         rkl_pod_views_unref(pods, n_pods);
         rkl_reconciler__net_reap(r, now);
         rkl_reconciler__reap_orphan_pods(r, now);
+        rkl_reconciler__failures_sweep(r);
         rkl_reconciler__sync_logs(r);
         /* What just started gets its first sample now, not at the next interval: kubelet
          * and critest ask for its stats right after the start. */

@@ -32,6 +32,9 @@ typedef struct pod_containers {
         size_t n, cap;
 } pod_containers;
 
+/* How long an undone failure stays: longer than any call waits (api/wait.h). */
+#define FAILURE_KEEP_NS (600 * (int64_t)NSEC_PER_SEC)
+
 struct rkl_cache {
         pthread_rwlock_t lock;
         rkl_hashmap *pods, *containers; /* id -> entry */
@@ -42,8 +45,15 @@ struct rkl_cache {
         rkl_latch probed; /* opened by the first rkl_cache_set_health() */
         pthread_mutex_t stale_lock;
         char **stale_pods, **stale_containers; /* rkl_cache_mark_stale() */
+        pthread_mutex_t failures_lock;
+        rkl_hashmap *failures; /* sandbox id -> rkl_pod_failure (copies) */
         rkl_events *events;
 };
+
+static void failure_free(void *f)
+{
+        rkl_pod_failure_free(f);
+}
 
 void rkl_health_done(rkl_health *h)
 {
@@ -182,6 +192,8 @@ rkl_cache *rkl_cache_new(void)
         pthread_rwlock_init(&c->lock, NULL);
         pthread_mutex_init(&c->health_lock, NULL);
         pthread_mutex_init(&c->stale_lock, NULL);
+        pthread_mutex_init(&c->failures_lock, NULL);
+        c->failures = rkl_hashmap_new();
         rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
         c->containers = rkl_hashmap_new();
@@ -225,6 +237,8 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         pthread_mutex_destroy(&c->stale_lock);
         rkl_strv_free(c->stale_pods);
         rkl_strv_free(c->stale_containers);
+        rkl_hashmap_free_values(c->failures, failure_free);
+        pthread_mutex_destroy(&c->failures_lock);
         rkl_latch_destroy(&c->probed);
         free(c);
         return NULL;
@@ -233,6 +247,60 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
 rkl_events *rkl_cache_events(rkl_cache *c)
 {
         return c->events;
+}
+
+void rkl_cache_failure_put(rkl_cache *c, const rkl_pod_failure *f)
+{
+        rkl_pod_failure *copy = rkl_xnew0(rkl_pod_failure, 1);
+        memcpy(copy->sandbox_id, f->sandbox_id, sizeof(copy->sandbox_id));
+        copy->code = f->code;
+        copy->message = rkl_xstrdup(f->message);
+        copy->sandbox = rkl_xstrdup(f->sandbox);
+        copy->failed_ns = f->failed_ns;
+        copy->undone_ns = f->undone_ns;
+        RKL_GUARD(&c->failures_lock);
+        rkl_pod_failure_free(rkl_hashmap_put(c->failures, copy->sandbox_id, copy));
+}
+
+void rkl_cache_failure_undone(rkl_cache *c, const char *id, int64_t now_ns)
+{
+        RKL_GUARD(&c->failures_lock);
+        rkl_pod_failure *f = rkl_hashmap_get(c->failures, id);
+        if (f)
+                f->undone_ns = now_ns;
+}
+
+bool rkl_cache_failure_get(rkl_cache *c, const char *id, int *ret_code, char **ret_message,
+                           bool *ret_undone)
+{
+        RKL_GUARD(&c->failures_lock);
+        const rkl_pod_failure *f = rkl_hashmap_get(c->failures, id);
+        if (!f)
+                return false;
+        *ret_code = f->code;
+        *ret_message = rkl_xstrdup(f->message);
+        *ret_undone = f->undone_ns != 0;
+        return true;
+}
+
+static bool failure_expired(const void *v, void *userdata)
+{
+        const rkl_pod_failure *f = v;
+        return f->undone_ns && *(const int64_t *)userdata - f->undone_ns > FAILURE_KEEP_NS;
+}
+
+char **rkl_cache_failure_ids(rkl_cache *c, int64_t now_ns)
+{
+        RKL_GUARD(&c->failures_lock);
+        rkl_hashmap_remove_if(c->failures, failure_expired, &now_ns, failure_free);
+        char **ids = NULL;
+        size_t i = 0;
+        const char *id;
+        void *v;
+        while (rkl_hashmap_iterate(c->failures, &i, &id, &v))
+                if (!((const rkl_pod_failure *)v)->undone_ns)
+                        rkl_strv_push(&ids, id);
+        return ids;
 }
 
 void rkl_cache_set_health(rkl_cache *c, const rkl_health *h)

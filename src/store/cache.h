@@ -120,6 +120,18 @@ bool rkl_cache_container_put(rkl_cache *c, rkl_container_view *v);
 void rkl_cache_pod_remove(rkl_cache *c, const char *id, uint64_t version);
 void rkl_cache_container_remove(rkl_cache *c, const char *id, uint64_t version);
 
+/* Sandboxes withdrawn after their RunPodSandbox failed (store/db.h, rkl_pod_failure): the
+ * waiting call's answer, and the reconciler's work until they are undone. put copies in
+ * (replacing one of the same sandbox); undone marks one done at now_ns, kept that way for a
+ * while longer than any call waits (then dropped), so that a call finds its answer however
+ * fast the undo was; get copies out, false when there is none; ids: those not undone yet,
+ * NULL when none. */
+void rkl_cache_failure_put(rkl_cache *c, const rkl_pod_failure *f);
+void rkl_cache_failure_undone(rkl_cache *c, const char *id, int64_t now_ns);
+bool rkl_cache_failure_get(rkl_cache *c, const char *id, int *ret_code, char **ret_message,
+                           bool *ret_undone);
+char **rkl_cache_failure_ids(rkl_cache *c, int64_t now_ns);
+
 /* Objects whose committed change could not be published (reading it back failed): the
  * store marks them and publishes them again later (rkl_store_republish()). take
  * moves the marked IDs out into strvs (NULL when none). */

@@ -103,6 +103,10 @@ typedef enum rkl_db__stmt_id {
         STMT_NETWORK_PUT,
         STMT_NETWORK_SELECT_ALL,
         STMT_NETWORK_DELETE,
+
+        STMT_FAILURE_INSERT,
+        STMT_FAILURE_SELECT_ALL,
+        STMT_FAILURE_DELETE,
         _STMT_MAX,
 } rkl_db__stmt_id;
 

@@ -108,6 +108,12 @@ const char *const rkl_db__stmt_sql[_STMT_MAX] = {
                                 "ifname, args, capabilities, result, check_error, created_ns, "
                                 "updated_ns FROM sandbox_network ORDER BY created_ns, sandbox_id",
     [STMT_NETWORK_DELETE] = "DELETE FROM sandbox_network WHERE sandbox_id = ?1",
+
+    [STMT_FAILURE_INSERT] = "INSERT OR REPLACE INTO sandbox_failure (sandbox_id, code, message, "
+                            "sandbox, failed_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+    [STMT_FAILURE_SELECT_ALL] = "SELECT sandbox_id, code, message, sandbox, failed_ns "
+                                "FROM sandbox_failure ORDER BY failed_ns, sandbox_id",
+    [STMT_FAILURE_DELETE] = "DELETE FROM sandbox_failure WHERE sandbox_id = ?1",
 };
 
 /* SQLite → -errno, here and nowhere else (CONTRIBUTING.md, 'Foreign errors at the edge'). */

@@ -226,6 +226,30 @@ int rkl_db_pod_network_list(rkl_db *s, rkl_pod_network ***ret, size_t *ret_n, rk
 /* Gone already is success. */
 int rkl_db_pod_network_delete(rkl_db *s, const char *sandbox_id, rkl_error *reterr);
 
+/* Sandboxes whose RunPodSandbox failed under --wait, from the failure until rktlet has
+ * undone them (migrations/0007_sandbox_failure.sql). */
+
+typedef struct rkl_pod_failure {
+        char sandbox_id[RKL_ID_LEN + 1];
+        int code;      /* -errno: the failure's gRPC code (api/status.c) */
+        char *message; /* the last attempt's */
+        char *sandbox; /* "namespace/name (attempt N)", for operators */
+        int64_t failed_ns;
+        int64_t undone_ns; /* the cache's only: when nothing of it was left (0: not yet) */
+} rkl_pod_failure;
+
+rkl_pod_failure *rkl_pod_failure_free(rkl_pod_failure *f);
+RKL_DEFINE_CLEANUP(rkl_pod_failure *, rkl_pod_failure_free)
+rkl_pod_failure **rkl_pod_failure_array_free(rkl_pod_failure **a, size_t n);
+
+/* In one transaction: the failure recorded, and the sandbox's row deleted (its containers
+ * with it). -ENOENT when the sandbox is gone already (nothing recorded then). */
+int rkl_db_pod_withdraw(rkl_db *s, const rkl_pod_failure *f, rkl_error *reterr);
+/* Oldest first. */
+int rkl_db_pod_failure_list(rkl_db *s, rkl_pod_failure ***ret, size_t *ret_n, rkl_error *reterr);
+/* Gone already is success. */
+int rkl_db_pod_failure_delete(rkl_db *s, const char *sandbox_id, rkl_error *reterr);
+
 /* Containers. */
 
 typedef struct rkl_container_observed {

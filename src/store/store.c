@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 struct rkl_store {
@@ -260,6 +261,14 @@ int rkl_store_load(rkl_store *st, size_t *ret_pods, size_t *ret_containers, rkl_
                 put_container(st, TAKE_PTR(containers[i]), true);
         rkl_pod_record_array_free(pods, n_pods);
         rkl_container_record_array_free(containers, n_containers);
+        rkl_pod_failure **failures = NULL;
+        size_t n_failures = 0;
+        r = rkl_db_pod_failure_list(st->db, &failures, &n_failures, reterr);
+        if (r < 0)
+                return rkl_error_prefix(reterr, "cannot load failed sandboxes");
+        for (size_t i = 0; i < n_failures; i++)
+                rkl_cache_failure_put(st->cache, failures[i]);
+        rkl_pod_failure_array_free(failures, n_failures);
         if (ret_pods)
                 *ret_pods = n_pods;
         if (ret_containers)
@@ -329,6 +338,24 @@ int rkl_store_pod_delete(rkl_store *st, const char *pod_id, rkl_error *reterr)
         int r = rkl_db_pod_delete(st->db, pod_id, reterr);
         if (r >= 0 || r == -ENOENT)
                 forget_pod(st, pod_id);
+        return r;
+}
+
+int rkl_store_pod_withdraw(rkl_store *st, const rkl_pod_failure *f, rkl_error *reterr)
+{
+        int r = rkl_db_pod_withdraw(st->db, f, reterr);
+        if (r >= 0)
+                rkl_cache_failure_put(st->cache, f);
+        if (r >= 0 || r == -ENOENT)
+                forget_pod(st, f->sandbox_id);
+        return r;
+}
+
+int rkl_store_pod_failure_forget(rkl_store *st, const char *pod_id, rkl_error *reterr)
+{
+        int r = rkl_db_pod_failure_delete(st->db, pod_id, reterr);
+        if (r >= 0)
+                rkl_cache_failure_undone(st->cache, pod_id, rkl_realtime_nsec());
         return r;
 }
 

@@ -68,6 +68,12 @@ int rkl_store_pod_set_unit_name(rkl_store *st, const char *pod_id, const char *u
 int rkl_store_pod_record_error(rkl_store *st, const char *pod_id, const char *error,
                                int64_t next_retry_ns, rkl_error *reterr);
 int rkl_store_pod_clear_error(rkl_store *st, const char *pod_id, rkl_error *reterr);
+/* A sandbox that failed for good while its RunPodSandbox waited (--wait): its row deleted
+ * and its failure recorded in one commit (db.h), then published: gone from the lists, its
+ * failure in the cache's (the waiting call answers with it). The reconciler undoes what is
+ * left of it, then forgets the failure. -ENOENT: the sandbox was removed meanwhile. */
+int rkl_store_pod_withdraw(rkl_store *st, const rkl_pod_failure *f, rkl_error *reterr);
+int rkl_store_pod_failure_forget(rkl_store *st, const char *pod_id, rkl_error *reterr);
 int rkl_store_container_set_observed(rkl_store *st, const char *container_id,
                                      const rkl_container_observed *o, rkl_error *reterr);
 int rkl_store_container_record_error(rkl_store *st, const char *container_id, const char *error,

@@ -19,6 +19,11 @@ static void test_mapping(void **state)
          * runtime were busy (issue 27, item 8). */
         assert_int_equal(rkl_api_status_from_errno(-ETXTBSY), GRPC_STATUS_FAILED_PRECONDITION);
         assert_int_equal(rkl_api_status_from_errno(-EBUSY), GRPC_STATUS_UNAVAILABLE);
+        /* A sandbox's or container's failure (api/wait.c): a shortage, or what may pass. */
+        assert_int_equal(rkl_api_status_from_errno(-ENOSPC), GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_int_equal(rkl_api_status_from_errno(-EDQUOT), GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_int_equal(rkl_api_status_from_errno(-EMFILE), GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_int_equal(rkl_api_status_from_errno(-EAGAIN), GRPC_STATUS_UNAVAILABLE);
         /* Never UNKNOWN: it defeats kubelet's fallbacks. */
         for (int e = 1; e < 200; e++)
                 assert_int_not_equal(rkl_api_status_from_errno(-e), GRPC_STATUS_UNKNOWN);

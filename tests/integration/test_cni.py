@@ -285,19 +285,17 @@ class FaultsTest(unittest.TestCase):
             f.write("#!/bin/sh\n" + script)
         os.chmod(path, 0o755)
 
-    def expect_failed_attempt(self, name, needle):
-        """RunPodSandbox answers with the plugins' words once the attempts are spent; the
-        sandbox is NOTREADY and nothing of its networks is left."""
+    def expect_failed_attempt(self, name, needle, code=grpc.StatusCode.UNAVAILABLE):
+        """RunPodSandbox answers with the plugins' words and the code they name once the
+        attempts are spent, and only once the sandbox is undone (--wait): it is not listed
+        and nothing of its networks is left."""
         before = self.node.env.cni_leftovers()
         with self.assertRaises(grpc.RpcError) as e:
             self.node.run_pod(name, timeout=240)
         self.assertIn(needle, e.exception.details())
+        self.assertEqual(e.exception.code(), code, e.exception.details())
         lst = self.node.rs.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=10).items
-        sid = [s.id for s in lst if s.metadata.name == name][0]
-        self.node.sandboxes.append(sid)
-        st, info = self.node.status(sid, verbose=True)
-        self.assertEqual(st.state, pb.SANDBOX_NOTREADY)
-        self.assertIn(needle, info.get("lastError", "") + info.get("message", ""))
+        self.assertEqual([s.id for s in lst if s.metadata.name == name], [])
         self.node.assert_no_network_left(self, before)
         return e.exception
 
@@ -315,7 +313,8 @@ class FaultsTest(unittest.TestCase):
                     "\"details\":\"the pool is spent\"}'\nexit 1\n")
         self.use_chain("fails")
         self.expect_failed_attempt(
-            "failing", "plugin 'fails' (ADD): no more addresses: the pool is spent (CNI error 11)")
+            "failing", "plugin 'fails' (ADD): no more addresses: the pool is spent (CNI error 11)",
+            grpc.StatusCode.RESOURCE_EXHAUSTED)
 
         # A plugin whose ADD hangs: killed at --cni-timeout, said so.
         self.plugin("hangs", "cat >/dev/null\n[ \"$CNI_COMMAND\" = ADD ] || exit 0\n"

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
+#include "base/strv.h"
 #include "store/cache.h"
 
 static char *hex_id(unsigned n)
@@ -45,6 +46,44 @@ static rkl_container_record *container(unsigned n, unsigned pod_n, uint64_t vers
         r->book.version = version;
         r->book.accepted_ns = n;
         return r;
+}
+
+/* Withdrawn sandboxes' failures: the waiting call reads one however fast it was undone,
+ * and the reconciler's list holds only those still to undo; undone ones go in time. */
+static void test_failures(void **state)
+{
+        _cleanup_(rkl_cache_freep) rkl_cache *c = rkl_cache_new();
+        rkl_pod_failure f = {.code = -ENOSPC, .message = (char *)"spent",
+                             .sandbox = (char *)"ns/a (attempt 0)", .failed_ns = 1};
+        memset(f.sandbox_id, 'a', RKL_ID_LEN);
+        int code = 0;
+        bool undone = true;
+        char *msg = NULL;
+        assert_false(rkl_cache_failure_get(c, f.sandbox_id, &code, &msg, &undone));
+        assert_null(rkl_cache_failure_ids(c, 100));
+        rkl_cache_failure_put(c, &f);
+        assert_true(rkl_cache_failure_get(c, f.sandbox_id, &code, &msg, &undone));
+        assert_int_equal(code, -ENOSPC);
+        assert_string_equal(msg, "spent");
+        assert_false(undone);
+        free(msg);
+        char **ids = rkl_cache_failure_ids(c, 100);
+        assert_int_equal(rkl_strv_length(ids), 1);
+        assert_string_equal(ids[0], f.sandbox_id);
+        rkl_strv_free(ids);
+
+        int64_t now = 1000 * (int64_t)1000000000;
+        rkl_cache_failure_undone(c, f.sandbox_id, now);
+        assert_null(rkl_cache_failure_ids(c, now));
+        assert_true(rkl_cache_failure_get(c, f.sandbox_id, &code, &msg, &undone));
+        assert_true(undone);
+        free(msg);
+        /* Kept longer than any call waits (api/wait.h: 240 s), then gone. */
+        assert_null(rkl_cache_failure_ids(c, now + 300 * (int64_t)1000000000));
+        assert_true(rkl_cache_failure_get(c, f.sandbox_id, &code, &msg, &undone));
+        free(msg);
+        assert_null(rkl_cache_failure_ids(c, now + 3600 * (int64_t)1000000000));
+        assert_false(rkl_cache_failure_get(c, f.sandbox_id, &code, &msg, &undone));
 }
 
 static void test_states(void **state)
@@ -226,6 +265,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_states),
+            cmocka_unit_test(test_failures),
             cmocka_unit_test(test_versions_and_tombstones),
             cmocka_unit_test(test_list_and_resolve),
             cmocka_unit_test(test_containers),

@@ -769,6 +769,55 @@ static void test_pod_network(void **state)
         free(a);
 }
 
+/* A sandbox withdrawn after its RunPodSandbox failed: its row and its failure's in one
+ * commit, its name free at once for the client's next attempt, the failure listed until it
+ * is deleted (idempotently). */
+static void test_pod_withdraw(void **state)
+{
+        fixture *f = *state;
+        const char *id = "00000000000000000000000000000000000000000000000000000000000000dd";
+        const char *id2 = "00000000000000000000000000000000000000000000000000000000000000de";
+        create_pod(f->s, id, "gone", 0);
+        rkl_pod_failure fl = {
+            .code = -ENOSPC,
+            .message = (char *)"network: no IP addresses available in range set",
+            .sandbox = (char *)"ns/gone (attempt 0)",
+            .failed_ns = 7,
+        };
+        memcpy(fl.sandbox_id, id, sizeof(fl.sandbox_id));
+        uint64_t g = generation(f->s);
+        OK(rkl_db_pod_withdraw(f->s, &fl, &e_));
+        assert_true(generation(f->s) > g);
+        rkl_pod_record *p = NULL;
+        FAILS(-ENOENT, rkl_db_pod_get(f->s, id, &p, &e_));
+        create_pod(f->s, id2, "gone", 0); /* the same name and attempt: free again */
+
+        rkl_pod_failure **a = NULL;
+        size_t k = 0;
+        OK(rkl_db_pod_failure_list(f->s, &a, &k, &e_));
+        assert_int_equal(k, 1);
+        assert_string_equal(a[0]->sandbox_id, id);
+        assert_int_equal(a[0]->code, -ENOSPC);
+        assert_string_equal(a[0]->message, fl.message);
+        assert_string_equal(a[0]->sandbox, fl.sandbox);
+        assert_int_equal(a[0]->failed_ns, 7);
+        a = rkl_pod_failure_array_free(a, k);
+
+        /* Gone already: nothing is recorded. A code that is not a -errno is refused. */
+        FAILS(-ENOENT, rkl_db_pod_withdraw(f->s, &fl, &e_));
+        memcpy(fl.sandbox_id, id2, sizeof(fl.sandbox_id));
+        fl.code = 28;
+        FAILS(-EINVAL, rkl_db_pod_withdraw(f->s, &fl, &e_));
+        OK(rkl_db_pod_get(f->s, id2, &p, &e_));
+        p = rkl_pod_record_free(p);
+
+        OK(rkl_db_pod_failure_delete(f->s, id, &e_));
+        OK(rkl_db_pod_failure_delete(f->s, id, &e_));
+        OK(rkl_db_pod_failure_list(f->s, &a, &k, &e_));
+        assert_int_equal(k, 0);
+        free(a);
+}
+
 static void test_pod_observed_and_identity(void **state)
 {
         fixture *f = *state;
@@ -1838,6 +1887,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_pod_roundtrip, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_pod_roundtrip, setup_file, teardown_dir),
             cmocka_unit_test_setup_teardown(test_pod_network, setup_memory, teardown_memory),
+            cmocka_unit_test_setup_teardown(test_pod_withdraw, setup_memory, teardown_memory),
             cmocka_unit_test_setup_teardown(test_pod_observed_and_identity, setup_memory,
                                             teardown_memory),
             cmocka_unit_test_setup_teardown(test_container_roundtrip, setup_memory,
