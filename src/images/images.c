@@ -256,6 +256,7 @@ static rkl_image *image_copy(const rkl_images *im, const rkl_images__entry *e)
                 const char *v = rkl_kvs_get(&e->m.labels, "version");
                 i->name = v ? rkl_xasprintf("%s:%s", e->m.name, v) : rkl_xstrdup(e->m.name);
                 i->exec = rkl_strv_copy(e->m.exec);
+                i->entrypoint = rkl_strv_copy(e->m.entrypoint);
                 i->working_dir = rkl_xstrdup(e->m.working_dir);
                 int64_t uid;
                 if (!isempty(e->m.user) && rkl_safe_atoi64(e->m.user, &uid) >= 0 && uid >= 0) {
@@ -278,6 +279,7 @@ rkl_image *rkl_image_free(rkl_image *i)
         free(i->username);
         free(i->name);
         rkl_strv_free(i->exec);
+        rkl_strv_free(i->entrypoint);
         free(i->working_dir);
         free(i);
         return NULL;

@@ -54,6 +54,7 @@ typedef struct rkl_image {
         char *username; /* the image's user when not numeric, else NULL */
         char *name;     /* rkt's name for it: manifest name[:version] */
         char **exec;    /* the image's entrypoint + cmd (app.exec) */
+        char **entrypoint; /* what args without a command run with (rkt/image.h); may be NULL */
         char *working_dir;
         int64_t import_time_ns;
         bool pinned; /* rkt's own stage1: kubelet's image GC must leave it alone */

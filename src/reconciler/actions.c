@@ -54,6 +54,7 @@ void rkl_reconciler__action_free(action *a)
         rkl_container_view_unref(a->container);
         free(a->image);
         free(a->log_file);
+        rkl_strv_free(a->entrypoint);
         rkl_kvs_done(&a->sysctls);
         rkl_pod_network_free(a->net);
         free(a->net_result);
@@ -174,6 +175,7 @@ static int run_app_add(action *a)
             .container_id = c->id,
             .app_name = c->app_name,
             .image = a->image,
+            .image_entrypoint = a->entrypoint,
             .log_file = a->log_file,
             .pod_sysctls = &a->sysctls,
             .pod_pid = a->pod_pid,

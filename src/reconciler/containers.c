@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/log.h"
+#include "base/strv.h"
 #include "base/time-util.h"
 #include "logs/logs.h"
 #include "rkt/command.h"
@@ -132,12 +133,24 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                         rkl_reconciler__container_failed_attempt(r, c, err.msg);
                         return;
                 }
+                /* Args without a command run with the image's own entrypoint (Kubernetes'
+                 * rule; rkt would put them after the image's first word). */
+                _cleanup_strv_free_ char **entrypoint = NULL;
+                if (!c->spec.command && c->spec.args) {
+                        _cleanup_(rkl_image_freep) rkl_image *img = NULL;
+                        if (rkl_images_status(r->images, image, &img, &err) < 0) {
+                                rkl_reconciler__container_failed_attempt(r, c, err.msg);
+                                return;
+                        }
+                        entrypoint = rkl_strv_copy(img->entrypoint);
+                }
                 a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
                 a->container = rkl_cache_container_get(r->cache, c->id);
                 if (!a->container) { /* removed meanwhile: the next pass removes the rest */
                         rkl_reconciler__action_free(a);
                         return;
                 }
+                a->entrypoint = TAKE_PTR(entrypoint);
                 a->image = TAKE_PTR(image);
                 a->log_file = TAKE_PTR(log_file);
                 rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);

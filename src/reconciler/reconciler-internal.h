@@ -83,6 +83,7 @@ typedef struct action {
          * gets and the app's log file name. */
         rkl_container_view *container;
         char *image, *log_file;
+        char **entrypoint; /* ACT_APP_ADD: the image's own, for a spec of args alone */
         rkl_kvs sysctls;  /* ACT_APP_ADD: the pod's */
         uint32_t pod_pid; /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
         uint64_t timeout_usec;

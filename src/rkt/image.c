@@ -103,6 +103,7 @@ void rkl_rkt_image_manifest_done(rkl_rkt_image_manifest *m)
         rkl_strv_free(m->exec);
         free(m->working_dir);
         rkl_kvs_done(&m->environment);
+        rkl_strv_free(m->entrypoint);
         *m = (rkl_rkt_image_manifest){0};
 }
 
@@ -137,6 +138,49 @@ static int parse_kvs(json_object *parent, const char *key, rkl_kvs *out, rkl_err
                 if (!rkl_kvs_get(out, name))
                         rkl_kvs_add(out, name, value);
         }
+        return 0;
+}
+
+/* A JSON array of strings (docker2aci's annotations), as a strv; NULL for [] or null. */
+static int parse_strv_json(const char *text, const char *what, char ***ret, rkl_error *reterr)
+{
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        int r = rkl_json_parse(text, strlen(text), RKL_MAX_STRING, &o, reterr);
+        if (r < 0)
+                return PREFIX(r, "%s", what);
+        if (!o) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_object_is_type(o, json_type_array))
+                return rkl_error_set(reterr, -EBADMSG, "%s: not an array", what);
+        size_t n = json_object_array_length(o);
+        if (n > EXEC_MAX_ARGS)
+                return rkl_error_set(reterr, -EBADMSG, "%s: %zu arguments", what, n);
+        _cleanup_strv_free_ char **l = NULL;
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(o, i);
+                if (!v || !json_object_is_type(v, json_type_string) ||
+                    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+                        return rkl_error_set(reterr, -EBADMSG, "%s[%zu]: not a string", what, i);
+                rkl_strv_push(&l, json_object_get_string(v));
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* The image's own entrypoint (image.h): docker2aci's annotation for a Docker image (one
+ * that has appc.io/docker/repository), else the first word of app.exec. */
+static int entrypoint_of(rkl_rkt_image_manifest *m, rkl_error *reterr)
+{
+        const char *ep = rkl_kvs_get(&m->annotations, "appc.io/docker/entrypoint");
+        if (ep)
+                return parse_strv_json(ep, "annotation appc.io/docker/entrypoint",
+                                       &m->entrypoint, reterr);
+        if (rkl_kvs_get(&m->annotations, "appc.io/docker/repository"))
+                return 0; /* a Docker image without an ENTRYPOINT */
+        if (m->exec && m->exec[0])
+                rkl_strv_push(&m->entrypoint, m->exec[0]);
         return 0;
 }
 
@@ -217,6 +261,9 @@ int rkl_rkt_image_manifest_parse(const char *buf, size_t len, rkl_rkt_image_mani
                 if (r < 0)
                         return PREFIX(r, "image manifest: app");
         }
+        r = entrypoint_of(&m, reterr);
+        if (r < 0)
+                return PREFIX(r, "image manifest");
         *ret = m;
         m = (rkl_rkt_image_manifest){0};
         return 0;

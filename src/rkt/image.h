@@ -37,6 +37,11 @@ typedef struct rkl_rkt_image_manifest {
         char **exec;         /* app.exec */
         char *working_dir;   /* app.workingDirectory */
         rkl_kvs environment; /* app.environment */
+        /* The image's own entrypoint, what a container given args but no command runs them
+         * with (Kubernetes' rule): a Docker image's ENTRYPOINT, which docker2aci keeps in the
+         * annotation appc.io/docker/entrypoint (NULL: it has none, and the args are the
+         * whole command); an appc image's exec[0], as rkt itself treats args. */
+        char **entrypoint;
 } rkl_rkt_image_manifest;
 
 void rkl_rkt_image_manifest_done(rkl_rkt_image_manifest *m);

@@ -215,6 +215,26 @@ class LifecycleTest(RealRktBase):
         self.stop_remove(sid)
         self.assert_nothing_left()
 
+    def test_args_run_with_the_image_entrypoint(self):
+        """A container given args but no command runs them with its image's ENTRYPOINT
+        (Kubernetes' rule), and one with neither runs ENTRYPOINT and CMD. rktlet gave rkt
+        the args alone: the image's entrypoint was lost and the app could not start
+        (agnhost's "entrypoint-tester" became the program)."""
+        image = self.pull("docker.io/rktsim/nonroot:latest")  # ENTRYPOINT sleep, CMD 3600
+        sid, cfg, _ = self.run_pod("entrypoint")
+        cc = pb.ContainerConfig(metadata=pb.ContainerMetadata(name="args"),
+                                image=pb.ImageSpec(image=image), args=["1"], log_path="a.log")
+        args = self.rs.CreateContainer(pb.CreateContainerRequest(
+            pod_sandbox_id=sid, config=cc, sandbox_config=cfg), timeout=10).container_id
+        none = self.create(sid, cfg, "none", None, image=image)
+        for cid in (args, none):
+            self.start(cid)
+        st = self.wait_state(args, pb.CONTAINER_EXITED, timeout=120)  # sleep 1 ran
+        self.assertEqual((st.exit_code, st.reason), (0, "Completed"))
+        self.assertEqual(self.ctr(none).state, pb.CONTAINER_RUNNING)  # sleep 3600 runs
+        self.stop_remove(sid)
+        self.assert_nothing_left()
+
     def app_of(self, cid):
         return json.loads(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid, verbose=True), timeout=10).info["info"])["appName"]

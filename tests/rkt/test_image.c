@@ -100,6 +100,8 @@ static void test_manifest(void **state)
         assert_string_equal(m.exec[0], "sh");
         assert_null(m.working_dir);
         assert_non_null(rkl_kvs_get(&m.environment, "PATH"));
+        /* A Docker image with no ENTRYPOINT: args alone are the whole command. */
+        assert_null(m.entrypoint);
         rkl_rkt_image_manifest_done(&m);
         free(buf);
 
@@ -109,6 +111,9 @@ static void test_manifest(void **state)
         assert_string_equal(m.working_dir, "/home/app");
         assert_string_equal(m.exec[0], "/bin/sleep");
         assert_string_equal(m.exec[1], "3600");
+        /* Its ENTRYPOINT, which args alone run with (app.exec has the CMD after it). */
+        assert_int_equal(rkl_strv_length(m.entrypoint), 1);
+        assert_string_equal(m.entrypoint[0], "/bin/sleep");
         rkl_rkt_image_manifest_done(&m);
         free(buf);
 
@@ -117,6 +122,25 @@ static void test_manifest(void **state)
         assert_int_equal(rkl_rkt_image_manifest_parse(min, strlen(min), &m, &e), 0);
         assert_null(m.user);
         assert_null(m.exec);
+        assert_null(m.entrypoint);
+        rkl_rkt_image_manifest_done(&m);
+
+        /* An appc image: its exec's first word, as rkt treats args. */
+        const char *aci = "{\"acKind\":\"ImageManifest\",\"name\":\"example.com/x\","
+                          "\"app\":{\"exec\":[\"/bin/sh\",\"-c\",\"true\"]}}";
+        assert_int_equal(rkl_rkt_image_manifest_parse(aci, strlen(aci), &m, &e), 0);
+        assert_int_equal(rkl_strv_length(m.entrypoint), 1);
+        assert_string_equal(m.entrypoint[0], "/bin/sh");
+        rkl_rkt_image_manifest_done(&m);
+
+        /* An ENTRYPOINT of several words, as docker2aci writes it. */
+        const char *multi =
+            "{\"acKind\":\"ImageManifest\",\"name\":\"example.com/x\",\"annotations\":"
+            "[{\"name\":\"appc.io/docker/entrypoint\",\"value\":\"[\\\"/bin/sh\\\",\\\"-c\\\"]\"}],"
+            "\"app\":{\"exec\":[\"/bin/sh\",\"-c\",\"true\"]}}";
+        assert_int_equal(rkl_rkt_image_manifest_parse(multi, strlen(multi), &m, &e), 0);
+        assert_int_equal(rkl_strv_length(m.entrypoint), 2);
+        assert_string_equal(m.entrypoint[1], "-c");
         rkl_rkt_image_manifest_done(&m);
 }
 
@@ -133,6 +157,8 @@ static void test_manifest_bad(void **state)
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"app\":{\"exec\":[1]}}",
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"app\":{\"user\":0}}",
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\\u0000y\"}",
+            "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"annotations\":[{\"name\":"
+            "\"appc.io/docker/entrypoint\",\"value\":\"/bin/sh\"}]}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 rkl_rkt_image_manifest m = {0};
