@@ -1,14 +1,16 @@
-"""critest v1.26.1, kubelet's conformance suite for CRI runtimes, against the daemon on the real
-rkt: the gate of docs/conformance.md. critest runs inside the private systemd host's
-namespaces (pod IPs and the registry are local to it), pulls its images from the registry
-there (tests/lib/push-critest-images, reached through --registry-mirror for every registry
-critest names) and writes a ginkgo JSON report, parsed here spec by spec.
+"""critest, kubelet's conformance suite for CRI runtimes, against the daemon on the real rkt,
+in two versions: v1.26.1 (scripts/build-critest) and v1.34.0, of the kubelet's minor
+(scripts/build-kubernetes); each the gate of docs/conformance.md. critest runs inside the
+private systemd host's namespaces (pod IPs and the registry are local to it), pulls its
+images from the registry there (tests/lib/push-critest-images: both versions ask for the
+same ones), reached through --registry-mirror for every registry critest names, and writes
+a ginkgo JSON report, parsed here spec by spec.
 
-Fails when fewer specs pass than docs/conformance.md records, or when a spec that does not
-pass is missing from its list. The results go to $RKL_BUILD_DIR/critest/ (report.json,
-results.txt, critest.log, rktlet.log) and stay there for a look after the run.
-$RKL_CRITEST_FOCUS (a ginkgo regular expression) runs only the specs it matches, without the
-gate: for work on one spec."""
+Fails when fewer specs pass than docs/conformance.md records for that version, or when a
+spec that does not pass is missing from its list. The results go to
+$RKL_BUILD_DIR/critest-VERSION/ (report.json, results.txt, critest.log, rktlet.log) and stay
+there for a look after the run. $RKL_CRITEST_FOCUS (a ginkgo regular expression) runs only
+the specs it matches, without the gate: for work on one spec."""
 import json
 import os
 import re
@@ -18,6 +20,7 @@ import time
 import unittest
 
 import harness
+import kubelet
 
 CONFORMANCE_DOC = os.path.join(harness.SOURCE_DIR, "docs", "conformance.md")
 PUSH_CRITEST_IMAGES = os.path.join(harness.SOURCE_DIR, "tests", "lib", "push-critest-images")
@@ -31,12 +34,15 @@ SKIPPED = {
 CRITEST_TIMEOUT = 40 * 60
 
 
-def recorded_count():
-    """The passing count docs/conformance.md records, on its line `Passing: N of M`."""
+def recorded_count(version):
+    """The passing count docs/conformance.md records for critest VERSION, on its line
+    `critest VERSION: **N** passed of M run`."""
     with open(CONFORMANCE_DOC) as f:
-        m = re.search(r"^Passing: \*\*(\d+)\*\* of (\d+)", f.read(), re.M)
+        m = re.search(r"^critest %s: \*\*(\d+)\*\* passed of (\d+) run" % re.escape(version),
+                      f.read(), re.M)
     if not m:
-        raise AssertionError("docs/conformance.md has no line 'Passing: **N** of M'")
+        raise AssertionError("docs/conformance.md has no line 'critest %s: **N** passed of M "
+                             "run'" % version)
     return int(m.group(1))
 
 
@@ -59,11 +65,20 @@ def parse_report(path):
 
 
 class TestCritest(unittest.TestCase):
-    def test_conformance(self):
+    def test_v1_26_1(self):
         critest, why = harness.real_critest()
         if not critest:
             self.skipTest("critest cannot be built here: " + why)
-        out_dir = os.path.join(harness.BUILD_DIR, "critest")
+        self.conformance("v1.26.1", critest)
+
+    def test_v1_34_0(self):
+        bindir, why = kubelet.real_kubernetes()
+        if not bindir:
+            self.skipTest("cri-tools 1.34 cannot be built here: " + why)
+        self.conformance("v1.34.0", os.path.join(bindir, "critest"))
+
+    def conformance(self, version, critest):
+        out_dir = os.path.join(harness.BUILD_DIR, "critest-" + version)
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
 
@@ -97,8 +112,8 @@ class TestCritest(unittest.TestCase):
         passed = [n for s, n, _ in specs if s == "passed"]
         failed = [(s, n, m) for s, n, m in specs if s not in ("passed", "skipped", "pending")]
         skipped = [n for s, n, _ in specs if s in ("skipped", "pending")]
-        lines = ["critest: %d passed, %d failed, %d skipped of %d specs in %.1f min" % (
-            len(passed), len(failed), len(skipped), len(specs), minutes)]
+        lines = ["critest %s: %d passed, %d failed, %d skipped of %d specs in %.1f min" % (
+            version, len(passed), len(failed), len(skipped), len(specs), minutes)]
         lines += ["%-8s %s%s" % (s, n, ("\n         " + m) if m else "")
                   for s, n, m in sorted(specs, key=lambda x: (x[0], x[1]))]
         with open(os.path.join(out_dir, "results.txt"), "w") as f:
@@ -107,11 +122,12 @@ class TestCritest(unittest.TestCase):
 
         if focus:
             return
-        recorded = recorded_count()
+        recorded = recorded_count(version)
+        failing = "\n".join("%s: %s" % (n, m) for _, n, m in failed)
         self.assertGreaterEqual(
             len(passed), recorded,
-            "fewer critest specs pass than docs/conformance.md records (%d < %d); failing:\n%s"
-            % (len(passed), recorded, "\n".join("%s: %s" % (n, m) for _, n, m in failed)))
+            "fewer critest %s specs pass than docs/conformance.md records (%d < %d); failing:"
+            "\n%s" % (version, len(passed), recorded, failing))
         with open(CONFORMANCE_DOC) as f:
             doc = f.read()
         unlisted = [n for _, n, _ in failed if n not in doc]
