@@ -209,6 +209,16 @@ class KubeletBase:
         ip = p["status"].get("podIP", "")
         self.assertIn(ipaddress.ip_address(ip), self.env.pod_net, p["status"])
         self.assertEqual(p["status"]["phase"], "Running")
+        # One sandbox, its containers never restarted: kubelet kills a pod whose cgroup it
+        # misses in a hierarchy, and when the host's cpuset tree was the machine's (shared
+        # by every host: scripts/lib/cgroup.sh) another kubelet removed it there.
+        self.assertEqual([c["restartCount"] for c in p["status"]["containerStatuses"]],
+                         [0, 0], p["status"])
+        self.assertEqual([s.metadata.attempt for s in self.sandboxes("web")], [0])
+        with open("/proc/%d/cgroup" % self.env.pid1) as f:
+            own = [line.split(":", 2)[2].strip() for line in f if ":cpuset:" in line]
+        with open(os.path.join(self.env.dir, "host", "cgroup-name")) as f:
+            self.assertEqual(own, ["/" + f.read().strip()])
         (sb,) = self.sandboxes("web")
         uid = p["metadata"]["uid"]
         self.assertEqual(sb.labels["io.kubernetes.pod.uid"], uid)
