@@ -51,9 +51,9 @@ typedef struct rkl_image {
         uint64_t size;
         bool has_uid; /* the image's user is numeric */
         int64_t uid;
-        char *username; /* the image's user when not numeric, else NULL */
-        char *name;     /* rkt's name for it: manifest name[:version] */
-        char **exec;    /* the image's entrypoint + cmd (app.exec) */
+        char *username;    /* the image's user when not numeric, else NULL */
+        char *name;        /* rkt's name for it: manifest name[:version] */
+        char **exec;       /* the image's entrypoint + cmd (app.exec) */
         char **entrypoint; /* what args without a command run with (rkt/image.h); may be NULL */
         char *working_dir;
         int64_t import_time_ns;

@@ -84,8 +84,8 @@ typedef struct action {
         rkl_container_view *container;
         char *image, *log_file;
         char **entrypoint; /* ACT_APP_ADD: the image's own, for a spec of args alone */
-        rkl_kvs sysctls;  /* ACT_APP_ADD: the pod's */
-        uint32_t pod_pid; /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
+        rkl_kvs sysctls;   /* ACT_APP_ADD: the pod's */
+        uint32_t pod_pid;  /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
@@ -180,7 +180,7 @@ struct rkl_reconciler {
         char **recheck;          /* pods to read again at the next pass: what inotify cannot see */
         uint64_t logs_told; /* what the log follower was last told (rkl_reconciler__sync_logs) */
         bool rescan;
-        bool stats_new; /* something started running: refresh the stats after the pass */
+        bool stats_new;           /* something started running: refresh the stats after the pass */
         int64_t failures_look_ns; /* the next rescan for withdrawn sandboxes' leftovers */
 };
 

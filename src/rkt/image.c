@@ -175,8 +175,8 @@ static int entrypoint_of(rkl_rkt_image_manifest *m, rkl_error *reterr)
 {
         const char *ep = rkl_kvs_get(&m->annotations, "appc.io/docker/entrypoint");
         if (ep)
-                return parse_strv_json(ep, "annotation appc.io/docker/entrypoint",
-                                       &m->entrypoint, reterr);
+                return parse_strv_json(ep, "annotation appc.io/docker/entrypoint", &m->entrypoint,
+                                       reterr);
         if (rkl_kvs_get(&m->annotations, "appc.io/docker/repository"))
                 return 0; /* a Docker image without an ENTRYPOINT */
         if (m->exec && m->exec[0])

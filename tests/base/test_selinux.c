@@ -37,8 +37,8 @@ static void test_enabled_at(void **state)
         assert_true(rkl_selinux_enabled_at(root));
         put(root, "0");
         assert_true(rkl_selinux_enabled_at(root));
-        static const char *const made[] = {"/sys/fs/selinux/enforce", "/sys/fs/selinux",
-                                            "/sys/fs", "/sys", ""};
+        static const char *const made[] = {"/sys/fs/selinux/enforce", "/sys/fs/selinux", "/sys/fs",
+                                           "/sys", ""};
         for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
                 char path[512];
                 (void)snprintf(path, sizeof(path), "%s%s", root, made[i]);

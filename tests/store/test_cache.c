@@ -53,8 +53,10 @@ static rkl_container_record *container(unsigned n, unsigned pod_n, uint64_t vers
 static void test_failures(void **state)
 {
         _cleanup_(rkl_cache_freep) rkl_cache *c = rkl_cache_new();
-        rkl_pod_failure f = {.code = -ENOSPC, .message = (char *)"spent",
-                             .sandbox = (char *)"ns/a (attempt 0)", .failed_ns = 1};
+        rkl_pod_failure f = {.code = -ENOSPC,
+                             .message = (char *)"spent",
+                             .sandbox = (char *)"ns/a (attempt 0)",
+                             .failed_ns = 1};
         memset(f.sandbox_id, 'a', RKL_ID_LEN);
         int code = 0;
         bool undone = true;

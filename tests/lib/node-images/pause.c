@@ -7,18 +7,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void on_stop(int sig) {
+static void on_stop(int sig)
+{
         (void)sig;
         _exit(0);
 }
 
-static void on_child(int sig) {
+static void on_child(int sig)
+{
         (void)sig;
         while (waitpid(-1, NULL, WNOHANG) > 0)
                 ;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
         struct sigaction stop = {.sa_handler = on_stop};
         struct sigaction child = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
 
