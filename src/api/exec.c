@@ -213,19 +213,6 @@ int rkl_api_container_running_or_starting(rkl_api_ctx *ctx, const char *given,
         return 0;
 }
 
-int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
-                              rkl_error *reterr)
-{
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
-        if (r < 0)
-                return r;
-        if (!container_runs(v))
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", v->rec->id);
-        *ret = TAKE_PTR(v);
-        return 0;
-}
-
 int rkl_api_exec_sync(rkl_api_ctx *ctx, const Runtime__V1__ExecSyncRequest *req,
                       Runtime__V1__ExecSyncResponse *resp, rkl_error *reterr)
 {

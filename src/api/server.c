@@ -976,8 +976,3 @@ rkl_api_server *rkl_api_server_free(rkl_api_server *s)
         grpc_shutdown();
         return NULL;
 }
-
-size_t rkl_api_server_n_methods(const rkl_api_server *s)
-{
-        return s->n_methods;
-}

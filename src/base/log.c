@@ -29,13 +29,6 @@ int rkl_log_level_from_string(const char *s)
         return -EINVAL;
 }
 
-const char *rkl_log_level_to_string(int level)
-{
-        if (level < 0 || (size_t)level >= ELEMENTSOF(level_names))
-                return NULL;
-        return level_names[level];
-}
-
 static bool stderr_is_journal(void);
 
 /* The monotonic clock's seconds, as `journalctl -o short-monotonic` and the kernel's log

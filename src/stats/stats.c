@@ -17,7 +17,6 @@
 
 struct rkl_stats_snapshot {
         atomic_int refs;
-        int64_t taken_ns;
         rkl_stats_entry *entries;
         size_t n;
         rkl_hashmap *containers, *pods; /* id -> entry in entries */
@@ -88,11 +87,6 @@ const rkl_stats_entry *rkl_stats_snapshot_pod(const rkl_stats_snapshot *s, const
 size_t rkl_stats_snapshot_size(const rkl_stats_snapshot *s)
 {
         return s->n;
-}
-
-int64_t rkl_stats_snapshot_taken_ns(const rkl_stats_snapshot *s)
-{
-        return s->taken_ns;
 }
 
 static rkl_stats_snapshot *snapshot_new(size_t n)
@@ -205,7 +199,6 @@ rkl_stats_snapshot *rkl_stats_collect(const rkl_stats_config *cfg, const rkl_sta
         for (size_t i = 0; i < s->n; i++)
                 rkl_hashmap_put(s->entries[i].is_pod ? s->pods : s->containers, s->entries[i].id,
                                 &s->entries[i]);
-        s->taken_ns = rkl_realtime_nsec();
         return s;
 }
 
@@ -256,7 +249,6 @@ int rkl_stats_new(const rkl_stats_config *cfg, rkl_stats **ret, rkl_error *reter
         pthread_cond_init(&st->cond, &ca);
         pthread_condattr_destroy(&ca);
         st->current = snapshot_new(0);
-        st->current->taken_ns = 0;
         int k = pthread_create(&st->thread, NULL, collector_main, st);
         if (k != 0) {
                 rkl_stats_snapshot_unref(st->current);

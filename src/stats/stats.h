@@ -66,7 +66,6 @@ RKL_DEFINE_CLEANUP(rkl_stats_snapshot *, rkl_stats_snapshot_unref)
 const rkl_stats_entry *rkl_stats_snapshot_container(const rkl_stats_snapshot *s, const char *id);
 const rkl_stats_entry *rkl_stats_snapshot_pod(const rkl_stats_snapshot *s, const char *id);
 size_t rkl_stats_snapshot_size(const rkl_stats_snapshot *s);
-int64_t rkl_stats_snapshot_taken_ns(const rkl_stats_snapshot *s);
 
 typedef struct rkl_stats rkl_stats;
 

@@ -33,11 +33,6 @@ rkl_db *rkl_store_db(rkl_store *st)
         return st->db;
 }
 
-rkl_cache *rkl_store_cache(rkl_store *st)
-{
-        return st->cache;
-}
-
 /* ---- Publishing what was committed ---- */
 
 /* The events of one change (types, n) about object id, each with the sandbox and all its
