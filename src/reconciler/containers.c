@@ -103,8 +103,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
             c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
             (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
                 /* Stopped before its start was carried out (a stop right after a start, or
-                 * during its app add): no start follows, so it is over (issue 19, defect 4:
-                 * such containers stayed CREATED). RemoveContainer takes the app along. */
+                 * during its app add): no start follows, so it is over (such containers
+                 * once stayed CREATED for good). RemoveContainer takes the app along. */
                 rkl_log_object_info(CONTAINER_OBJECT(c),
                                     "container %.12s: stopped before it started", c->id);
                 container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,

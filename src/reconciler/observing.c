@@ -239,7 +239,7 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
                 return false;
         /* Every pass observes anew, but what told the kill apart goes: the reconciler forgets
          * the app's cgroup once it saw the exit, and the cgroup itself goes. The verdict stays
-         * (issue 17: a later pass turned OOMKilled/137 back into a bare exit 9). */
+         * (a later pass once turned OOMKilled/137 back into a bare exit 9). */
         if (rec->observed.phase == RKL_CONTAINER_PHASE_EXITED &&
             streq_ptr(rec->observed.reason, "OOMKilled"))
                 return true;

@@ -1283,8 +1283,8 @@ static void test_list_many(void **state)
         })
 
 /* A List's answer fits what a client takes, whatever the objects hold: the largest items
- * go out with less of their labels and annotations, kubelet's own kept longest (issue 27,
- * item 4). */
+ * go out with less of their labels and annotations, kubelet's own kept longest (five sandboxes
+ * of 4 MiB of annotations once made every unfiltered ListPodSandbox too large to send). */
 static void test_list_fits(void **state)
 {
         fixture *f = *state;

@@ -641,7 +641,8 @@ static void test_log_directory_check(void **state)
         assert_dir_refused(st_link, forbidden);
         _cleanup_free_ char *st_sub = rkl_xasprintf("%s/state-link/pods", f->dir);
         assert_dir_refused(st_sub, forbidden);
-        /* A symlink to / is / (issue 27, item 2): refused as / itself is. */
+        /* A symlink to / is / (such a log directory once had logs written into /etc): refused as
+         * / itself is. */
         _cleanup_free_ char *root_link = rkl_xasprintf("%s/root-link", f->dir);
         assert_int_equal(symlink("/", root_link), 0);
         assert_dir_refused(root_link, forbidden);
@@ -726,9 +727,9 @@ static void test_log_path_check(void **state)
         assert_int_equal(symlink("c", in), 0);
         assert_path_refused(f->logdir, "in/0.log", none);
 
-        /* The daemon's own directories below the log directory (issue 27, item 3): its
-         * database, a file not made yet, rkt's data; named through a symlink to the log
-         * directory too. */
+        /* The daemon's own directories below the log directory (container output was once
+         * appended to the live database): its database, a file not made yet, rkt's data;
+         * named through a symlink to the log directory too. */
         _cleanup_free_ char *db = rkl_xasprintf("%s/rktlet.db", f->state);
         append_str(db, "SQLite format 3");
         _cleanup_free_ char *rkt = rkl_xasprintf("%s/rkt", f->dir);
@@ -912,7 +913,7 @@ static void test_file_open(void **state)
         assert_nothing_in(outside);
 
         /* The log directory itself checked, then swapped for a symlink into the daemon's own
-         * directory (issue 27, items 2 and 3): judged again as it resolves at the open. */
+         * directory: judged again as it resolves at the open. */
         _cleanup_free_ char *swapped = rkl_xasprintf("%s/swapped", f->dir);
         assert_int_equal(rkl_mkdir_p(swapped, 0755), 0);
         assert_int_equal(rkl_log_directory_check(swapped, forbidden, &err), 0);

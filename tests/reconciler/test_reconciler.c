@@ -1876,7 +1876,7 @@ static void test_container_process_and_limits(void **state)
 }
 
 /* A SIGKILLed app whose memory cgroup counted an OOM kill exited OOMKilled, 137, and stays
- * so once its cgroup is gone (issue 17). */
+ * so once its cgroup is gone (a later pass once turned it back into a bare exit 9). */
 static void test_container_oom_killed(void **state)
 {
         fixture *x = *state;
