@@ -48,7 +48,7 @@ typedef struct follower {
          * it writes into); the source is punched up to punched. */
         uint64_t src_off, dst_size, punched;
         uint64_t dst_dev, dst_ino;
-        rkl_log_conv conv;
+        rkl_logs_conv conv;
         bool loaded, done, exited, synced, dirty;
         int64_t exited_ns;
         int64_t grew_ns;   /* when its source was last seen to grow (0: not yet) */
@@ -58,7 +58,7 @@ typedef struct follower {
 
 typedef struct reopen_req {
         struct reopen_req *next;
-        rkl_log_target t;
+        rkl_logs_target t;
         int result;
         rkl_error err;
         rkl_latch done;
@@ -66,7 +66,7 @@ typedef struct reopen_req {
 
 typedef struct finish_req {
         struct finish_req *next;
-        rkl_log_target t;
+        rkl_logs_target t;
 } finish_req;
 
 struct rkl_logs {
@@ -74,7 +74,7 @@ struct rkl_logs {
         pthread_t thread;
         int wake_fd, inotify_fd;
         pthread_mutex_t lock;
-        rkl_log_target *pending; /* the last sync not yet taken, with has_pending */
+        rkl_logs_target *pending; /* the last sync not yet taken, with has_pending */
         size_t n_pending;
         bool has_pending, quit;
         bool overflowed; /* the thread's: inotify lost events, every follower is dirty */
@@ -85,11 +85,11 @@ struct rkl_logs {
         /* The thread's own. */
         rkl_hashmap *followers; /* id -> follower */
         rkl_hashmap *by_wd;     /* "<wd>" -> follower */
-        rkl_log_buf out;
+        rkl_logs_buf out;
         char *buf;
 };
 
-static void target_copy(rkl_log_target *dst, const rkl_log_target *src)
+static void target_copy(rkl_logs_target *dst, const rkl_logs_target *src)
 {
         dst->container_id = rkl_xstrdup(src->container_id);
         dst->source = rkl_xstrdup(src->source);
@@ -99,7 +99,7 @@ static void target_copy(rkl_log_target *dst, const rkl_log_target *src)
         dst->exited = src->exited;
 }
 
-static void target_done(rkl_log_target *t)
+static void target_done(rkl_logs_target *t)
 {
         free((char *)t->container_id);
         free((char *)t->source);
@@ -108,7 +108,7 @@ static void target_done(rkl_log_target *t)
         free((char *)t->log_path);
 }
 
-static void targets_free(rkl_log_target *t, size_t n)
+static void targets_free(rkl_logs_target *t, size_t n)
 {
         for (size_t i = 0; i < n; i++)
                 target_done(&t[i]);
@@ -185,7 +185,7 @@ static void progress_load(follower *f)
 /* ---- Files ---- */
 
 /* A log file just made: recorded as rktlet's, empty, before anything is written into it. */
-static int dst_made(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+static int dst_made(void *userdata, const rkl_logs_file *lf, rkl_error *reterr)
 {
         follower *f = userdata;
         f->dst_dev = lf->id.dev;
@@ -201,10 +201,10 @@ static int dst_made(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
 static int open_dst(rkl_logs *l, follower *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
-        if (rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f, &lf,
-                              &err) < 0) {
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f->dst_dev, f->dst_ino};
+        if (rkl_logs_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f, &lf,
+                               &err) < 0) {
                 trouble(f, "%s", err.msg);
                 return err.code;
         }
@@ -284,7 +284,7 @@ static int drain(rkl_logs *l, follower *f, bool final)
         bool have_st = fstat(f->src_fd, &st) == 0;
         if (!have_st || (uint64_t)st.st_size < f->src_off) {
                 f->src_off = f->punched = 0;
-                f->conv = (rkl_log_conv){0};
+                f->conv = (rkl_logs_conv){0};
         }
         if (have_st && (uint64_t)st.st_size != f->src_seen) {
                 f->src_seen = (uint64_t)st.st_size;
@@ -295,10 +295,10 @@ static int drain(rkl_logs *l, follower *f, bool final)
                 if (n < 0)
                         return -errno;
                 bool eof = n < READ_SIZE;
-                rkl_log_conv conv = f->conv;
+                rkl_logs_conv conv = f->conv;
                 l->out.len = 0;
-                size_t used = rkl_log_convert(&conv, l->buf, (size_t)n, final && eof,
-                                              rkl_realtime_nsec(), &l->out);
+                size_t used = rkl_logs_convert(&conv, l->buf, (size_t)n, final && eof,
+                                               rkl_realtime_nsec(), &l->out);
                 if (used == 0 && l->out.len == 0)
                         return 0;
                 r = write_all(f->dst_fd, l->out.data, l->out.len);
@@ -377,7 +377,7 @@ static void finish(rkl_logs *l, follower *f)
 
 /* ---- Commands from other threads ---- */
 
-static follower *follower_get(rkl_logs *l, const rkl_log_target *t)
+static follower *follower_get(rkl_logs *l, const rkl_logs_target *t)
 {
         follower *f = rkl_hashmap_get(l->followers, t->container_id);
         if (f)
@@ -406,7 +406,7 @@ static void set_exited(follower *f, int64_t now)
 }
 
 /* The containers whose writer was said gone and that are no longer followed. */
-static void forget_writers_gone(rkl_logs *l, const rkl_log_target *t, size_t n)
+static void forget_writers_gone(rkl_logs *l, const rkl_logs_target *t, size_t n)
 {
         _cleanup_strv_free_ char **gone = NULL;
         size_t i = 0;
@@ -424,7 +424,7 @@ static void forget_writers_gone(rkl_logs *l, const rkl_log_target *t, size_t n)
         pthread_mutex_unlock(&l->lock);
 }
 
-static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
+static void apply_sync(rkl_logs *l, rkl_logs_target *t, size_t n)
 {
         size_t i = 0;
         void *v;
@@ -466,11 +466,11 @@ static void do_reopen(rkl_logs *l, reopen_req *q)
         (void)drain(l, f, false); /* trouble is logged; what is left goes to the new file */
         f->dst_fd = safe_close(f->dst_fd);
         /* kubelet renamed the file: a new one is made. Not renamed, it is the same one,
-         * appended to; anything else there is refused (rkl_log_file_open()). */
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
-        int r = rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f,
-                                  &lf, &q->err);
+         * appended to; anything else there is refused (rkl_logs_file_open()). */
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f->dst_dev, f->dst_ino};
+        int r = rkl_logs_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f,
+                                   &lf, &q->err);
         if (r < 0) {
                 q->result = r;
                 return;
@@ -528,7 +528,7 @@ static void *logs_main(void *userdata)
 
                 pthread_mutex_lock(&l->lock);
                 bool quit = l->quit;
-                rkl_log_target *t = NULL;
+                rkl_logs_target *t = NULL;
                 size_t n = 0;
                 bool sync = l->has_pending;
                 if (sync) {
@@ -652,7 +652,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);
         safe_close(l->inotify_fd);
-        rkl_log_buf_done(&l->out);
+        rkl_logs_buf_done(&l->out);
         free(l->buf);
         rkl_strv_free(l->forbidden);
         pthread_mutex_destroy(&l->lock);
@@ -660,9 +660,9 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
         return NULL;
 }
 
-void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
+void rkl_logs_sync(rkl_logs *l, const rkl_logs_target *targets, size_t n)
 {
-        rkl_log_target *copy = rkl_xnew0(rkl_log_target, n ? n : 1);
+        rkl_logs_target *copy = rkl_xnew0(rkl_logs_target, n ? n : 1);
         for (size_t i = 0; i < n; i++)
                 target_copy(&copy[i], &targets[i]);
         pthread_mutex_lock(&l->lock);
@@ -675,7 +675,7 @@ void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
         wake(l);
 }
 
-void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t)
+void rkl_logs_finish(rkl_logs *l, const rkl_logs_target *t)
 {
         /* The reconciler asks again at each look until it is done: one request is enough. */
         pthread_mutex_lock(&l->lock);
@@ -717,7 +717,7 @@ bool rkl_logs_writer_gone(rkl_logs *l, const char *container_id)
         return news;
 }
 
-int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)
+int rkl_logs_reopen(rkl_logs *l, const rkl_logs_target *t, rkl_error *reterr)
 {
         reopen_req *q = rkl_xnew0(reopen_req, 1);
         target_copy(&q->t, t);
@@ -739,7 +739,7 @@ int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)
         return r;
 }
 
-int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error *reterr)
+int rkl_logs_file_make(const rkl_logs_target *t, char *const *forbidden, rkl_error *reterr)
 {
         /* The follower's record, as a follower would read it: nobody follows a container
          * that has not started. */
@@ -761,10 +761,10 @@ int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error
                         return rkl_error_set(reterr, r, "cannot create '%s': %s", dir,
                                              strerror(-r));
         }
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f.dst_dev, f.dst_ino};
-        int r = rkl_log_file_open(t->log_directory, t->log_path, forbidden, &ours, dst_made, &f,
-                                  &lf, reterr);
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f.dst_dev, f.dst_ino};
+        int r = rkl_logs_file_open(t->log_directory, t->log_path, forbidden, &ours, dst_made, &f,
+                                   &lf, reterr);
         if (r < 0)
                 return r;
         close(lf.fd);

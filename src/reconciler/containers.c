@@ -194,20 +194,20 @@ static bool has_output(const rkl_container_record *c)
 }
 
 /* What the follower needs of c (free with log_target_done). */
-static rkl_log_target log_target(rkl_reconciler *r, const rkl_container_record *c,
-                                 const char *log_directory)
+static rkl_logs_target log_target(rkl_reconciler *r, const rkl_container_record *c,
+                                  const char *log_directory)
 {
-        return (rkl_log_target){
+        return (rkl_logs_target){
             .container_id = c->id,
-            .source = rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
-            .progress = rkl_log_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .source = rkl_logs_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .progress = rkl_logs_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
             .log_directory = rkl_xstrdup(log_directory),
             .log_path = c->spec.log_path,
             .exited = c->observed.phase == RKL_CONTAINER_PHASE_EXITED,
         };
 }
 
-static void log_target_done(rkl_log_target *t)
+static void log_target_done(rkl_logs_target *t)
 {
         free((char *)t->source);
         free((char *)t->progress);
@@ -222,7 +222,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
                                const rkl_container_record *c)
 {
         _cleanup_free_ char *source =
-            rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
+            rkl_logs_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
         if (access(source, F_OK) < 0)
                 return true;
         /* An instance of a template unit sits in the template's own slice. */
@@ -279,7 +279,7 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
                 return true;
         if (rkl_logs_finished(r->logs, c->id))
                 return false;
-        rkl_log_target t = log_target(r, c, pod->spec.log_directory);
+        rkl_logs_target t = log_target(r, c, pod->spec.log_directory);
         t.exited = true;
         rkl_logs_finish(r->logs, &t);
         log_target_done(&t);
@@ -303,7 +303,7 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
         }
         r->logs_told = told;
 
-        rkl_log_target *t = rkl_xnew0(rkl_log_target, n ? n : 1);
+        rkl_logs_target *t = rkl_xnew0(rkl_logs_target, n ? n : 1);
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
                 const rkl_container_record *c = v[i]->rec;

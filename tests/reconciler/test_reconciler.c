@@ -1571,7 +1571,7 @@ static void test_exit_hold_output(void **state)
 
         sandbox_running(x, id, uuid);
         container_running(x, cid, id, uuid);
-        _cleanup_free_ char *source = rkl_log_source_path(x->state, id, app);
+        _cleanup_free_ char *source = rkl_logs_source_path(x->state, id, app);
         _cleanup_free_ char *dir = rkl_xasprintf("%s/pods/%s/logs", x->state, id);
         assert_int_equal(rkl_mkdir_p(dir, 0700), 0);
         assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, source, "", 0, 0644), 0);
