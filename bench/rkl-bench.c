@@ -650,7 +650,7 @@ static int scenario_latency(bench *b)
 static int bench_resolve(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 {
         int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        bool v2 = root >= 0 && rkl_cgroup_mode_detect(root) == RKL_CGROUP_V2;
+        bool v2 = root >= 0 && rkl_stats_cgroup_mode_detect(root) == RKL_STATS_CGROUP_V2;
         (void)supervisor;
         if (root >= 0)
                 close(root);
@@ -671,16 +671,17 @@ static int bench_resolve(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 static void stats_refresh_cost(size_t n)
 {
         int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        rkl_cgroup_mode mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2;
+        rkl_stats_cgroup_mode mode =
+            root >= 0 ? rkl_stats_cgroup_mode_detect(root) : RKL_STATS_CGROUP_V2;
         static const char *const v1[] = {"memory", "cpuacct"};
         char base[64];
         if (root >= 0)
                 close(root);
         snprintf(base, sizeof(base), "rkl-bench-%d", (int)getpid());
         for (size_t i = 0; i < n; i++)
-                for (size_t c = 0; c < (mode == RKL_CGROUP_V1 ? 2 : 1); c++) {
+                for (size_t c = 0; c < (mode == RKL_STATS_CGROUP_V1 ? 2 : 1); c++) {
                         _cleanup_free_ char *d =
-                            mode == RKL_CGROUP_V1
+                            mode == RKL_STATS_CGROUP_V1
                                 ? rkl_xasprintf("/sys/fs/cgroup/%s/%s/c%zu", v1[c], base, i)
                                 : rkl_xasprintf("/sys/fs/cgroup/%s/c%zu", base, i);
                         if (rkl_mkdir_p(d, 0755) < 0) {
@@ -717,19 +718,19 @@ measure:;
                         "rkl-bench: stats refresh of %zu containers (cgroup %s): %.0f us CPU, "
                         "%.1f us per container; at a 10 s interval %.4f%% of a core "
                         "(1,000 containers: %.3f%%)\n",
-                        n, rkl_cgroup_mode_to_string(mode), per / 1e3, per / 1e3 / (double)n,
+                        n, rkl_stats_cgroup_mode_to_string(mode), per / 1e3, per / 1e3 / (double)n,
                         per / 1e10 * 100, per / (double)n * 1000 / 1e10 * 100);
         rkl_stats_targets_free(t, n);
         for (size_t i = 0; i < n; i++)
-                for (size_t c = 0; c < (mode == RKL_CGROUP_V1 ? 2 : 1); c++) {
+                for (size_t c = 0; c < (mode == RKL_STATS_CGROUP_V1 ? 2 : 1); c++) {
                         _cleanup_free_ char *d =
-                            mode == RKL_CGROUP_V1
+                            mode == RKL_STATS_CGROUP_V1
                                 ? rkl_xasprintf("/sys/fs/cgroup/%s/%s/c%zu", v1[c], base, i)
                                 : rkl_xasprintf("/sys/fs/cgroup/%s/c%zu", base, i);
                         (void)rmdir(d);
                 }
         for (size_t c = 0; c < 2; c++) {
-                _cleanup_free_ char *d = mode == RKL_CGROUP_V1
+                _cleanup_free_ char *d = mode == RKL_STATS_CGROUP_V1
                                              ? rkl_xasprintf("/sys/fs/cgroup/%s/%s", v1[c], base)
                                              : rkl_xasprintf("/sys/fs/cgroup/%s", base);
                 (void)rmdir(d);

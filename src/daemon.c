@@ -248,14 +248,14 @@ static int new_stats(rkl_daemon *d, rkl_error *reterr)
          * go follow it. */
         _cleanup_close_ int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         rkl_stats_config sc = {
-            .mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2,
+            .mode = root >= 0 ? rkl_stats_cgroup_mode_detect(root) : RKL_STATS_CGROUP_V2,
             .resolve = rkl_reconciler_stats_dirs,
         };
         int r = rkl_stats_new(&sc, &d->stats, reterr);
         if (r < 0)
                 return r;
         uint64_t interval = d->cfg->stats_interval_usec;
-        rkl_log_info("cgroup %s, stats every %.0f s", rkl_cgroup_mode_to_string(sc.mode),
+        rkl_log_info("cgroup %s, stats every %.0f s", rkl_stats_cgroup_mode_to_string(sc.mode),
                      (double)(interval ? interval : 10 * USEC_PER_SEC) / USEC_PER_SEC);
         return 0;
 }

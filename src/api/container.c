@@ -72,7 +72,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 image_id = NULL; /* fetched behind rktlet's back: the reconciler looks it up */
 
         rkl_id_new(id);
-        app = rkl_app_name_from_id(id);
+        app = rkl_container_app_name(id);
         rkl_log_debug("container %s (%s) for sandbox %s", id, spec.name, pod->rec->id);
         r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, image_id, &spec,
                                        reterr); /* spec moved in on success */

@@ -236,4 +236,4 @@ bool rkl_id_is_valid(const char *id);
 void rkl_id_new(char ret[static RKL_ID_LEN + 1]);
 /* The rkt app name of a container: a valid ACName derived from its ID, so that two CRI
  * names can never collide in one pod (rkt lowercases and folds names). */
-char *rkl_app_name_from_id(const char *container_id);
+char *rkl_container_app_name(const char *container_id);

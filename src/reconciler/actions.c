@@ -5,7 +5,7 @@
 
 #include <signal.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
@@ -158,8 +158,8 @@ static int run_app_rm(action *a)
         if (k == -ENOENT)
                 k = 0; /* gone already is what rm wanted */
         if (k >= 0 && procs) {
-                rkl_cgroup_cpu_release(procs, memory);
-                int q = rkl_cgroup_memory_release(procs, memory);
+                rkl_app_cgroup_cpu_release(procs, memory);
+                int q = rkl_app_cgroup_memory_release(procs, memory);
                 if (q < 0)
                         rkl_log_warning("app %s: cannot remove its memory cgroup %s: %s", a->app,
                                         memory, strerror(-q));
@@ -460,7 +460,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         }
 
         if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
-                rkl_cgroup_unit_remove(a->unit_name);
+                rkl_app_cgroup_unit_remove(a->unit_name);
         if (a->kind == ACT_POD_RM && a->result >= 0)
                 rkl_reconciler__pod_limits_forget(r, a->key);
         if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "images/images.h"
 #include "observe.h"
 #include "base/alloc.h"
@@ -231,7 +231,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         pid_t pid = 0;
         if (!p || !p->ppid || RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory) < 0)
                 return false; /* the pod or the unit's cgroup is gone */
-        return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
+        return rkl_app_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }
 
 void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
@@ -254,7 +254,7 @@ void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
         pid_t pid = 0;
         int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory);
         /* -ENXIO: the pod runs and its unit's cgroup is gone (-ENOENT: the pod is gone). */
-        if (k != -ENXIO && (k != 0 || rkl_cgroup_first_pid(procs, &pid) < 0 || pid != 0))
+        if (k != -ENXIO && (k != 0 || rkl_app_cgroup_first_pid(procs, &pid) < 0 || pid != 0))
                 return;
         /* iottymux ends after its app (at the end of the app's output, or stopped after it):
          * gone with an app whose exit rkt has not recorded yet is no news. Asked after the

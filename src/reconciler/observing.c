@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "observe.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
@@ -248,12 +248,12 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
         else if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
-        if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
+        if (rkl_app_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
                 return true;
         /* The cgroup may be gone before this first look (on cgroup2 it is the app unit's own,
          * which the pod's systemd removes once the main process is gone): the kernel's log
          * still has the kill. */
-        const char *rel = rkl_cgroup_relative(memory);
+        const char *rel = rkl_app_cgroup_relative(memory);
         if (!r || !r->oom_log || !rel)
                 return false;
         rkl_oom_log_refresh(r->oom_log);
@@ -272,7 +272,7 @@ rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_
                 return RKL_APP_PROC_UNKNOWN;
         int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory);
         if (k >= 0)
-                k = rkl_cgroup_first_pid(procs, ret_pid);
+                k = rkl_app_cgroup_first_pid(procs, ret_pid);
         /* No cgroup under a live supervisor: no process ever joined it (a start that failed
          * after rkt wrote <app>-started, or one still on its way). */
         if ((k == -ENXIO || k == -ENOENT) && kill((pid_t)p->ppid, 0) == 0)
@@ -284,7 +284,7 @@ rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_
         /* The first sight of its process: give the app a memory cgroup of its own, so that
          * its OOM kills are its own (idempotent; after a restart it moves nothing). */
         if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING) {
-                k = rkl_cgroup_memory_adopt(procs, memory);
+                k = rkl_app_cgroup_memory_adopt(procs, memory);
                 if (k < 0)
                         rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
                                         "an OOM kill will read as a plain SIGKILL",

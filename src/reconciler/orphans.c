@@ -5,7 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -201,8 +201,8 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
                  * back at every rescan, only once nothing of it is left (a unit still stopping
                  * holds its cgroups). */
                 _cleanup_free_ char *cg = rkl_reconciler__unit_cgroup_path(de->d_name);
-                rkl_cgroup_unit_remove(cg);
-                if (rkl_cgroup_unit_left(cg))
+                rkl_app_cgroup_unit_remove(cg);
+                if (rkl_app_cgroup_unit_left(cg))
                         continue;
                 _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, de->d_name, NULL);
                 int k = rkl_rm_rf_at(AT_FDCWD, dir);

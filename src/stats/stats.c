@@ -278,7 +278,7 @@ rkl_stats *rkl_stats_free(rkl_stats *st)
         return NULL;
 }
 
-rkl_cgroup_mode rkl_stats_mode(rkl_stats *st)
+rkl_stats_cgroup_mode rkl_stats_mode(rkl_stats *st)
 {
         return st->cfg.mode;
 }

@@ -724,7 +724,7 @@ static void container_create(fixture *x, const char *id, const char *pod)
         c.name = rkl_xasprintf("ctr-%.4s", id);
         c.image = rkl_xstrdup("busybox");
         c.log_path = rkl_xasprintf("ctr-%.4s.log", id);
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
+        _cleanup_free_ char *app = rkl_container_app_name(id);
         int k = rkl_store_container_create(x->store, id, pod, app, IMAGE_ID, &c, &err);
         if (k < 0)
                 fail_msg("container create: %s", err.msg);
@@ -744,7 +744,7 @@ static char *unit_of(const char *id)
 
 static char *app_of(const char *id)
 {
-        return rkl_app_name_from_id(id);
+        return rkl_container_app_name(id);
 }
 
 /* The pod the sandbox's unit would have rkt make: running, its supervisor ready or not. */
