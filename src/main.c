@@ -14,7 +14,7 @@
 #include "check/check.h"
 #include "base/alloc.h"
 #include "base/config.h"
-#include "base/conf.h"
+#include "base/config-file.h"
 #include "base/crash.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -439,7 +439,7 @@ static int parse_argv(int argc, char *argv[])
         if (!config_given)
                 config = DEFAULT_CONFIG;
         if (!isempty(config) && !show_help && !show_version) {
-                int r = rkl_conf_load(config, apply_file_pair, NULL, &err);
+                int r = rkl_config_file_load(config, apply_file_pair, NULL, &err);
                 if (r == -ENOENT && !config_given)
                         ; /* the default file is optional */
                 else if (r < 0) {

@@ -1,10 +1,10 @@
 /* rktlet's configuration: every option of the daemon and of `rktlet check`, as main.c parses
  * them from the command line and the configuration file (`rktlet --help`, the README's
- * table). It is filled once, at start, and every part reads it: the daemon, the reconciler,
- * the API and the checks each keep a pointer to it, or take the fields they need from it.
- * Each option has one field here and nowhere else. A zero field means what its comment
- * says; main.c gives every option its documented default before parsing. The strings are
- * the struct's own (rkl_config_done()). */
+ * table; the file's syntax is config-file.h's). It is filled once, at start, and every part reads
+ * it: the daemon, the reconciler, the API and the checks each keep a pointer to it, or take the
+ * fields they need from it. Each option has one field here and nowhere else. A zero field means
+ * what its comment says; main.c gives every option its documented default before parsing. The
+ * strings are the struct's own (rkl_config_done()). */
 #pragma once
 
 #include <stdbool.h>
