@@ -69,7 +69,7 @@ struct rkb_density {
 
 static uint64_t now_ns(void)
 {
-        return rkb_now_nsec();
+        return rkb_now_ns();
 }
 
 static void sleep_ms(unsigned n)
@@ -99,7 +99,7 @@ static int call(rkb_density *d, rkb_client *c, rkb_rpc rpc, rkb_request *req, bo
                 p->error = rkl_xasprintf("%s: %s", rkb_rpc_name(rpc), r.details ? r.details : "");
         }
         if (r.status == GRPC_STATUS_OK && ret_ns)
-                *ret_ns = r.nsec;
+                *ret_ns = r.took_ns;
         k = r.status;
         if (ret && k == GRPC_STATUS_OK)
                 *ret = r;

@@ -150,9 +150,9 @@ static bool arg_keep;
 
 /* Helpers. */
 
-static double ms(uint64_t nsec)
+static double ms(uint64_t ns)
 {
-        return (double)nsec / 1e6;
+        return (double)ns / 1e6;
 }
 
 static void sleep_ms(unsigned n)
@@ -209,7 +209,7 @@ static int call(bench *b, rkb_rpc rpc, const rkb_request *req, bool want_resp, r
         if (r.status != GRPC_STATUS_OK)
                 note_error(b, rpc, &r);
         else if (lat)
-                rkb_samples_add(lat, r.nsec);
+                rkb_samples_add(lat, r.took_ns);
         k = r.status;
         if (ret)
                 *ret = r;
@@ -428,12 +428,12 @@ static int64_t wait_settled(bench *b, uint64_t timeout_usec, unsigned interval_m
         Runtime__V1__ContainerState want = b->start_containers
                                                ? RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING
                                                : RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
-        uint64_t t0 = rkb_now_nsec();
+        uint64_t t0 = rkb_now_ns();
         size_t all = 0, in = 0;
 
         for (;;) {
                 int r = count_containers(b, want, &all, &in);
-                uint64_t now = rkb_now_nsec();
+                uint64_t now = rkb_now_ns();
                 if (r == 0 && all == b->n_containers && in == b->n_containers)
                         return (int64_t)(now - t0);
                 if (now - t0 > timeout_usec * 1000) {
@@ -887,9 +887,9 @@ static int scenario_converge(bench *b)
         }
         b->start_containers = true;
         phase_begin(b, "%s", "converge");
-        t0 = rkb_now_nsec();
+        t0 = rkb_now_ns();
         r = populate(b, want, arg_containers_per_pod);
-        t_issued = rkb_now_nsec();
+        t_issued = rkb_now_ns();
         phase_end(b);
         if (r < 0)
                 return r;
@@ -1152,7 +1152,7 @@ static int scenario_restart(bench *b)
                 sleep_ms(1);
         b->cli = rkb_client_free(b->cli);
 
-        t0 = rkb_now_nsec();
+        t0 = rkb_now_ns();
         r = run_restart_cmd(&new_pid);
         if (r < 0)
                 return r;
@@ -1163,7 +1163,7 @@ static int scenario_restart(bench *b)
         now.container_state = rkl_xnew0(int, b->n_containers + 1);
         now.pod_state = rkl_xnew0(int, b->n_pods + 1);
         now.pod_phase = rkl_xcalloc(b->n_pods + 1, sizeof(*now.pod_phase));
-        while (rkb_now_nsec() < deadline) {
+        while (rkb_now_ns() < deadline) {
                 rkb_reply rep;
                 /* A fresh channel per attempt: a channel that saw the socket refuse backs off
                  * on its own schedule, which would be measured instead of the daemon.
@@ -1175,18 +1175,18 @@ static int scenario_restart(bench *b)
                 if (rkb_client_call(b->cli, version, NULL, 2000000, &rep) == 0 &&
                     rep.status == GRPC_STATUS_OK) {
                         rkb_reply_release(&rep);
-                        b->rst.answer_ms = ms(rkb_now_nsec() - t0);
+                        b->rst.answer_ms = ms(rkb_now_ns() - t0);
                         break;
                 }
                 if (getenv("RKL_BENCH_DEBUG"))
-                        fprintf(stderr, "rkl-bench: %.1f ms: %s %s\n", ms(rkb_now_nsec() - t0),
+                        fprintf(stderr, "rkl-bench: %.1f ms: %s %s\n", ms(rkb_now_ns() - t0),
                                 status_name(rep.status), rep.details ? rep.details : "");
                 rkb_reply_release(&rep);
                 sleep_ms(1);
         }
-        while (b->rst.answer_ms > 0 && rkb_now_nsec() < deadline) {
+        while (b->rst.answer_ms > 0 && rkb_now_ns() < deadline) {
                 int present = list_into(b, now.container_state);
-                uint64_t t = rkb_now_nsec();
+                uint64_t t = rkb_now_ns();
 
                 if (present == (int)b->n_containers && b->rst.list_complete_ms == 0)
                         b->rst.list_complete_ms = ms(t - t0);
@@ -1196,13 +1196,13 @@ static int scenario_restart(bench *b)
                 }
                 sleep_ms(1);
         }
-        while (b->rst.list_correct_ms > 0 && rkb_now_nsec() < deadline) {
+        while (b->rst.list_correct_ms > 0 && rkb_now_ns() < deadline) {
                 if (list_into(b, now.container_state) == (int)b->n_containers &&
                     all_wanted(b, &now) && pods_into(b, now.pod_state, now.pod_phase) == 0 &&
                     memcmp(now.pod_state, before.pod_state, b->n_pods * sizeof(int)) == 0 &&
                     memcmp(now.pod_phase, before.pod_phase, b->n_pods * sizeof(*now.pod_phase)) ==
                         0) {
-                        b->rst.converged_ms = ms(rkb_now_nsec() - t0);
+                        b->rst.converged_ms = ms(rkb_now_ns() - t0);
                         b->rst.timed_out = false;
                         break;
                 }
@@ -1315,7 +1315,7 @@ static void print_table(const bench *b)
                        "calls/s", "errors", "p50_us", "p99_us");
                 for (size_t i = 0; i < b->n_thr; i++) {
                         const thr_row *r = &b->thr[i];
-                        double secs = (double)r->res.elapsed_nsec / 1e9;
+                        double secs = (double)r->res.elapsed_ns / 1e9;
                         printf("%-22s %8u %6zu %10.0f %8" PRIu64 " %9.1f %9.1f\n",
                                rkb_rpc_name(r->rpc), r->inflight, r->containers,
                                secs > 0 ? (double)(r->res.calls - r->res.errors) / secs : 0,
@@ -1429,7 +1429,7 @@ static int write_json(const bench *b, const char *path)
         fprintf(f, "\n  ],\n  \"throughput\": [");
         for (size_t i = 0; i < b->n_thr; i++) {
                 const thr_row *r = &b->thr[i];
-                double secs = (double)r->res.elapsed_nsec / 1e9;
+                double secs = (double)r->res.elapsed_ns / 1e9;
                 fprintf(f, "%s\n    {\"rpc\": ", i ? "," : "");
                 json_str(f, rkb_rpc_name(r->rpc));
                 fprintf(f,

@@ -5,13 +5,13 @@
 #include "base/alloc.h"
 #include "base/banned.h"
 
-void rkb_samples_add(rkb_samples *s, uint64_t nsec)
+void rkb_samples_add(rkb_samples *s, uint64_t ns)
 {
         if (s->n == s->cap) {
                 s->cap = s->cap ? s->cap * 2 : 256;
                 s->v = rkl_xrealloc(s->v, s->cap * sizeof(*s->v));
         }
-        s->v[s->n++] = nsec;
+        s->v[s->n++] = ns;
 }
 
 void rkb_samples_release(rkb_samples *s)
@@ -55,7 +55,7 @@ void rkb_samples_summarize(rkb_samples *s, rkb_summary *ret)
         *ret = r;
 }
 
-uint64_t rkb_now_nsec(void)
+uint64_t rkb_now_ns(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -14,9 +14,9 @@ typedef struct rkb_summary {
         double mean_us, p50_us, p90_us, p99_us, max_us, min_us;
 } rkb_summary;
 
-void rkb_samples_add(rkb_samples *s, uint64_t nsec);
+void rkb_samples_add(rkb_samples *s, uint64_t ns);
 void rkb_samples_release(rkb_samples *s);
 /* Sorts s in place. An empty s gives n = 0 and zeros. */
 void rkb_samples_summarize(rkb_samples *s, rkb_summary *ret);
 
-uint64_t rkb_now_nsec(void);
+uint64_t rkb_now_ns(void);

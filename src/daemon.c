@@ -136,7 +136,7 @@ static void collect(rkl_metrics_buf *b, void *userdata)
         rkl_metrics_gauge_header(b, "rktlet_reconcile_lag_seconds",
                                  "age of the oldest change no reconcile pass has started on");
         rkl_metrics_gauge_value(b, "rktlet_reconcile_lag_seconds", NULL, NULL,
-                                (double)st.lag_usec / 1e6);
+                                (double)st.lag_usec / USEC_PER_SEC);
         rkl_metrics_gauge_header(b, "rktlet_reconcile_actions_in_flight",
                                  "rkt actions the reconciler runs now");
         rkl_metrics_gauge_value(b, "rktlet_reconcile_actions_in_flight", NULL, NULL,
@@ -163,7 +163,7 @@ void rkl_daemon_get_status(rkl_daemon *d, rkl_daemon_status *ret)
 
 static double ms_between(uint64_t a, uint64_t b)
 {
-        return (double)(b - a) / 1000.0;
+        return (double)(b - a) / USEC_PER_MSEC;
 }
 
 /* PRAGMA quick_check reads the whole file: as long as loading the cache. It runs here,

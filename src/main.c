@@ -546,12 +546,12 @@ static int serve(rkl_daemon *d, int sfd)
                 if (!alive)
                         rkl_log_error("the reconciler has not looked at a change for %.1f s: "
                                       "not pinging the watchdog",
-                                      (double)st.reconcile_lag_usec / 1e6);
+                                      (double)st.reconcile_lag_usec / USEC_PER_SEC);
                 (void)sd_notifyf(0,
                                  "STATUS=serving: %zu pods (%zu running), %zu containers (%zu "
                                  "running), reconcile lag %.1f s%s",
                                  st.pods, st.pods_running, st.containers, st.containers_running,
-                                 (double)st.reconcile_lag_usec / 1e6,
+                                 (double)st.reconcile_lag_usec / USEC_PER_SEC,
                                  alive && watchdog_usec ? "\nWATCHDOG=1" : "");
         }
 }

@@ -709,7 +709,7 @@ static int socket_path_check(const char *path, rkl_error *reterr)
                 if (tries == 50)
                         return rkl_error_set(reterr, -EADDRINUSE,
                                              "another process is listening on '%s'", path);
-                usleep(100 * 1000);
+                usleep(100 * USEC_PER_MSEC);
         }
 }
 
@@ -845,7 +845,7 @@ static void *accept_main(void *userdata)
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
                             errno == ENOMEM) {
                                 rkl_log_warning_errno(errno, "accept: %m, retrying in 100 ms");
-                                usleep(100 * 1000);
+                                usleep(100 * USEC_PER_MSEC);
                                 continue;
                         }
                         rkl_log_error_errno(errno, "accept on the activated socket: %m");

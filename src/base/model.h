@@ -213,7 +213,7 @@ typedef enum rkl_container_step {
  * (its accepted time), by rktlet's clock, indexed by step; 0 for a step not reached in the
  * current attempt. */
 typedef struct rkl_timeline {
-        int64_t us[RKL_TIMELINE_STEPS];
+        int64_t usec[RKL_TIMELINE_STEPS];
 } rkl_timeline;
 
 const char *rkl_pod_step_to_string(rkl_pod_step s);

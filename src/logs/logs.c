@@ -29,15 +29,15 @@
 
 #define READ_SIZE   (256 * 1024)
 #define PUNCH_EVERY (1024 * 1024) /* bytes of source consumed between hole punches */
-#define TICK_MSEC   1000          /* a look at every follower, whatever inotify said */
+#define TICK_MS     1000          /* a look at every follower, whatever inotify said */
 /* iottymux's last lines come after the exit, later still on a loaded machine: a follower is
  * done once its source has had nothing new for this long since the exit (CI saw lines lost
  * under a fixed 2 s from the exit). */
-#define EXIT_GRACE_NSEC (5 * (int64_t)NSEC_PER_SEC)
+#define EXIT_GRACE_NS (5 * (int64_t)NSEC_PER_SEC)
 /* iottymux writes once per line, and inotify says so each time: after a wake by a write,
  * the thread lets writes gather this long before it reads again, so that a chatty app costs
  * a copy per batch, not a wake per line. It is also the most a line waits. */
-#define BATCH_MSEC 50
+#define BATCH_MS 50
 
 typedef struct follower {
         char *id, *source, *progress, *log_directory, *log_path;
@@ -288,7 +288,7 @@ static int drain(rkl_logs *l, follower *f, bool final)
         }
         if (have_st && (uint64_t)st.st_size != f->src_seen) {
                 f->src_seen = (uint64_t)st.st_size;
-                f->grew_ns = rkl_realtime_nsec();
+                f->grew_ns = rkl_realtime_ns();
         }
         for (;;) {
                 ssize_t n = pread(f->src_fd, l->buf, READ_SIZE, (off_t)f->src_off);
@@ -298,7 +298,7 @@ static int drain(rkl_logs *l, follower *f, bool final)
                 rkl_logs_conv conv = f->conv;
                 l->out.len = 0;
                 size_t used = rkl_logs_convert(&conv, l->buf, (size_t)n, final && eof,
-                                               rkl_realtime_nsec(), &l->out);
+                                               rkl_realtime_ns(), &l->out);
                 if (used == 0 && l->out.len == 0)
                         return 0;
                 r = write_all(f->dst_fd, l->out.data, l->out.len);
@@ -430,7 +430,7 @@ static void apply_sync(rkl_logs *l, rkl_logs_target *t, size_t n)
         void *v;
         while (rkl_hashmap_iterate(l->followers, &i, NULL, &v))
                 ((follower *)v)->synced = false;
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_realtime_ns();
         for (size_t j = 0; j < n; j++) {
                 follower *f = follower_get(l, &t[j]);
                 f->synced = true;
@@ -519,7 +519,7 @@ static void *logs_main(void *userdata)
         for (;;) {
                 struct pollfd pfd[2] = {{.fd = l->wake_fd, .events = POLLIN},
                                         {.fd = l->inotify_fd, .events = POLLIN}};
-                if (poll(pfd, 2, TICK_MSEC / 4) < 0 && errno != EINTR)
+                if (poll(pfd, 2, TICK_MS / 4) < 0 && errno != EINTR)
                         break;
                 uint64_t x;
                 if (pfd[0].revents && read(l->wake_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
@@ -552,18 +552,18 @@ static void *logs_main(void *userdata)
                 for (finish_req *q = finishes, *next; q; q = next) {
                         next = q->next;
                         follower *f = follower_get(l, &q->t);
-                        set_exited(f, rkl_realtime_nsec());
+                        set_exited(f, rkl_realtime_ns());
                         if (!f->done)
                                 finish(l, f); /* trouble is logged; the grace tries again */
                         target_done(&q->t);
                         free(q);
                 }
 
-                int64_t now = rkl_realtime_nsec();
+                int64_t now = rkl_realtime_ns();
                 bool tick = now >= next_tick || l->overflowed;
                 l->overflowed = false;
                 if (tick)
-                        next_tick = now + TICK_MSEC * (int64_t)1000000;
+                        next_tick = now + TICK_MS * (int64_t)NSEC_PER_MSEC;
                 size_t i = 0;
                 void *v;
                 while (rkl_hashmap_iterate(l->followers, &i, NULL, &v)) {
@@ -571,7 +571,7 @@ static void *logs_main(void *userdata)
                         if (f->done)
                                 continue;
                         int64_t quiet = f->grew_ns > f->exited_ns ? f->grew_ns : f->exited_ns;
-                        if (f->exited && now - quiet >= EXIT_GRACE_NSEC) {
+                        if (f->exited && now - quiet >= EXIT_GRACE_NS) {
                                 finish(l, f);
                                 continue;
                         }
@@ -585,7 +585,7 @@ static void *logs_main(void *userdata)
                 if (written) {
                         /* Let the writes gather; commands still come in at once. */
                         struct pollfd w = {.fd = l->wake_fd, .events = POLLIN};
-                        (void)poll(&w, 1, BATCH_MSEC); /* EINTR: a shorter batch */
+                        (void)poll(&w, 1, BATCH_MS); /* EINTR: a shorter batch */
                 }
         }
         return NULL;

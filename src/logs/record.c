@@ -5,6 +5,7 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 void rkl_logs_buf_done(rkl_logs_buf *b)
@@ -58,11 +59,11 @@ static bool looks_like_time(const char *p, size_t n)
 
 static size_t now_text(int64_t now_ns, char buf[static 40])
 {
-        time_t s = (time_t)(now_ns / 1000000000);
+        time_t s = (time_t)(now_ns / (int64_t)NSEC_PER_SEC);
         struct tm tm;
         gmtime_r(&s, &tm);
         size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-        int k = snprintf(buf + n, 40 - n, ".%09dZ", (int)(now_ns % 1000000000));
+        int k = snprintf(buf + n, 40 - n, ".%09dZ", (int)(now_ns % (int64_t)NSEC_PER_SEC));
         return n + (k > 0 ? (size_t)k : 0);
 }
 

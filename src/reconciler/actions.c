@@ -82,7 +82,7 @@ static bool wait_pod_exit(action *a, int64_t deadline_ns)
                         return true;
                 if (rkl_reconciler__now(a->r) >= deadline_ns)
                         return false;
-                RKL_OPS(a->r, sleep_usec, 50 * 1000);
+                RKL_OPS(a->r, sleep_usec, 50 * USEC_PER_MSEC);
         }
 }
 
@@ -381,7 +381,7 @@ static void orphan_result(rkl_reconciler *r, const action *a, bool going_down)
                 return;
         }
         const step_retry *t = rkl_reconciler__retry_failed(r, r->orphan_retries, a->key);
-        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / 1e9;
+        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / NSEC_PER_SEC;
         if (going_down)
                 rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
                               act_names[a->kind], a->error);

@@ -176,8 +176,9 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 if (!rkl_reconciler__can_start(r, c->id))
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
-                a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
-                                                     : now + (int64_t)r->stop_grace_usec * 1000;
+                a->deadline_ns = c->stop_deadline_ns
+                                     ? c->stop_deadline_ns
+                                     : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
                 a->supervisor = (pid_t)p->ppid;
                 a->timeout_usec = 0;
         }
@@ -273,7 +274,7 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
         if (!r->logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
             c->observed.phase == RKL_CONTAINER_PHASE_EXITED || rkl_container_never_ran(co) ||
             c->spec.tty || isempty(pod->spec.log_directory) || isempty(c->spec.log_path) ||
-            !co->finished_ns || rkl_reconciler__now(r) - co->finished_ns >= EXIT_HOLD_NSEC)
+            !co->finished_ns || rkl_reconciler__now(r) - co->finished_ns >= EXIT_HOLD_NS)
                 return false;
         if (log_writer_pending(r, p, c))
                 return true;

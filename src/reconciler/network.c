@@ -64,7 +64,7 @@ static void health_update(rkl_reconciler *r)
         rkl_health h = {0};
         rkl_cache_get_health(r->cache, &h);
         /* Before the first probe, the probe itself fills it in. */
-        if (h.probed_at != 0) {
+        if (h.probed_ns != 0) {
                 rkl_reconciler__net_health(r, &h);
                 rkl_cache_set_health(r->cache, &h);
         }

@@ -169,7 +169,7 @@ static int real_unit_set_limits(void *userdata, const char *name, const rkl_unit
 
 static int64_t real_now_ns(void *userdata)
 {
-        return rkl_realtime_nsec();
+        return rkl_realtime_ns();
 }
 
 static void real_sleep_usec(void *userdata, uint64_t usec)

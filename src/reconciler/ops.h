@@ -77,7 +77,7 @@ typedef struct rkl_reconciler_ops {
                                rkl_error *reterr);
 
         /* ---- Time and threads ---- */
-        /* CLOCK_REALTIME in ns (rkl_realtime_nsec()): every time the reconciler compares,
+        /* CLOCK_REALTIME in ns (rkl_realtime_ns()): every time the reconciler compares,
          * records or waits for. */
         int64_t (*now_ns)(void *userdata);
         /* A worker's wait between two looks at a pod going down (usleep()). */

@@ -79,7 +79,7 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 action *a;
                 if (app->state == RKL_POD_APP_RUNNING) {
                         a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid, app->name);
-                        a->deadline_ns = now + (int64_t)r->stop_grace_usec * 1000;
+                        a->deadline_ns = now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
                         a->supervisor = (pid_t)p->ppid;
                 } else if (!rkl_reconciler__pod_app_busy(r, p->uuid)) {
                         /* Other apps of the same image keep their layers: rkt's app rm takes

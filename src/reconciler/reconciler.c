@@ -106,7 +106,7 @@ static void import_stage1_run(void *userdata)
                 atomic_store(&r->stage1_import_failed, true);
         } else
                 rkl_log_info("imported stage1 from '%s' into rkt's store in %.1f s", job->path,
-                             (double)(rkl_now_usec(CLOCK_MONOTONIC) - t0) / 1e6);
+                             (double)(rkl_now_usec(CLOCK_MONOTONIC) - t0) / USEC_PER_SEC);
         atomic_store(&r->stage1_importing, false);
         (void)atomic_exchange(&r->probe_asked, true);
         rkl_reconciler_kick(r);
@@ -224,10 +224,10 @@ static void probe(rkl_reconciler *r)
         probe_rkt(r, &h);
         probe_systemd(r, &h);
         rkl_reconciler__net_health(r, &h);
-        h.probed_at = rkl_realtime_nsec();
+        h.probed_ns = rkl_realtime_ns();
 
         rkl_cache_get_health(r->cache, &old);
-        if (old.probed_at == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok ||
+        if (old.probed_ns == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok ||
             old.rkt_patched != h.rkt_patched) {
                 if (h.rkt_ok && h.rkt_patched)
                         rkl_log_info("rkt %s is usable, with %s", h.rkt_version, h.rkt_patches);
@@ -515,8 +515,8 @@ static void *reconciler_main(void *userdata)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC, now + 100 * USEC_PER_MSEC,
                                       USEC_PER_MSEC, on_stats_timer, r);
         if (k >= 0)
-                k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now, 1000,
-                                      on_wake, r);
+                k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now,
+                                      USEC_PER_MSEC, on_wake, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->wake_source, SD_EVENT_OFF);
         if (k >= 0)

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "base/parse.h"
 #include "base/banned.h"
 
@@ -74,7 +75,7 @@ int rkl_stats_read_cpu(int dirfd, rkl_stats_cgroup_mode m, uint64_t *ret_usage_n
         r = keyed_u64(text, "usage_usec", &usec);
         if (r < 0)
                 return r;
-        *ret_usage_ns = usec * 1000;
+        *ret_usage_ns = usec * NSEC_PER_USEC;
         return 0;
 }
 

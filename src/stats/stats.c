@@ -169,7 +169,7 @@ static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, 
                         e->n_ifs = 0;
                 }
         }
-        e->timestamp_ns = rkl_realtime_nsec();
+        e->timestamp_ns = rkl_realtime_ns();
 }
 
 rkl_stats_snapshot *rkl_stats_collect(const rkl_stats_config *cfg, const rkl_stats_target *t,
@@ -307,11 +307,7 @@ rkl_stats_snapshot *rkl_stats_get(rkl_stats *st)
 
 bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t end = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 + timeout_usec;
-        ts.tv_sec = (time_t)(end / 1000000);
-        ts.tv_nsec = (long)(end % 1000000) * 1000;
+        struct timespec ts = rkl_timespec_from_usec(rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec);
         pthread_mutex_lock(&st->lock);
         uint64_t want = st->handed;
         while (st->collected < want)

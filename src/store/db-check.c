@@ -296,7 +296,7 @@ int rkl_db__check_observed(int64_t pid, int64_t created_ns, int64_t started_ns, 
             (r = rkl_db__check_time("finished_at", finished_ns, reterr)) < 0)
                 return r;
         for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
-                if ((r = rkl_db__check_time("timeline", timeline->us[i], reterr)) < 0)
+                if ((r = rkl_db__check_time("timeline", timeline->usec[i], reterr)) < 0)
                         return r;
         return 0;
 }

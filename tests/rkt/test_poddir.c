@@ -242,7 +242,7 @@ static void test_prepare_lock_in_process(void **state)
         /* No pod-created yet: the manifest's mtime stands in, as in rkt. */
         struct stat st;
         assert_int_equal(fstatat(f->pods, "prepare/" U_PREPARE "/pod", &st, 0), 0);
-        assert_true(p.created_ns == rkl_timespec_nsec(&st.st_mtim));
+        assert_true(p.created_ns == rkl_timespec_ns(&st.st_mtim));
         assert_int_equal(p.n_apps, 0); /* "apps": null */
         assert_int_equal(p.manifest_error, 0);
         assert_true(p.started_ns == 0);
@@ -290,7 +290,7 @@ static void test_exited_garbage(void **state)
         assert_int_equal(p.dir, RKL_PODDIR_EXITED_GARBAGE);
         assert_int_equal(p.state, RKL_POD_STATE_EXITED_GARBAGE);
         assert_int_equal(fstatat(f->pods, "exited-garbage/" U_EXITED_G, &st, 0), 0);
-        assert_true(p.gc_marked_ns == rkl_timespec_nsec(&st.st_ctim));
+        assert_true(p.gc_marked_ns == rkl_timespec_ns(&st.st_ctim));
         assert_int_equal(p.ppid, 31337);          /* from "pid": kvm/fly style */
         assert_string_equal(p.stage1_tree, TREE); /* trailing newline trimmed */
         const rkl_poddir_app *a = app(&p, "oneshot");
