@@ -256,7 +256,8 @@ static int new_stats(rkl_daemon *d, rkl_error *reterr)
                 return r;
         uint64_t interval = d->cfg->stats_interval_usec;
         rkl_log_info("cgroup %s, stats every %.0f s", rkl_stats_cgroup_mode_to_string(sc.mode),
-                     (double)(interval ? interval : 10 * USEC_PER_SEC) / USEC_PER_SEC);
+                     (double)(interval ? interval : RKL_CONFIG_DEFAULT_STATS_INTERVAL_USEC) /
+                         USEC_PER_SEC);
         return 0;
 }
 

@@ -772,7 +772,7 @@ int rkl_api_server_new(const rkl_api_config *cfg, rkl_cache *cache, rkl_reconcil
         for (size_t i = 0; i < ELEMENTSOF(services); i++)
                 methods_add(s, services[i]);
 
-        s->n_workers = o->api_threads ? o->api_threads : 1;
+        s->n_workers = o->api_threads ? o->api_threads : RKL_CONFIG_DEFAULT_API_THREADS;
         s->workers = rkl_xnew0(worker, s->n_workers);
         for (size_t i = 0; i < s->n_workers; i++) {
                 s->workers[i].srv = s;

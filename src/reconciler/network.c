@@ -31,7 +31,6 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define DEFAULT_TIMEOUT (30 * USEC_PER_SEC)
 /* DEL failures after which a stopped sandbox's pod is removed all the same. */
 #define DEL_HOLDS_POD 3
 
@@ -255,7 +254,7 @@ void rkl_reconciler__net_new(rkl_reconciler *r)
         net->unchecked = rkl_hashmap_new();
         net->exec = (rkl_cni_exec){
             .bin_dirs = r->cfg.cni_bin_dirs,
-            .timeout_usec = r->cfg.cni_timeout_usec ? r->cfg.cni_timeout_usec : DEFAULT_TIMEOUT,
+            .timeout_usec = r->cfg.cni_timeout_usec,
         };
         r->net = net;
 }

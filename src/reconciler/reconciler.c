@@ -582,20 +582,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->stats = cfg->stats;
         r->resync_interval_usec = cfg->resync_interval_usec;
         r->stop_grace_usec = cfg->stop_grace_usec;
-        if (!r->cfg.probe_interval_usec)
-                r->cfg.probe_interval_usec = 30 * USEC_PER_SEC;
+        rkl_config_fill_defaults(&r->cfg);
         if (!r->resync_interval_usec)
                 r->resync_interval_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.stats_interval_usec)
-                r->cfg.stats_interval_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.sandbox_ready_timeout_usec)
-                r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
         if (!r->stop_grace_usec)
                 r->stop_grace_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.rkt_timeout_usec)
-                r->cfg.rkt_timeout_usec = 60 * USEC_PER_SEC;
-        if (!r->cfg.max_actions)
-                r->cfg.max_actions = 4;
         r->cache = cache;
         r->ops = cfg->ops ? cfg->ops : &rkl_reconciler_real_ops;
         r->ops_userdata = cfg->ops ? cfg->ops_userdata : r;
