@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/fileio.h"
+#include "base/parse.h"
 #include "base/strv.h"
 #include "base/utf8.h"
 #include "rkt/command.h"
@@ -143,10 +144,11 @@ static int ports_from(const Runtime__V1__PodSandboxConfig *c, rkl_pod_spec *s, r
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu].protocol: unknown value %d", i,
                                              (int)p->protocol);
-                if (p->container_port < 0 || p->container_port > 65535 || p->host_port < 0 ||
-                    p->host_port > 65535)
+                if (p->container_port < 0 || p->container_port > RKL_MAX_PORT || p->host_port < 0 ||
+                    p->host_port > RKL_MAX_PORT)
                         return rkl_error_set(reterr, -EINVAL,
-                                             "port_mappings[%zu]: ports are 0 to 65535", i);
+                                             "port_mappings[%zu]: ports are 0 to %d", i,
+                                             RKL_MAX_PORT);
                 if (!isempty(p->host_ip) && !is_ip(p->host_ip))
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu].host_ip: '%.64s' is not an IP "
@@ -672,15 +674,20 @@ int rkl_api_resources_from_pb(const Runtime__V1__LinuxContainerResources *res, r
         if (res->cpu_period < 0 || res->cpu_quota < -1 || res->cpu_shares < 0 ||
             res->memory_limit_in_bytes < 0)
                 return rkl_error_set(reterr, -EINVAL, "negative values are invalid");
-        if (res->oom_score_adj < -1000 || res->oom_score_adj > 1000)
-                return rkl_error_set(reterr, -EINVAL, "oom_score_adj: -1000 to 1000");
+        if (res->oom_score_adj < -RKL_MAX_OOM_SCORE_ADJ ||
+            res->oom_score_adj > RKL_MAX_OOM_SCORE_ADJ)
+                return rkl_error_set(reterr, -EINVAL, "oom_score_adj: %d to %d",
+                                     -RKL_MAX_OOM_SCORE_ADJ, RKL_MAX_OOM_SCORE_ADJ);
         /* The kernel's own bounds (CFS: a quota of at least 1 ms, a period of 1 ms to 1 s). */
-        if (res->cpu_quota > 0 && res->cpu_quota < 1000)
-                return rkl_error_set(reterr, -EINVAL, "cpu_quota: at least 1000 (1 ms)");
-        if (res->cpu_period != 0 && (res->cpu_period < 1000 || res->cpu_period > 1000000))
-                return rkl_error_set(reterr, -EINVAL, "cpu_period: 1000 to 1000000");
-        if (res->cpu_shares > 262144)
-                return rkl_error_set(reterr, -EINVAL, "cpu_shares: at most 262144");
+        if (res->cpu_quota > 0 && res->cpu_quota < RKL_MIN_CPU_QUOTA_USEC)
+                return rkl_error_set(reterr, -EINVAL, "cpu_quota: at least %d (1 ms)",
+                                     RKL_MIN_CPU_QUOTA_USEC);
+        if (res->cpu_period != 0 && (res->cpu_period < RKL_MIN_CPU_PERIOD_USEC ||
+                                     res->cpu_period > RKL_MAX_CPU_PERIOD_USEC))
+                return rkl_error_set(reterr, -EINVAL, "cpu_period: %d to %d",
+                                     RKL_MIN_CPU_PERIOD_USEC, RKL_MAX_CPU_PERIOD_USEC);
+        if (res->cpu_shares > RKL_MAX_CPU_SHARES)
+                return rkl_error_set(reterr, -EINVAL, "cpu_shares: at most %d", RKL_MAX_CPU_SHARES);
         if (!isempty(res->cpuset_cpus) &&
             (strlen(res->cpuset_cpus) > 1024 ||
              !cpuset_valid(res->cpuset_cpus, sysconf(_SC_NPROCESSORS_CONF))))

@@ -3,6 +3,9 @@
 
 #include "macro.h"
 
+/* The largest errno the kernel returns (its MAX_ERRNO): what a seccomp filter may answer. */
+#define RKL_MAX_ERRNO 4095
+
 typedef struct rkl_error {
         int code;
         char msg[512];

@@ -141,6 +141,16 @@ typedef struct rkl_container_spec {
 
 void rkl_container_spec_done(rkl_container_spec *s);
 
+/* The kernel's bounds for a container's resources: cgroup v1's cpu.shares (cgroup2's
+ * cpu.weight is mapped from them), CFS's period and quota in microseconds, oom_score_adj. */
+#define RKL_MIN_CPU_SHARES          2
+#define RKL_MAX_CPU_SHARES          262144
+#define RKL_MIN_CPU_QUOTA_USEC      1000
+#define RKL_MIN_CPU_PERIOD_USEC     1000
+#define RKL_MAX_CPU_PERIOD_USEC     1000000
+#define RKL_DEFAULT_CPU_PERIOD_USEC 100000 /* CFS's, for a quota given without a period */
+#define RKL_MAX_OOM_SCORE_ADJ       1000
+
 /* A container's resources as UpdateContainerResources gives them (the same fields as the
  * spec's; cpuset_cpus is borrowed). */
 typedef struct rkl_resources {

@@ -29,6 +29,7 @@
 
 #define READ_SIZE   (256 * 1024)
 #define PUNCH_EVERY (1024 * 1024) /* bytes of source consumed between hole punches */
+#define PUNCH_ALIGN 4096          /* a hole starts and ends on a block */
 #define TICK_MS     1000          /* a look at every follower, whatever inotify said */
 /* iottymux's last lines come after the exit, later still on a loaded machine: a follower is
  * done once its source has had nothing new for this long since the exit (CI saw lines lost
@@ -243,7 +244,7 @@ static int open_src(rkl_logs *l, follower *f)
 
 static void punch(follower *f)
 {
-        uint64_t upto = f->src_off & ~(uint64_t)4095;
+        uint64_t upto = f->src_off & ~(uint64_t)(PUNCH_ALIGN - 1);
         if (upto < f->punched + PUNCH_EVERY)
                 return;
         /* Only frees blocks: offsets stay, and iottymux goes on writing at its own. A

@@ -11,11 +11,13 @@
 #include "base/alloc.h"
 #include "base/cgroup.h"
 #include "base/fileio.h"
+#include "base/model.h"
 #include "base/parse.h"
 #include "stats/stats.h"
 #include "base/banned.h"
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP_ROOT    "/sys/fs/cgroup"
+#define CPU_WEIGHT_MAX 10000 /* cgroup2's cpu.weight: 1 to 10000 */
 
 static bool is_dir(const char *p)
 {
@@ -381,14 +383,15 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
         if (cpu && l->cpu_shares > 0) {
                 if (v1)
                         snprintf(buf, sizeof(buf), "%" PRId64, l->cpu_shares);
-                else /* shares 2..262144 onto weight 1..10000, as runc does */
+                else /* shares onto cgroup2's weight, as runc does */
                         snprintf(buf, sizeof(buf), "%" PRId64,
-                                 1 + ((l->cpu_shares - 2) * 9999) / 262142);
+                                 1 + ((l->cpu_shares - RKL_MIN_CPU_SHARES) * (CPU_WEIGHT_MAX - 1)) /
+                                         (RKL_MAX_CPU_SHARES - RKL_MIN_CPU_SHARES));
                 r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares", err,
                          errlen);
         }
         if (cpu && (l->cpu_quota > 0 || l->cpu_period > 0)) {
-                int64_t period = l->cpu_period > 0 ? l->cpu_period : 100000;
+                int64_t period = l->cpu_period > 0 ? l->cpu_period : RKL_DEFAULT_CPU_PERIOD_USEC;
                 if (v1) {
                         snprintf(buf, sizeof(buf), "%" PRId64, period);
                         r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", err,

@@ -196,8 +196,8 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
         rkl_unit_limits l = {
             .cpu_shares = s->cpu_shares > 0 ? (uint64_t)s->cpu_shares : 0,
             .cpu_quota_usec = s->cpu_quota > 0 ? (uint64_t)s->cpu_quota : 0,
-            /* CFS's default period when none was given */
-            .cpu_period_usec = s->cpu_period > 0 ? (uint64_t)s->cpu_period : 100000,
+            .cpu_period_usec =
+                s->cpu_period > 0 ? (uint64_t)s->cpu_period : RKL_DEFAULT_CPU_PERIOD_USEC,
             .memory_bytes = s->memory_limit > 0 ? (uint64_t)s->memory_limit : 0,
         };
         rkl_error err = RKL_ERROR_INIT;

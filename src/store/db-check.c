@@ -5,6 +5,7 @@
 #include "store/db.h"
 
 #include "base/alloc.h"
+#include "base/parse.h"
 #include "base/strv.h"
 #include "store/db-internal.h"
 #include "base/banned.h"
@@ -171,8 +172,8 @@ int rkl_db__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
                 if ((unsigned)m->protocol >= _RKL_PROTOCOL_MAX)
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu].protocol: unknown", i);
-                if (m->container_port < 0 || m->container_port > 65535 || m->host_port < 0 ||
-                    m->host_port > 65535)
+                if (m->container_port < 0 || m->container_port > RKL_MAX_PORT || m->host_port < 0 ||
+                    m->host_port > RKL_MAX_PORT)
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu]: port out of range", i);
                 r = rkl_db__check_str("port_mappings.host_ip", m->host_ip, RKL_MAX_NAME, false,
