@@ -300,12 +300,10 @@ static int write_at(const char *dir, const char *file, const char *value)
 }
 
 /* Keeps the first failure, with what failed. */
-static int note(int r, int k, const char *what, char *err, size_t errlen)
+static int note(int r, int k, const char *what, rkl_error *reterr)
 {
-        if (k < 0 && r == 0) {
-                snprintf(err, errlen, "%s: %s", what, strerror(-k));
-                return k;
-        }
+        if (k < 0 && r == 0)
+                return rkl_error_set(reterr, k, "%s: %s", what, strerror(-k));
         return r;
 }
 
@@ -358,7 +356,7 @@ static int apply_cpuset(const char *procs_dir, const char *memory_dir, bool v1, 
 }
 
 int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
-                                const rkl_app_cgroup_limits *l, char *err, size_t errlen)
+                                const rkl_app_cgroup_limits *l, rkl_error *reterr)
 {
         bool v1 = memory_dir && !streq(procs_dir, memory_dir);
         _cleanup_free_ char *cpu = v1 ? v1_sibling(memory_dir, "cpu") : rkl_xstrdup(procs_dir);
@@ -378,7 +376,7 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                                 k = write_at(mem, "memory.limit_in_bytes", buf);
                 } else
                         (void)write_at(mem, "memory.swap.max", "0");
-                r = note(r, k, "memory limit", err, errlen);
+                r = note(r, k, "memory limit", reterr);
         }
         if (cpu && l->cpu_shares > 0) {
                 if (v1)
@@ -387,31 +385,29 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                         snprintf(buf, sizeof(buf), "%" PRId64,
                                  1 + ((l->cpu_shares - RKL_MIN_CPU_SHARES) * (CPU_WEIGHT_MAX - 1)) /
                                          (RKL_MAX_CPU_SHARES - RKL_MIN_CPU_SHARES));
-                r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares", err,
-                         errlen);
+                r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares",
+                         reterr);
         }
         if (cpu && (l->cpu_quota > 0 || l->cpu_period > 0)) {
                 int64_t period = l->cpu_period > 0 ? l->cpu_period : RKL_DEFAULT_CPU_PERIOD_USEC;
                 if (v1) {
                         snprintf(buf, sizeof(buf), "%" PRId64, period);
-                        r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", err,
-                                 errlen);
+                        r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", reterr);
                         snprintf(buf, sizeof(buf), "%" PRId64,
                                  l->cpu_quota > 0 ? l->cpu_quota : -1);
-                        r = note(r, write_at(cpu, "cpu.cfs_quota_us", buf), "cpu quota", err,
-                                 errlen);
+                        r = note(r, write_at(cpu, "cpu.cfs_quota_us", buf), "cpu quota", reterr);
                 } else {
                         if (l->cpu_quota > 0)
                                 snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64, l->cpu_quota,
                                          period);
                         else
                                 snprintf(buf, sizeof(buf), "max %" PRId64, period);
-                        r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", err, errlen);
+                        r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", reterr);
                 }
         }
         if (l->cpuset_cpus)
-                r = note(r, apply_cpuset(procs_dir, memory_dir, v1, l->cpuset_cpus), "cpuset", err,
-                         errlen);
+                r = note(r, apply_cpuset(procs_dir, memory_dir, v1, l->cpuset_cpus), "cpuset",
+                         reterr);
         if (l->oom_score_adj != 0) {
                 /* Every process the app has now; its children inherit the value. */
                 _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", procs_dir);
@@ -425,7 +421,7 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                                 _cleanup_free_ char *p = rkl_xasprintf("/proc/%s", line);
                                 int k = write_at(p, "oom_score_adj", buf);
                                 if (k != -ENOENT && k != -ESRCH)
-                                        r = note(r, k, "oom_score_adj", err, errlen);
+                                        r = note(r, k, "oom_score_adj", reterr);
                         }
         }
         return r;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/error.h"
+
 typedef struct rkl_stats_dirs rkl_stats_dirs;
 
 /* The app's cgroup directories: in the hierarchy that holds processes (cgroup2, or v1's
@@ -59,9 +61,8 @@ typedef struct rkl_app_cgroup_limits {
 /* Writes the limits into the app's cgroups (v1: memory.limit_in_bytes and memsw, cpu.shares,
  * cpu.cfs_period_us/cfs_quota_us and cpuset.cpus in its own cgroups; cgroup2: memory.max,
  * cpu.weight, cpu.max, cpuset.cpus) and oom_score_adj into /proc/<pid>/ of each of its
- * processes. Returns the first failure,
- * described in err. */
+ * processes, all it can. Returns the first failure, which reterr names ("cpu shares: ..."). */
 int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
-                                const rkl_app_cgroup_limits *l, char *err, size_t errlen);
+                                const rkl_app_cgroup_limits *l, rkl_error *reterr);
 /* The stats module's resolve callback (stats.h): an app's (app set) or a pod's cgroups. */
 int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret);

@@ -81,12 +81,12 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
             .oom_score_adj = c->spec.oom_score_adj,
             .cpuset_cpus = c->spec.cpuset_cpus,
         };
-        char err[256] = "";
-        k = rkl_app_cgroup_apply_limits(procs, memory, &l, err, sizeof(err));
+        rkl_error err = RKL_ERROR_INIT;
+        k = rkl_app_cgroup_apply_limits(procs, memory, &l, &err);
         if (k < 0)
                 /* Logged once per change of the limits: the next try is at the next change. */
                 rkl_log_warning("container %.12s: cannot apply its resources (%s), ignoring", c->id,
-                                err);
+                                err.msg);
         else if (l.memory_limit || l.cpu_shares || l.cpu_quota || l.oom_score_adj || l.cpuset_cpus)
                 rkl_log_debug("container %.12s: resources %s applied", c->id, key);
         if (!a) {

@@ -545,16 +545,28 @@ int rkl_poddir_list(int pods_dirfd, char ***ret_uuids, rkl_error *reterr)
         return 0;
 }
 
-pid_t rkl_poddir_pod_init(uint32_t nspawn_pid)
+int rkl_poddir_pod_init(uint32_t nspawn_pid, pid_t *ret_pid, rkl_error *reterr)
 {
         char path[64];
         _cleanup_free_ char *s = NULL;
         if (nspawn_pid == 0)
-                return -1;
+                return rkl_error_set(reterr, -ESRCH,
+                                     "the pod's systemd is not running (no nspawn)");
         (void)snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/children",
                        nspawn_pid, nspawn_pid);
-        if (rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL) < 0)
-                return -1;
+        int r = rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL);
+        if (r == -ENOENT)
+                return rkl_error_set(
+                    reterr, -ESRCH, "the pod's systemd is not running (nspawn %" PRIu32 " is gone)",
+                    nspawn_pid);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "%s: %s", path, strerror(-r));
         long pid = strtol(s, NULL, 10);
-        return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : -1;
+        if (pid <= 0 || pid > INT32_MAX)
+                return rkl_error_set(reterr, -ESRCH,
+                                     "the pod's systemd is not running (nspawn %" PRIu32
+                                     " has no child)",
+                                     nspawn_pid);
+        *ret_pid = (pid_t)pid;
+        return 0;
 }

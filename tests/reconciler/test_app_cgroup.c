@@ -136,8 +136,8 @@ static void test_limits_v2(void **state)
             .cpu_period = 100000,
             .cpuset_cpus = "0-1",
         };
-        char err[256] = "";
-        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, err, sizeof(err)), 0);
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, &err), 0);
         assert_file(f->procs, "memory.max", "67108864");
         assert_file(f->procs, "memory.swap.max", "0");
         assert_file(f->procs, "cpu.weight", "39"); /* runc's mapping of 1024 shares */
@@ -147,7 +147,7 @@ static void test_limits_v2(void **state)
          * as a control file is: emptied first.) */
         put(f->procs, "cpu.max", "");
         l = (rkl_app_cgroup_limits){.cpu_period = 200000};
-        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->procs, &l, err, sizeof(err)), 0);
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->procs, &l, &err), 0);
         assert_file(f->procs, "cpu.max", "max 200000");
 }
 
@@ -157,10 +157,9 @@ static void test_limits_error(void **state)
         fixture *f = *state;
         put(f->procs, "cpu.weight", "");
         rkl_app_cgroup_limits l = {.memory_limit = 1 << 20, .cpu_shares = 2};
-        char err[256] = "";
-        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, err, sizeof(err)),
-                         -ENOENT);
-        assert_non_null(strstr(err, "memory limit"));
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, &err), -ENOENT);
+        assert_non_null(strstr(err.msg, "memory limit"));
         assert_file(f->procs, "cpu.weight", "1");
 }
 
@@ -174,10 +173,9 @@ static void test_limits_v1(void **state)
         put(f->memory, "memory.limit_in_bytes", "");
         put(f->memory, "memory.memsw.limit_in_bytes", "");
         rkl_app_cgroup_limits l = {.memory_limit = 32 << 20, .cpu_shares = 512, .cpuset_cpus = "0"};
-        char err[256] = "";
-        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->memory, &l, err, sizeof(err)),
-                         -EOPNOTSUPP);
-        assert_non_null(strstr(err, "cpuset"));
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->memory, &l, &err), -EOPNOTSUPP);
+        assert_non_null(strstr(err.msg, "cpuset"));
         assert_file(f->memory, "memory.limit_in_bytes", "33554432");
         assert_file(f->memory, "memory.memsw.limit_in_bytes", "33554432");
 }
