@@ -2,6 +2,7 @@
  * persists and what reconciler/ acts on. Plain value types with _done()/_free(). */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,7 +164,7 @@ typedef enum rkl_pod_desired {
         RKL_POD_DESIRED_READY = 0,   /* RunPodSandbox accepted */
         RKL_POD_DESIRED_STOPPED = 1, /* StopPodSandbox accepted */
         _RKL_POD_DESIRED_MAX,
-        _RKL_POD_DESIRED_INVALID = -22,
+        _RKL_POD_DESIRED_INVALID = -EINVAL,
 } rkl_pod_desired;
 
 typedef enum rkl_container_desired {
@@ -171,7 +172,7 @@ typedef enum rkl_container_desired {
         RKL_CONTAINER_DESIRED_RUNNING = 1, /* StartContainer accepted */
         RKL_CONTAINER_DESIRED_STOPPED = 2, /* StopContainer (or a stop of its pod) accepted */
         _RKL_CONTAINER_DESIRED_MAX,
-        _RKL_CONTAINER_DESIRED_INVALID = -22,
+        _RKL_CONTAINER_DESIRED_INVALID = -EINVAL,
 } rkl_container_desired;
 
 /* Observed phases: what the reconciler last saw. */
@@ -181,7 +182,7 @@ typedef enum rkl_pod_phase {
         RKL_POD_PHASE_FAILED = 2,  /* creation failed for good, or the pod died */
         RKL_POD_PHASE_STOPPED = 3, /* stopped on request */
         _RKL_POD_PHASE_MAX,
-        _RKL_POD_PHASE_INVALID = -22,
+        _RKL_POD_PHASE_INVALID = -EINVAL,
 } rkl_pod_phase;
 
 typedef enum rkl_container_phase {
@@ -190,7 +191,7 @@ typedef enum rkl_container_phase {
         RKL_CONTAINER_PHASE_EXITED = 2,  /* CRI CONTAINER_EXITED */
         RKL_CONTAINER_PHASE_UNKNOWN = 3, /* CRI CONTAINER_UNKNOWN */
         _RKL_CONTAINER_PHASE_MAX,
-        _RKL_CONTAINER_PHASE_INVALID = -22,
+        _RKL_CONTAINER_PHASE_INVALID = -EINVAL,
 } rkl_container_phase;
 
 /* The steps of a start as the reconciler sees them happen, in the order they happen: each
@@ -204,7 +205,7 @@ typedef enum rkl_pod_step {
         RKL_POD_STEP_STAGE1_READY = 5, /* the pod's systemd booted: rkt's supervisor is ready */
         RKL_POD_STEP_RUNNING = 6,      /* ready with its network: READY, what --wait waits for */
         _RKL_POD_STEP_MAX,
-        _RKL_POD_STEP_INVALID = -22,
+        _RKL_POD_STEP_INVALID = -EINVAL,
 } rkl_pod_step;
 
 typedef enum rkl_container_step {
@@ -214,7 +215,7 @@ typedef enum rkl_container_step {
         RKL_CONTAINER_STEP_START_DONE = 3,
         RKL_CONTAINER_STEP_RUNNING = 4, /* its process exec'd the program: RUNNING */
         _RKL_CONTAINER_STEP_MAX,
-        _RKL_CONTAINER_STEP_INVALID = -22,
+        _RKL_CONTAINER_STEP_INVALID = -EINVAL,
 } rkl_container_step;
 
 #define RKL_TIMELINE_STEPS 8 /* room for either kind's steps */

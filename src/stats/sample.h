@@ -4,6 +4,7 @@
  * disk usage of a directory tree (an app's writable layer). */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +13,7 @@ typedef enum rkl_stats_cgroup_mode {
         RKL_STATS_CGROUP_V1 = 1, /* a hierarchy per controller (legacy, or hybrid with unified/) */
         RKL_STATS_CGROUP_V2 = 2, /* the unified hierarchy only */
         _RKL_STATS_CGROUP_MODE_MAX,
-        _RKL_STATS_CGROUP_MODE_INVALID = -22,
+        _RKL_STATS_CGROUP_MODE_INVALID = -EINVAL,
 } rkl_stats_cgroup_mode;
 
 /* The mode of the cgroup file system mounted at root_fd (/sys/fs/cgroup): cgroup2 when its

@@ -1169,8 +1169,9 @@ static void test_invalid_input(void **state)
         FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.pid = -1}, &e_));
         FAILS(-EINVAL,
               rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.started_ns = -5}, &e_));
-        FAILS(-EINVAL, rkl_db_container_set_observed(f->s, container,
-                                                     &(rkl_container_observed){.phase = -22}, &e_));
+        FAILS(-EINVAL, rkl_db_container_set_observed(
+                           f->s, container,
+                           &(rkl_container_observed){.phase = _RKL_CONTAINER_PHASE_INVALID}, &e_));
         FAILS(-EINVAL, rkl_db_pod_set_rkt_uuid(f->s, pod, "not-a-uuid", &e_));
         FAILS(-EINVAL,
               rkl_db_pod_set_rkt_uuid(f->s, pod, "8D6B1A0E-3C2F-4E5D-9A8B-7C6D5E4F3A2B", &e_));
