@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "base/alloc.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 struct rkb_client {
@@ -235,12 +236,12 @@ int rkb_client_pipeline(rkb_client *c, const rkb_request *req, unsigned inflight
 {
         _cleanup_free_ slot *slots = rkl_xnew0(slot, inflight);
         rkb_pipeline_result res = {0};
-        uint64_t start = rkb_now_ns(), end = start + duration_usec * 1000;
+        uint64_t start = rkb_now_ns(), end = start + duration_usec * NSEC_PER_USEC;
         unsigned active = 0;
         int r = 0;
 
         for (unsigned i = 0; i < inflight; i++) {
-                r = slot_start(c, &slots[i], req, 30 * 1000000);
+                r = slot_start(c, &slots[i], req, 30 * USEC_PER_SEC);
                 if (r < 0)
                         break;
                 active++;
@@ -262,7 +263,7 @@ int rkb_client_pipeline(rkb_client *c, const rkb_request *req, unsigned inflight
                 slot_release(s);
                 active--;
                 if (r >= 0 && now < end) {
-                        r = slot_start(c, s, req, 30 * 1000000);
+                        r = slot_start(c, s, req, 30 * USEC_PER_SEC);
                         if (r >= 0)
                                 active++;
                 }
