@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "base/alloc.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 struct rkb_client {
@@ -27,7 +28,7 @@ typedef struct slot {
         grpc_byte_buffer *send, *recv;
         grpc_status_code status;
         grpc_slice details;
-        uint64_t start_nsec;
+        uint64_t start_ns;
 } slot;
 
 int rkb_client_new(const char *endpoint, rkb_client **ret)
@@ -147,7 +148,7 @@ static int slot_start(rkb_client *c, slot *s, const rkb_request *req, uint64_t t
         ops[5].data.recv_status_on_client.trailing_metadata = &s->trailing_md;
         ops[5].data.recv_status_on_client.status = &s->status;
         ops[5].data.recv_status_on_client.status_details = &s->details;
-        s->start_nsec = rkb_now_nsec();
+        s->start_ns = rkb_now_ns();
         e = grpc_call_start_batch(s->call, ops, ELEMENTSOF(ops), s, NULL);
         if (e != GRPC_CALL_OK) {
                 /* A bug in this file, never a peer's doing (CONTRIBUTING.md, 'Foreign errors
@@ -205,7 +206,7 @@ int rkb_client_call(rkb_client *c, const rkb_request *req,
         do
                 ev = grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         while (ev.type != GRPC_OP_COMPLETE || ev.tag != &s);
-        reply->nsec = rkb_now_nsec() - s.start_nsec;
+        reply->took_ns = rkb_now_ns() - s.start_ns;
         reply->status = s.status;
         if (s.status != GRPC_STATUS_OK) {
                 char *d = grpc_slice_to_c_string(s.details);
@@ -235,12 +236,12 @@ int rkb_client_pipeline(rkb_client *c, const rkb_request *req, unsigned inflight
 {
         _cleanup_free_ slot *slots = rkl_xnew0(slot, inflight);
         rkb_pipeline_result res = {0};
-        uint64_t start = rkb_now_nsec(), end = start + duration_usec * 1000;
+        uint64_t start = rkb_now_ns(), end = start + duration_usec * NSEC_PER_USEC;
         unsigned active = 0;
         int r = 0;
 
         for (unsigned i = 0; i < inflight; i++) {
-                r = slot_start(c, &slots[i], req, 30 * 1000000);
+                r = slot_start(c, &slots[i], req, 30 * USEC_PER_SEC);
                 if (r < 0)
                         break;
                 active++;
@@ -249,7 +250,7 @@ int rkb_client_pipeline(rkb_client *c, const rkb_request *req, unsigned inflight
                 grpc_event ev =
                     grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
                 slot *s = ev.tag;
-                uint64_t now = rkb_now_nsec();
+                uint64_t now = rkb_now_ns();
 
                 if (ev.type != GRPC_OP_COMPLETE)
                         continue;
@@ -258,16 +259,16 @@ int rkb_client_pipeline(rkb_client *c, const rkb_request *req, unsigned inflight
                         if (res.errors++ == 0)
                                 res.first_error = s->status;
                 } else
-                        rkb_samples_add(lat, now - s->start_nsec);
+                        rkb_samples_add(lat, now - s->start_ns);
                 slot_release(s);
                 active--;
                 if (r >= 0 && now < end) {
-                        r = slot_start(c, s, req, 30 * 1000000);
+                        r = slot_start(c, s, req, 30 * USEC_PER_SEC);
                         if (r >= 0)
                                 active++;
                 }
         }
-        res.elapsed_nsec = rkb_now_nsec() - start;
+        res.elapsed_ns = rkb_now_ns() - start;
         *ret = res;
         return r < 0 ? r : 0;
 }

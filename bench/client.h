@@ -19,7 +19,7 @@ typedef struct rkb_request rkb_request;
 typedef struct rkb_reply {
         int status; /* grpc_status_code; 0 = OK */
         char *details;
-        uint64_t nsec; /* start of the batch to its completion */
+        uint64_t took_ns; /* start of the batch to its completion */
         ProtobufCMessage *resp;
 } rkb_reply;
 
@@ -41,7 +41,7 @@ int rkb_client_call(rkb_client *c, const rkb_request *req,
 void rkb_reply_release(rkb_reply *reply);
 
 typedef struct rkb_pipeline_result {
-        uint64_t calls, errors, elapsed_nsec;
+        uint64_t calls, errors, elapsed_ns;
         int first_error; /* grpc status of the first failed call */
 } rkb_pipeline_result;
 

@@ -17,6 +17,7 @@
 #include "base/alloc.h"
 #include "base/json.h"
 #include "base/model.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 enum { CALL_RUN, CALL_CREATE, CALL_START, CALL_POD, CALL_STOP_POD, CALL_REMOVE_POD, _CALL_MAX };
@@ -67,17 +68,6 @@ struct rkb_density {
         unsigned idle_relists;
 };
 
-static uint64_t now_ns(void)
-{
-        return rkb_now_nsec();
-}
-
-static void sleep_ms(unsigned n)
-{
-        struct timespec ts = {.tv_sec = n / 1000, .tv_nsec = (long)(n % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-}
-
 /* One call; its reply in *ret when want_resp (release it). Returns the grpc status or -errno,
  * with the first failure kept in p. */
 static int call(rkb_density *d, rkb_client *c, rkb_rpc rpc, rkb_request *req, bool want_resp,
@@ -99,7 +89,7 @@ static int call(rkb_density *d, rkb_client *c, rkb_rpc rpc, rkb_request *req, bo
                 p->error = rkl_xasprintf("%s: %s", rkb_rpc_name(rpc), r.details ? r.details : "");
         }
         if (r.status == GRPC_STATUS_OK && ret_ns)
-                *ret_ns = r.nsec;
+                *ret_ns = r.took_ns;
         k = r.status;
         if (ret && k == GRPC_STATUS_OK)
                 *ret = r;
@@ -112,7 +102,7 @@ static int call(rkb_density *d, rkb_client *c, rkb_rpc rpc, rkb_request *req, bo
 static void start_pod(rkb_density *d, rkb_client *c, dpod *p)
 {
         rkb_reply r;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = rkb_now_ns();
         if (call(d, c, RKB_RUN_POD, rkb_cri_run_pod(d->o.cri, p->name, p->uid), true, p, &p->run_ns,
                  &r) != GRPC_STATUS_OK)
                 return;
@@ -132,7 +122,7 @@ static void start_pod(rkb_density *d, rkb_client *c, dpod *p)
                          &p->start_ns[j], NULL) != GRPC_STATUS_OK)
                         return;
         }
-        p->pod_ns = now_ns() - t0;
+        p->pod_ns = rkb_now_ns() - t0;
 }
 
 /* What kubelet does for a pod deleted: StopPodSandbox stops its containers with it. */
@@ -190,7 +180,7 @@ static void *reader_main(void *userdata)
                         rkb_samples_add(&d->during[READ_LIST_CONTAINERS], ns);
                 else
                         d->read_errors++;
-                sleep_ms(d->o.read_interval_ms);
+                rkb_sleep_ms(d->o.read_interval_ms);
         }
         rkb_client_free(c);
         return NULL;
@@ -213,12 +203,12 @@ static void run_workers(rkb_density *d, bool reader)
         if (reader && pthread_create(&rt, NULL, reader_main, d) != 0)
                 abort();
         if (!d->teardown)
-                d->t0 = now_ns();
+                d->t0 = rkb_now_ns();
         pthread_barrier_wait(&d->barrier);
         for (unsigned i = 0; i < n; i++)
                 pthread_join(t[i], NULL);
         if (!d->teardown)
-                d->batch_s = (double)(now_ns() - d->t0) / 1e9;
+                d->batch_s = (double)(rkb_now_ns() - d->t0) / NSEC_PER_SEC;
         atomic_store(&d->batch_done, true);
         if (reader)
                 pthread_join(rt, NULL);
@@ -270,8 +260,8 @@ static void add_steps(step_samples *s, size_t n, const char *(*name)(int), const
                 for (size_t j = 0; j < i; j++)
                         if (at[j] > before && at[j] <= at[i])
                                 before = at[j];
-                rkb_samples_add(&s[i].at, (uint64_t)at[i] * 1000);
-                rkb_samples_add(&s[i].took, (uint64_t)(at[i] - before) * 1000);
+                rkb_samples_add(&s[i].at, (uint64_t)at[i] * NSEC_PER_USEC);
+                rkb_samples_add(&s[i].took, (uint64_t)(at[i] - before) * NSEC_PER_USEC);
         }
 }
 
@@ -384,9 +374,9 @@ static uint64_t daemon_cpu_ns(pid_t pid)
 /* kubelet's relist every second (both lists), the daemon's CPU meanwhile. */
 static void measure_idle(rkb_density *d)
 {
-        uint64_t cpu0 = daemon_cpu_ns(d->o.daemon_pid), t0 = now_ns();
-        uint64_t end = t0 + (uint64_t)(d->o.idle_s * 1e9);
-        for (uint64_t next = t0; now_ns() < end; next += 1000000000) {
+        uint64_t cpu0 = daemon_cpu_ns(d->o.daemon_pid), t0 = rkb_now_ns();
+        uint64_t end = t0 + (uint64_t)(d->o.idle_s * NSEC_PER_SEC);
+        for (uint64_t next = t0; rkb_now_ns() < end; next += NSEC_PER_SEC) {
                 (void)call(d, d->cli, RKB_LIST_PODS,
                            rkb_cri_by_id(d->o.cri, RKB_LIST_PODS, NULL, false), false, NULL, NULL,
                            NULL);
@@ -394,12 +384,12 @@ static void measure_idle(rkb_density *d)
                            rkb_cri_by_id(d->o.cri, RKB_LIST_CONTAINERS, NULL, false), false, NULL,
                            NULL, NULL);
                 d->idle_relists++;
-                uint64_t n = now_ns();
-                if (next + 1000000000 > n)
-                        sleep_ms((unsigned)((next + 1000000000 - n) / 1000000));
+                uint64_t n = rkb_now_ns();
+                if (next + NSEC_PER_SEC > n)
+                        rkb_sleep_ms((unsigned)((next + NSEC_PER_SEC - n) / NSEC_PER_MSEC));
         }
-        uint64_t cpu1 = daemon_cpu_ns(d->o.daemon_pid), t1 = now_ns();
-        d->idle_wall_s = (double)(t1 - t0) / 1e9;
+        uint64_t cpu1 = daemon_cpu_ns(d->o.daemon_pid), t1 = rkb_now_ns();
+        d->idle_wall_s = (double)(t1 - t0) / NSEC_PER_SEC;
         d->idle_cpu_pct = (double)(cpu1 - cpu0) / (double)(t1 - t0) * 100;
 }
 
@@ -440,14 +430,14 @@ int rkb_density_run(rkb_client *c, const rkb_density_opts *o, rkb_density **ret)
         run_workers(d, o->read_interval_ms > 0);
         /* With --wait the last StartContainer returned once its container ran; without it,
          * this is where the wait happens. */
-        for (uint64_t end = d->t0 + (uint64_t)(o->settle_s * 1e9);;) {
+        for (uint64_t end = d->t0 + (uint64_t)(o->settle_s * NSEC_PER_SEC);;) {
                 if (all_running(d)) {
-                        d->all_running_s = (double)(now_ns() - d->t0) / 1e9;
+                        d->all_running_s = (double)(rkb_now_ns() - d->t0) / NSEC_PER_SEC;
                         break;
                 }
-                if (now_ns() > end)
+                if (rkb_now_ns() > end)
                         break;
-                sleep_ms(20);
+                rkb_sleep_ms(20);
         }
         for (unsigned i = 0; i < o->pods; i++) {
                 const dpod *p = &d->pods[i];
@@ -514,7 +504,8 @@ void rkb_density_print(const rkb_density *cd, FILE *f)
                 summary_ms(&d->calls[i], &s);
                 if (s.n)
                         fprintf(f, "%-36s %5zu %9.1f %9.1f %9.1f %9.1f\n", call_names[i], s.n,
-                                s.p50_us / 1e3, s.p90_us / 1e3, s.p99_us / 1e3, s.max_us / 1e3);
+                                s.p50_usec / USEC_PER_MSEC, s.p90_usec / USEC_PER_MSEC,
+                                s.p99_usec / USEC_PER_MSEC, s.max_usec / USEC_PER_MSEC);
         }
         fprintf(f, "%-36s %5s %9s %9s %9s %9s %9s %9s\n", "daemon step (after accepted; took)", "n",
                 "at_p50", "at_p90", "at_p99", "took_p50", "took_p90", "took_p99");
@@ -530,8 +521,9 @@ void rkb_density_print(const rkb_density *cd, FILE *f)
                         (void)snprintf(name, sizeof(name), "%s %s", kind ? "container" : "sandbox",
                                        kind ? container_step_name((int)i) : pod_step_name((int)i));
                         fprintf(f, "%-36s %5zu %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, s.n,
-                                s.p50_us / 1e3, s.p90_us / 1e3, s.p99_us / 1e3, t.p50_us / 1e3,
-                                t.p90_us / 1e3, t.p99_us / 1e3);
+                                s.p50_usec / USEC_PER_MSEC, s.p90_usec / USEC_PER_MSEC,
+                                s.p99_usec / USEC_PER_MSEC, t.p50_usec / USEC_PER_MSEC,
+                                t.p90_usec / USEC_PER_MSEC, t.p99_usec / USEC_PER_MSEC);
                 }
         }
         fprintf(f, "%-36s %5s %9s %9s %9s %9s\n", "reads", "n", "p50_ms", "p90_ms", "p99_ms",
@@ -545,7 +537,8 @@ void rkb_density_print(const rkb_density *cd, FILE *f)
                         (void)snprintf(name, sizeof(name), "%s, %s", rkb_rpc_name(read_rpcs[i]),
                                        when ? "after" : "while starting");
                         fprintf(f, "%-36s %5zu %9.3f %9.3f %9.3f %9.3f\n", name, s.n,
-                                s.p50_us / 1e3, s.p90_us / 1e3, s.p99_us / 1e3, s.max_us / 1e3);
+                                s.p50_usec / USEC_PER_MSEC, s.p90_usec / USEC_PER_MSEC,
+                                s.p99_usec / USEC_PER_MSEC, s.max_usec / USEC_PER_MSEC);
                 }
         if (d->rss_kib)
                 fprintf(f, "daemon VmRSS %ld KiB (VmHWM %ld KiB) with every pod running\n",
@@ -559,74 +552,84 @@ void rkb_density_print(const rkb_density *cd, FILE *f)
                 fprintf(f, "failed pods: %u, first: %s\n", d->failed_pods, d->first_error);
 }
 
-static void json_summary(FILE *f, rkb_samples *smp)
+/* A number with fixed decimals, as the tables print it. */
+static json_object *num(double v, int decimals)
+{
+        char buf[64];
+        (void)snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+        return json_object_new_double_s(v, buf);
+}
+
+/* The summary's keys (ms) into o. */
+static json_object *summary_json(json_object *o, rkb_samples *smp)
 {
         rkb_summary s;
         rkb_samples_summarize(smp, &s);
-        fprintf(f,
-                "\"n\": %zu, \"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": "
-                "%.3f, \"mean_ms\": %.3f",
-                s.n, s.p50_us / 1e3, s.p90_us / 1e3, s.p99_us / 1e3, s.max_us / 1e3,
-                s.mean_us / 1e3);
+        json_object_object_add(o, "n", json_object_new_int64((int64_t)s.n));
+        json_object_object_add(o, "p50_ms", num(s.p50_usec / USEC_PER_MSEC, 3));
+        json_object_object_add(o, "p90_ms", num(s.p90_usec / USEC_PER_MSEC, 3));
+        json_object_object_add(o, "p99_ms", num(s.p99_usec / USEC_PER_MSEC, 3));
+        json_object_object_add(o, "max_ms", num(s.max_usec / USEC_PER_MSEC, 3));
+        json_object_object_add(o, "mean_ms", num(s.mean_usec / USEC_PER_MSEC, 3));
+        return o;
 }
 
-void rkb_density_json(const rkb_density *cd, FILE *f)
+json_object *rkb_density_json(const rkb_density *cd)
 {
-        rkb_density *d = (rkb_density *)cd;
-        fprintf(f,
-                "{\"pods\": %u, \"containers_per_pod\": %u, \"workers\": %u, \"batch_s\": %.3f, "
-                "\"all_running_s\": %.3f, \"all_running\": %s, \"failed_pods\": %u, "
-                "\"vmrss_kib\": %ld, \"vmhwm_kib\": %ld, \"idle_cpu_pct\": %.3f, "
-                "\"idle_s\": %.1f,\n    \"calls\": [",
-                d->o.pods, d->o.containers, d->o.workers, d->batch_s, d->all_running_s,
-                d->all_running_s >= 0 ? "true" : "false", d->failed_pods, d->rss_kib, d->hwm_kib,
-                d->idle_cpu_pct, d->idle_wall_s);
+        rkb_density *d = (rkb_density *)cd; /* summarizing sorts the samples */
+        json_object *o = json_object_new_object(), *calls = json_object_new_array();
+        json_object *steps = json_object_new_array(), *reads = json_object_new_array();
+
+        json_object_object_add(o, "pods", json_object_new_int64(d->o.pods));
+        json_object_object_add(o, "containers_per_pod", json_object_new_int64(d->o.containers));
+        json_object_object_add(o, "workers", json_object_new_int64(d->o.workers));
+        json_object_object_add(o, "batch_s", num(d->batch_s, 3));
+        json_object_object_add(o, "all_running_s", num(d->all_running_s, 3));
+        json_object_object_add(o, "all_running", json_object_new_boolean(d->all_running_s >= 0));
+        json_object_object_add(o, "failed_pods", json_object_new_int64(d->failed_pods));
+        json_object_object_add(o, "vmrss_kib", json_object_new_int64(d->rss_kib));
+        json_object_object_add(o, "vmhwm_kib", json_object_new_int64(d->hwm_kib));
+        json_object_object_add(o, "idle_cpu_pct", num(d->idle_cpu_pct, 3));
+        json_object_object_add(o, "idle_s", num(d->idle_wall_s, 1));
         for (size_t i = 0; i < _CALL_MAX; i++) {
-                fprintf(f, "%s\n      {\"call\": \"%s\", ", i ? "," : "", call_names[i]);
-                json_summary(f, &d->calls[i]);
-                fprintf(f, "}");
+                json_object *c = json_object_new_object();
+                json_object_object_add(c, "call", json_object_new_string(call_names[i]));
+                json_object_array_add(calls, summary_json(c, &d->calls[i]));
         }
-        fprintf(f, "\n    ],\n    \"steps\": [");
-        bool first = true;
+        json_object_object_add(o, "calls", calls);
         for (int kind = 0; kind < 2; kind++) {
                 size_t n = kind ? _RKL_CONTAINER_STEP_MAX : _RKL_POD_STEP_MAX;
                 step_samples *ss = kind ? d->container_steps : d->pod_steps;
                 for (size_t i = 0; i < n; i++) {
-                        fprintf(f, "%s\n      {\"object\": \"%s\", \"step\": \"%s\", \"at\": {",
-                                first ? "" : ",", kind ? "container" : "sandbox",
-                                kind ? container_step_name((int)i) : pod_step_name((int)i));
-                        json_summary(f, &ss[i].at);
-                        fprintf(f, "}, \"took\": {");
-                        json_summary(f, &ss[i].took);
-                        fprintf(f, "}}");
-                        first = false;
+                        json_object *st = json_object_new_object();
+                        json_object_object_add(
+                            st, "object", json_object_new_string(kind ? "container" : "sandbox"));
+                        json_object_object_add(
+                            st, "step",
+                            json_object_new_string(kind ? container_step_name((int)i)
+                                                        : pod_step_name((int)i)));
+                        json_object_object_add(st, "at",
+                                               summary_json(json_object_new_object(), &ss[i].at));
+                        json_object_object_add(st, "took",
+                                               summary_json(json_object_new_object(), &ss[i].took));
+                        json_object_array_add(steps, st);
                 }
         }
-        fprintf(f, "\n    ],\n    \"reads\": [");
-        first = true;
+        json_object_object_add(o, "steps", steps);
         for (int when = 0; when < 2; when++)
                 for (size_t i = 0; i < _READ_MAX; i++) {
-                        fprintf(f, "%s\n      {\"rpc\": \"%s\", \"when\": \"%s\", ",
-                                first ? "" : ",", rkb_rpc_name(read_rpcs[i]),
-                                when ? "after" : "starting");
-                        json_summary(f, when ? &d->after[i] : &d->during[i]);
-                        fprintf(f, "}");
-                        first = false;
+                        json_object *r = json_object_new_object();
+                        json_object_object_add(r, "rpc",
+                                               json_object_new_string(rkb_rpc_name(read_rpcs[i])));
+                        json_object_object_add(r, "when",
+                                               json_object_new_string(when ? "after" : "starting"));
+                        json_object_array_add(reads,
+                                              summary_json(r, when ? &d->after[i] : &d->during[i]));
                 }
-        fprintf(f, "\n    ],\n    \"first_error\": ");
-        if (d->first_error) {
-                fputc('"', f);
-                for (const char *p = d->first_error; *p; p++)
-                        if (*p == '"' || *p == '\\')
-                                fprintf(f, "\\%c", *p);
-                        else if ((unsigned char)*p < 0x20)
-                                fprintf(f, "\\u%04x", *p);
-                        else
-                                fputc(*p, f);
-                fputc('"', f);
-        } else
-                fprintf(f, "null");
-        fprintf(f, "}");
+        json_object_object_add(o, "reads", reads);
+        json_object_object_add(o, "first_error",
+                               d->first_error ? json_object_new_string(d->first_error) : NULL);
+        return o;
 }
 
 rkb_density *rkb_density_free(rkb_density *d)

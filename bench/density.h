@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <json-c/json.h>
+
 #include "client.h"
 #include "cri.h"
 
@@ -36,6 +38,6 @@ typedef struct rkb_density rkb_density;
  * measured either way. */
 int rkb_density_run(rkb_client *c, const rkb_density_opts *o, rkb_density **ret);
 void rkb_density_print(const rkb_density *d, FILE *f);
-/* The "density" object of rkl-bench's JSON. */
-void rkb_density_json(const rkb_density *d, FILE *f);
+/* The "density" object of rkl-bench's JSON (the caller's). */
+json_object *rkb_density_json(const rkb_density *d);
 rkb_density *rkb_density_free(rkb_density *d);

@@ -3,15 +3,16 @@
 
 #include "stats.h"
 #include "base/alloc.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
-void rkb_samples_add(rkb_samples *s, uint64_t nsec)
+void rkb_samples_add(rkb_samples *s, uint64_t ns)
 {
         if (s->n == s->cap) {
                 s->cap = s->cap ? s->cap * 2 : 256;
                 s->v = rkl_xrealloc(s->v, s->cap * sizeof(*s->v));
         }
-        s->v[s->n++] = nsec;
+        s->v[s->n++] = ns;
 }
 
 void rkb_samples_release(rkb_samples *s)
@@ -34,7 +35,7 @@ static double rank(const rkb_samples *s, double q)
                 i = 1;
         if (i > s->n)
                 i = s->n;
-        return (double)s->v[i - 1] / 1000.0;
+        return (double)s->v[i - 1] / NSEC_PER_USEC;
 }
 
 void rkb_samples_summarize(rkb_samples *s, rkb_summary *ret)
@@ -45,19 +46,26 @@ void rkb_samples_summarize(rkb_samples *s, rkb_summary *ret)
                 qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
                 for (size_t i = 0; i < s->n; i++)
                         sum += (double)s->v[i];
-                r.mean_us = sum / (double)s->n / 1000.0;
-                r.p50_us = rank(s, 0.50);
-                r.p90_us = rank(s, 0.90);
-                r.p99_us = rank(s, 0.99);
-                r.min_us = (double)s->v[0] / 1000.0;
-                r.max_us = (double)s->v[s->n - 1] / 1000.0;
+                r.mean_usec = sum / (double)s->n / NSEC_PER_USEC;
+                r.p50_usec = rank(s, 0.50);
+                r.p90_usec = rank(s, 0.90);
+                r.p99_usec = rank(s, 0.99);
+                r.min_usec = (double)s->v[0] / NSEC_PER_USEC;
+                r.max_usec = (double)s->v[s->n - 1] / NSEC_PER_USEC;
         }
         *ret = r;
 }
 
-uint64_t rkb_now_nsec(void)
+uint64_t rkb_now_ns(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+        return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+void rkb_sleep_ms(unsigned n)
+{
+        struct timespec ts = {.tv_sec = n / MSEC_PER_SEC,
+                              .tv_nsec = (long)(n % MSEC_PER_SEC * NSEC_PER_MSEC)};
+        nanosleep(&ts, NULL);
 }

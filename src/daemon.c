@@ -136,7 +136,7 @@ static void collect(rkl_metrics_buf *b, void *userdata)
         rkl_metrics_gauge_header(b, "rktlet_reconcile_lag_seconds",
                                  "age of the oldest change no reconcile pass has started on");
         rkl_metrics_gauge_value(b, "rktlet_reconcile_lag_seconds", NULL, NULL,
-                                (double)st.lag_usec / 1e6);
+                                (double)st.lag_usec / USEC_PER_SEC);
         rkl_metrics_gauge_header(b, "rktlet_reconcile_actions_in_flight",
                                  "rkt actions the reconciler runs now");
         rkl_metrics_gauge_value(b, "rktlet_reconcile_actions_in_flight", NULL, NULL,
@@ -163,7 +163,7 @@ void rkl_daemon_get_status(rkl_daemon *d, rkl_daemon_status *ret)
 
 static double ms_between(uint64_t a, uint64_t b)
 {
-        return (double)(b - a) / 1000.0;
+        return (double)(b - a) / USEC_PER_MSEC;
 }
 
 /* PRAGMA quick_check reads the whole file: as long as loading the cache. It runs here,
@@ -248,15 +248,16 @@ static int new_stats(rkl_daemon *d, rkl_error *reterr)
          * go follow it. */
         _cleanup_close_ int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         rkl_stats_config sc = {
-            .mode = root >= 0 ? rkl_cgroup_mode_detect(root) : RKL_CGROUP_V2,
+            .mode = root >= 0 ? rkl_stats_cgroup_mode_detect(root) : RKL_STATS_CGROUP_V2,
             .resolve = rkl_reconciler_stats_dirs,
         };
         int r = rkl_stats_new(&sc, &d->stats, reterr);
         if (r < 0)
                 return r;
         uint64_t interval = d->cfg->stats_interval_usec;
-        rkl_log_info("cgroup %s, stats every %.0f s", rkl_cgroup_mode_to_string(sc.mode),
-                     (double)(interval ? interval : 10 * USEC_PER_SEC) / USEC_PER_SEC);
+        rkl_log_info("cgroup %s, stats every %.0f s", rkl_stats_cgroup_mode_to_string(sc.mode),
+                     (double)(interval ? interval : RKL_CONFIG_DEFAULT_STATS_INTERVAL_USEC) /
+                         USEC_PER_SEC);
         return 0;
 }
 

@@ -14,7 +14,7 @@
 #include "check/check.h"
 #include "base/alloc.h"
 #include "base/config.h"
-#include "base/conf.h"
+#include "base/config-file.h"
 #include "base/crash.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -28,32 +28,21 @@
 #include "stream/stream.h"
 #include "base/banned.h"
 
-#define DEFAULT_LISTEN         "/run/rktlet/rktlet.sock"
-#define DEFAULT_STATE_DIR      "/var/lib/rktlet"
-#define DEFAULT_RKT_DATA_DIR   "/var/lib/rktlet/data"
-#define DEFAULT_CONFIG         "/etc/rktlet/rktlet.conf"
-#define DEFAULT_CNI_CONF_DIR   "/etc/cni/net.d"
-#define DEFAULT_STREAM_ADDRESS "127.0.0.1:0"
-/* Where clusters install their plugins, then where Debian's containernetworking-plugins
- * does. */
-#define DEFAULT_CNI_BIN_DIRS "/opt/cni/bin", "/usr/lib/cni"
+#define DEFAULT_CONFIG       "/etc/rktlet/rktlet.conf"
 #define EXIT_USAGE           2
 #define STATUS_INTERVAL_USEC (5 * USEC_PER_SEC)
 
-/* The options as parsed: the defaults here and in main(), then the file, then the flags. */
-static rkl_config arg_config = {
-    .socket_gid = (gid_t)-1,
-    .api_threads = 1,
-    .cni_timeout_usec = 30 * USEC_PER_SEC,
-    .max_actions = 4,
-    .probe_interval_usec = 30 * USEC_PER_SEC,
-    .stats_interval_usec = 10 * USEC_PER_SEC,
-    .sandbox_ready_timeout_usec = 120 * USEC_PER_SEC,
-    .rkt_timeout_usec = 60 * USEC_PER_SEC,
-};
+/* The options as parsed: their defaults (rkl_config_init()), then the file, then the
+ * flags. */
+static rkl_config arg_config;
+
+/* A default number of seconds, for --help. */
+#define SEC(usec) ((unsigned)((usec) / USEC_PER_SEC))
 
 static void help(void)
 {
+        _cleanup_free_ char *cni_bin_dirs =
+            rkl_strv_join(RKL_STRV(RKL_CONFIG_DEFAULT_CNI_BIN_DIRS), ", then ");
         printf("Usage: rktlet [OPTIONS]\n"
                "       rktlet check [OPTIONS]\n"
                "\n"
@@ -61,34 +50,33 @@ static void help(void)
                "one line per check, whether this node can run pods with these options and\n"
                "what to do when not; it exits 1 when a check fails.\n"
                "\n"
-               "  --listen PATH           CRI socket (default " DEFAULT_LISTEN ")\n"
+               "  --listen PATH           CRI socket (default %s)\n"
                "  --socket-group GROUP    group that may use the socket (default: root's)\n"
-               "  --state-dir DIR         where the database lives (default " DEFAULT_STATE_DIR
-               ")\n"
+               "  --state-dir DIR         where the database lives (default %s)\n"
                "  --sync-full             fsync every commit: survives power loss, not only\n"
                "                          crashes of the daemon (about 0.2 ms per write)\n"
                "  --wait                  answer RunPodSandbox, StartContainer and the stops\n"
                "                          once rkt has carried them out (a sandbox with its\n"
                "                          IP), not once recorded: what kubelet expects\n"
                "  --rkt-path PATH         the rkt binary (default: rkt in PATH)\n"
-               "  --rkt-data-dir DIR      rkt's --dir (default " DEFAULT_RKT_DATA_DIR ")\n"
+               "  --rkt-data-dir DIR      rkt's --dir (default %s)\n"
                "  --systemd-bus ADDRESS   D-Bus address of systemd (default: the system bus)\n"
                "  --cni-conf-dir DIR      the cluster's CNI network configuration: the first\n"
                "                          *.conflist, *.conf or *.json there (default\n"
-               "                          " DEFAULT_CNI_CONF_DIR ")\n"
+               "                          %s)\n"
                "  --cni-bin-dir DIR       where CNI plugins are found (repeatable; default\n"
-               "                          /opt/cni/bin, then /usr/lib/cni)\n"
-               "  --cni-timeout SEC       a CNI plugin still running then is killed (default 30)\n"
+               "                          %s)\n"
+               "  --cni-timeout SEC       a CNI plugin still running then is killed (default %u)\n"
                "  --net NAME              leave pod networking to rkt, on its network NAME\n"
                "                          ('default' for rkt's own) instead of CNI\n"
                "  --stage1-name IMAGE     rkt stage1 image for pods (default: rkt's own)\n"
-               "  --max-actions N         rkt commands run at once (default 4)\n"
-               "  --api-threads N         gRPC completion-queue threads (default 1)\n"
-               "  --probe-interval SEC    how often rkt and systemd are checked (default 30)\n"
-               "  --stats-interval SEC    how often container and pod stats are read (default 10)\n"
+               "  --max-actions N         rkt commands run at once (default %u)\n"
+               "  --api-threads N         gRPC completion-queue threads (default %u)\n"
+               "  --probe-interval SEC    how often rkt and systemd are checked (default %u)\n"
+               "  --stats-interval SEC    how often container and pod stats are read (default %u)\n"
                "  --sandbox-ready-timeout SEC\n"
-               "                          a sandbox not ready by then is retried (default 120)\n"
-               "  --rkt-timeout SEC       a rkt command still running then is killed (default 60)\n"
+               "                          a sandbox not ready by then is retried (default %u)\n"
+               "  --rkt-timeout SEC       a rkt command still running then is killed (default %u)\n"
                "  --registry-mirror HOST=URL\n"
                "                          pull HOST's images from URL first, e.g.\n"
                "                          registry.k8s.io=http://127.0.0.1:5000 (repeatable;\n"
@@ -100,13 +88,20 @@ static void help(void)
                "                          of the daemon's own (e.g. /proc/PID/ns/net)\n"
                "  --stream-address IPV4:PORT\n"
                "                          serve Exec, Attach and PortForward streams there\n"
-               "                          (default 127.0.0.1:0: a free port on loopback)\n"
+               "                          (default %s: a free port on loopback)\n"
                "  --log-level LEVEL       debug, info, notice, warning or err (default info)\n"
                "  --config FILE           read options from FILE, one 'name = value' a line\n"
                "                          (default " DEFAULT_CONFIG " if it exists; '' for\n"
                "                          none); flags override it\n"
                "  -h, --help              show this help\n"
-               "  --version               show the version\n");
+               "  --version               show the version\n",
+               RKL_CONFIG_DEFAULT_LISTEN_PATH, RKL_CONFIG_DEFAULT_STATE_DIR,
+               RKL_CONFIG_DEFAULT_RKT_DATA_DIR, RKL_CONFIG_DEFAULT_CNI_CONF_DIR, cni_bin_dirs,
+               SEC(RKL_CONFIG_DEFAULT_CNI_TIMEOUT_USEC), RKL_CONFIG_DEFAULT_MAX_ACTIONS,
+               RKL_CONFIG_DEFAULT_API_THREADS, SEC(RKL_CONFIG_DEFAULT_PROBE_INTERVAL_USEC),
+               SEC(RKL_CONFIG_DEFAULT_STATS_INTERVAL_USEC),
+               SEC(RKL_CONFIG_DEFAULT_SANDBOX_READY_TIMEOUT_USEC),
+               SEC(RKL_CONFIG_DEFAULT_RKT_TIMEOUT_USEC), RKL_CONFIG_DEFAULT_STREAM_ADDRESS);
 }
 
 /* An absolute path for p, without requiring it to exist. */
@@ -439,7 +434,7 @@ static int parse_argv(int argc, char *argv[])
         if (!config_given)
                 config = DEFAULT_CONFIG;
         if (!isempty(config) && !show_help && !show_version) {
-                int r = rkl_conf_load(config, apply_file_pair, NULL, &err);
+                int r = rkl_config_file_load(config, apply_file_pair, NULL, &err);
                 if (r == -ENOENT && !config_given)
                         ; /* the default file is optional */
                 else if (r < 0) {
@@ -546,12 +541,12 @@ static int serve(rkl_daemon *d, int sfd)
                 if (!alive)
                         rkl_log_error("the reconciler has not looked at a change for %.1f s: "
                                       "not pinging the watchdog",
-                                      (double)st.reconcile_lag_usec / 1e6);
+                                      (double)st.reconcile_lag_usec / USEC_PER_SEC);
                 (void)sd_notifyf(0,
                                  "STATUS=serving: %zu pods (%zu running), %zu containers (%zu "
                                  "running), reconcile lag %.1f s%s",
                                  st.pods, st.pods_running, st.containers, st.containers_running,
-                                 (double)st.reconcile_lag_usec / 1e6,
+                                 (double)st.reconcile_lag_usec / USEC_PER_SEC,
                                  alive && watchdog_usec ? "\nWATCHDOG=1" : "");
         }
 }
@@ -644,11 +639,7 @@ int main(int argc, char *argv[])
 
         umask(0077);
         rkl_crash_points_init();
-        arg_config.listen_path = rkl_xstrdup(DEFAULT_LISTEN);
-        arg_config.state_dir = rkl_xstrdup(DEFAULT_STATE_DIR);
-        arg_config.rkt_data_dir = rkl_xstrdup(DEFAULT_RKT_DATA_DIR);
-        arg_config.cni_conf_dir = rkl_xstrdup(DEFAULT_CNI_CONF_DIR);
-        arg_config.stream_address = rkl_xstrdup(DEFAULT_STREAM_ADDRESS);
+        rkl_config_init(&arg_config);
 
         r = parse_argv(argc, argv);
         if (r <= 0) {
@@ -659,7 +650,7 @@ int main(int argc, char *argv[])
                 arg_config.rkt_path = find_in_path("rkt");
         /* A repeatable option's default applies only when neither flags nor file gave it. */
         if (!arg_config.cni_bin_dirs)
-                arg_config.cni_bin_dirs = rkl_strv_copy(RKL_STRV(DEFAULT_CNI_BIN_DIRS));
+                arg_config.cni_bin_dirs = rkl_strv_copy(RKL_STRV(RKL_CONFIG_DEFAULT_CNI_BIN_DIRS));
 
         if (check_only) {
                 r = check();

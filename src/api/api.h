@@ -8,6 +8,7 @@
 
 #include "base/arena.h"
 #include "base/error.h"
+#include "base/time-util.h"
 #include "base/workpool.h"
 
 typedef struct rkl_cache rkl_cache;
@@ -104,7 +105,7 @@ void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err);
  * worker runs wait(userdata), which returns once the thing is known or the wait has gone
  * on long enough (RKL_API_FIRST_LOOK_USEC), then the handler again on the same request
  * with ctx->late set. Other calls are answered meanwhile. */
-#define RKL_API_FIRST_LOOK_USEC (20 * UINT64_C(1000000)) /* > rkt version's own 10 s */
+#define RKL_API_FIRST_LOOK_USEC (20 * USEC_PER_SEC) /* > rkt version's own 10 s */
 typedef void (*rkl_api_wait_fn)(void *userdata);
 int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata);
 /* True once the client cancelled or went away: the work may stop early. */

@@ -24,7 +24,7 @@ _Static_assert((int)RKL_CONTAINER_CREATED == RUNTIME__V1__CONTAINER_STATE__CONTA
                "container states");
 
 /* A StopContainer timeout beyond this is as good as never (and cannot overflow). */
-#define MAX_STOP_TIMEOUT_S (10LL * 365 * 24 * 3600)
+#define MAX_STOP_TIMEOUT_SEC (10LL * 365 * 24 * 3600)
 
 int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContainerRequest *req,
                              Runtime__V1__CreateContainerResponse *resp, rkl_error *reterr)
@@ -72,7 +72,7 @@ int rkl_api_create_container(rkl_api_ctx *ctx, const Runtime__V1__CreateContaine
                 image_id = NULL; /* fetched behind rktlet's back: the reconciler looks it up */
 
         rkl_id_new(id);
-        app = rkl_app_name_from_id(id);
+        app = rkl_container_app_name(id);
         rkl_log_debug("container %s (%s) for sandbox %s", id, spec.name, pod->rec->id);
         r = rkl_store_container_create(ctx->store, id, pod->rec->id, app, image_id, &spec,
                                        reterr); /* spec moved in on success */
@@ -130,9 +130,9 @@ int rkl_api_stop_container(rkl_api_ctx *ctx, const Runtime__V1__StopContainerReq
                 return r;
         /* SIGTERM now, SIGKILL at the deadline: timeout 0 (or less) means kill at once. */
         int64_t timeout = req->timeout < 0 ? 0 : req->timeout;
-        if (timeout > MAX_STOP_TIMEOUT_S)
-                timeout = MAX_STOP_TIMEOUT_S;
-        int64_t deadline = rkl_realtime_nsec() + timeout * (int64_t)NSEC_PER_SEC;
+        if (timeout > MAX_STOP_TIMEOUT_SEC)
+                timeout = MAX_STOP_TIMEOUT_SEC;
+        int64_t deadline = rkl_realtime_ns() + timeout * (int64_t)NSEC_PER_SEC;
 
         r = rkl_api_unless_gone(rkl_store_container_stop(ctx->store, id, deadline, reterr), reterr);
         if (r <= 0)

@@ -105,12 +105,13 @@ static void exec_run(void *userdata)
                 rkl_log_debug("container %.12s: exec '%s' exited %d after %.1f ms "
                               "(%zu+%zu bytes%s, %.1f ms queued)",
                               id, j->argv[0], res.exit_code,
-                              (double)(rkl_now_usec(CLOCK_MONOTONIC) - start) / 1000.0, out, errn,
+                              (double)(rkl_now_usec(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC, out,
+                              errn,
                               res.out_truncated || res.err_truncated || out < res.out_len ||
                                       errn < res.err_len
                                   ? ", truncated"
                                   : "",
-                              (double)waited / 1000.0);
+                              (double)waited / USEC_PER_MSEC);
         } else
                 rkl_log_debug("container %.12s: exec '%s': %s", id, j->argv[0], err.msg);
         /* Packs the reply (which points into res) before it returns. */
@@ -193,7 +194,7 @@ int rkl_api_container_wait_running(rkl_cache *cache, rkl_api_call *call, const c
                         return rkl_error_set(reterr, timeout_usec ? -ETIMEDOUT : -EBADFD,
                                              "container %s did not start within %" PRIu64 " s", id,
                                              budget / USEC_PER_SEC);
-                usleep(20 * 1000);
+                usleep(20 * USEC_PER_MSEC);
         }
 }
 
@@ -209,19 +210,6 @@ int rkl_api_container_running_or_starting(rkl_api_ctx *ctx, const char *given,
         if (!starting && !container_runs(v))
                 return rkl_error_set(reterr, -EBADFD, "container %s is not running", v->rec->id);
         *ret_starting = starting;
-        *ret = TAKE_PTR(v);
-        return 0;
-}
-
-int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
-                              rkl_error *reterr)
-{
-        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v = NULL;
-        int r = rkl_api_container_lookup(ctx, "container_id", given, &v, reterr);
-        if (r < 0)
-                return r;
-        if (!container_runs(v))
-                return rkl_error_set(reterr, -EBADFD, "container %s is not running", v->rec->id);
         *ret = TAKE_PTR(v);
         return 0;
 }

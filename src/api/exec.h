@@ -20,13 +20,11 @@ void rkl_api_exec_fit(size_t out_len, size_t err_len, size_t max, size_t *ret_ou
 char *rkl_api_exec_seccomp(rkl_arena *a, const rkl_container_spec *spec);
 /* A command line from a request: one or more arguments, bounded. -EINVAL, -E2BIG. */
 int rkl_api_cmd_check(size_t n_cmd, char *const *cmd, rkl_error *reterr);
-/* The cached view of a container that runs (its main process known), by ID or prefix:
- * -EBADFD when it does not, and the lookup's errors. */
-int rkl_api_container_running(rkl_api_ctx *ctx, const char *given, rkl_container_view **ret,
-                              rkl_error *reterr);
-/* The same, or a container whose start was accepted and whose app does not run yet
- * (*ret_starting): kubelet runs a postStart hook, critest an exec, right after
- * StartContainer answers, before rkt has started the app. */
+/* The cached view of a container that runs (its main process known), by ID or prefix, or
+ * of a container whose start was accepted and whose app does not run yet (*ret_starting):
+ * kubelet runs a postStart hook, critest an exec, right after StartContainer answers,
+ * before rkt has started the app. -EBADFD when it neither runs nor starts, and the lookup's
+ * errors. */
 int rkl_api_container_running_or_starting(rkl_api_ctx *ctx, const char *given,
                                           rkl_container_view **ret, bool *ret_starting,
                                           rkl_error *reterr);

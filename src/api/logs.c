@@ -31,7 +31,7 @@ static char *const *forbidden(rkl_api_ctx *ctx, char *array[3])
 int rkl_api_log_directory_check(rkl_api_ctx *ctx, const char *log_directory, rkl_error *reterr)
 {
         char *dirs[3];
-        return invalid(rkl_log_directory_check(log_directory, forbidden(ctx, dirs), reterr),
+        return invalid(rkl_logs_directory_check(log_directory, forbidden(ctx, dirs), reterr),
                        reterr);
 }
 
@@ -39,7 +39,7 @@ int rkl_api_log_path_check(rkl_api_ctx *ctx, const char *log_directory, const ch
                            rkl_error *reterr)
 {
         char *dirs[3];
-        return invalid(rkl_log_path_check(log_directory, log_path, forbidden(ctx, dirs), reterr),
+        return invalid(rkl_logs_path_check(log_directory, log_path, forbidden(ctx, dirs), reterr),
                        reterr);
 }
 
@@ -60,10 +60,10 @@ int rkl_api_log_file_make(rkl_api_ctx *ctx, const rkl_container_view *v, rkl_err
         if (!dir || isempty(c->spec.log_path) || !ctx->cfg->config->state_dir)
                 return 0;
         _cleanup_free_ char *src =
-            rkl_log_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
+            rkl_logs_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         _cleanup_free_ char *progress =
-            rkl_log_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
-        rkl_log_target t = {
+            rkl_logs_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
+        rkl_logs_target t = {
             .container_id = c->id,
             .source = src,
             .progress = progress,
@@ -71,7 +71,7 @@ int rkl_api_log_file_make(rkl_api_ctx *ctx, const rkl_container_view *v, rkl_err
             .log_path = c->spec.log_path,
         };
         char *dirs[3];
-        int r = rkl_log_file_make(&t, forbidden(ctx, dirs), reterr);
+        int r = rkl_logs_file_make(&t, forbidden(ctx, dirs), reterr);
         /* Where it leads or what is there is the client's choice. */
         if (r == -EXDEV || r == -EEXIST)
                 return invalid(r, reterr);
@@ -83,7 +83,7 @@ int rkl_api_log_file_make(rkl_api_ctx *ctx, const rkl_container_view *v, rkl_err
 typedef struct reopen_job {
         rkl_api_call *call;
         rkl_logs *logs;
-        rkl_log_target t;
+        rkl_logs_target t;
 } reopen_job;
 
 static void reopen_run(void *userdata)
@@ -122,10 +122,10 @@ int rkl_api_reopen_container_log(rkl_api_ctx *ctx,
         j->call = ctx->call;
         j->logs = ctx->cfg->logs;
         _cleanup_free_ char *src =
-            rkl_log_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
+            rkl_logs_source_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
         _cleanup_free_ char *progress =
-            rkl_log_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
-        j->t = (rkl_log_target){
+            rkl_logs_progress_path(ctx->cfg->config->state_dir, c->sandbox_id, c->app_name);
+        j->t = (rkl_logs_target){
             .container_id = rkl_arena_strdup(ctx->arena, c->id),
             .source = rkl_arena_strdup(ctx->arena, src),
             .progress = rkl_arena_strdup(ctx->arena, progress),

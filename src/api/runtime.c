@@ -94,7 +94,7 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         if (wait_for_probe(ctx))
                 return rkl_api_defer_until(ctx, wait_probed, ctx->cache);
         rkl_cache_get_health(ctx->cache, &h);
-        if (h.probed_at == 0) {
+        if (h.probed_ns == 0) {
                 reason = "NotProbedYet";
                 message = "rkt and systemd have not been probed yet since rktlet started";
         } else if (!h.rkt_ok) {
@@ -117,7 +117,7 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         /* With CNI: ready once the configuration directory holds a usable network; with
          * rkt's own networking (--net): as ready as rkt is. */
         st->conditions[st->n_conditions++] =
-            h.probed_at == 0 ? condition(a, "NetworkReady", false, reason, message)
+            h.probed_ns == 0 ? condition(a, "NetworkReady", false, reason, message)
                              : condition(a, "NetworkReady", h.net_ok, h.net_reason, h.net_detail);
         resp->status = st;
 
@@ -143,7 +143,7 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
                 json_object_object_add(o, "detail", json_str(h.rkt_detail));
                 json_object_object_add(o, "patched", json_object_new_boolean(h.rkt_patched));
                 json_object_object_add(o, "patches", json_str(h.rkt_patches));
-                json_object_object_add(o, "probedAt", json_object_new_int64(h.probed_at));
+                json_object_object_add(o, "probedAt", json_object_new_int64(h.probed_ns));
                 info_add(a, resp, "rkt", o);
 
                 o = json_object_new_object();

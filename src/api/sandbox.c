@@ -215,7 +215,7 @@ int rkl_api_pod_sandbox_status(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSt
         const rkl_pod_record *p = v->rec;
 
         resp->status = rkl_api_pod_status_pb(a, v);
-        resp->timestamp = rkl_realtime_nsec();
+        resp->timestamp = rkl_realtime_ns();
         /* Its containers too, newest first: kubelet's Evented PLEG takes a pod's container
          * statuses from here alone (without them, it started every container again) and
          * reads the first of a name as its latest attempt. The cache lists oldest first. */

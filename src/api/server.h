@@ -16,7 +16,4 @@ int rkl_api_server_start(rkl_api_server *s, rkl_error *reterr);
 void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms);
 rkl_api_server *rkl_api_server_free(rkl_api_server *s);
 
-/* Number of method paths served (both services), for tests and logs. */
-size_t rkl_api_server_n_methods(const rkl_api_server *s);
-
 RKL_DEFINE_CLEANUP(rkl_api_server *, rkl_api_server_free)

@@ -17,9 +17,9 @@
 
 /* How long ContainerStats waits for a started container's first sample: 2 s. */
 #define FIRST_SAMPLE_POLLS     200
-#define FIRST_SAMPLE_POLL_USEC (10 * 1000)
+#define FIRST_SAMPLE_POLL_USEC (10 * USEC_PER_MSEC)
 /* ... if it started this recently: one whose cgroups cannot be read never waits again. */
-#define FIRST_SAMPLE_RECENT_NS (10 * INT64_C(1000000000))
+#define FIRST_SAMPLE_RECENT_NS (10 * (int64_t)NSEC_PER_SEC)
 
 static Runtime__V1__UInt64Value *u64(rkl_arena *a, uint64_t v)
 {
@@ -201,7 +201,7 @@ int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsR
          * check) has no sample yet: an answer without CPU and memory would read as a
          * runtime that has none. */
         if (s && !ctx->late && v->state == RKL_CONTAINER_RUNNING &&
-            rkl_realtime_nsec() - v->rec->observed.started_ns < FIRST_SAMPLE_RECENT_NS &&
+            rkl_realtime_ns() - v->rec->observed.started_ns < FIRST_SAMPLE_RECENT_NS &&
             !rkl_stats_snapshot_container(s, v->rec->id)) {
                 first_sample *w = rkl_arena_newa(first_sample, ctx->arena, 1);
                 w->stats = ctx->cfg->stats;

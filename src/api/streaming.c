@@ -5,6 +5,7 @@
 #include "base/config.h"
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/parse.h"
 #include "base/time-util.h"
 #include "store/cache.h"
 #include "stream/stream.h"
@@ -187,7 +188,7 @@ int rkl_api_port_forward(rkl_api_ctx *ctx, const Runtime__V1__PortForwardRequest
 {
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = NULL;
         for (size_t i = 0; i < req->n_port; i++)
-                if (req->port[i] < 1 || req->port[i] > 65535)
+                if (req->port[i] < 1 || req->port[i] > RKL_MAX_PORT)
                         return rkl_error_set(reterr, -EINVAL, "port[%zu]: %d is no TCP port", i,
                                              (int)req->port[i]);
         int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);

@@ -10,7 +10,7 @@
 #include "base/banned.h"
 
 /* The cache is read at this pace: a wait ends within a poll of the reconciler's update. */
-#define POLL_USEC (20 * 1000)
+#define POLL_USEC (20 * USEC_PER_MSEC)
 
 typedef struct wait_job {
         rkl_api_call *call;

@@ -18,7 +18,7 @@ typedef enum rkl_api_wait_for {
 
 /* How long a call waits at most, beyond stop_timeout_usec for a stop (its kill deadline):
  * past it the call fails with DEADLINE_EXCEEDED, and rktlet goes on carrying it out. */
-#define RKL_API_WAIT_MAX_USEC (240 * UINT64_C(1000000))
+#define RKL_API_WAIT_MAX_USEC (240 * USEC_PER_SEC)
 
 /* Called by a handler whose change is committed, with its response filled: 0 when the call
  * is to answer now (--wait is off, or the wait pool is full), else RKL_API_DEFERRED: the

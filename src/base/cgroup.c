@@ -286,7 +286,7 @@ void rkl_cgroup_kill_all(const char *dir)
 int rkl_cgroup_kill_and_remove(const char *dir, uint64_t timeout_usec)
 {
         uint64_t start = rkl_now_usec(CLOCK_MONOTONIC);
-        long pause_ns = 200 * 1000;
+        long pause_ns = 200 * (long)NSEC_PER_USEC;
 
         for (;;) {
                 if (!rkl_cgroup_is_empty(dir))
@@ -298,7 +298,7 @@ int rkl_cgroup_kill_and_remove(const char *dir, uint64_t timeout_usec)
                         return -EBUSY;
                 struct timespec ts = {.tv_nsec = pause_ns};
                 (void)nanosleep(&ts, NULL);
-                if (pause_ns < 10 * 1000 * 1000)
+                if (pause_ns < 10 * (long)NSEC_PER_MSEC)
                         pause_ns *= 2;
         }
 }

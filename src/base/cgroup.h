@@ -1,7 +1,7 @@
 /* cgroup primitives without policy: which cgroups a process is in and where each of them is
  * in this mount namespace (v1, v2 or both: a hybrid machine), and signalling or emptying a
  * cgroup. What rkt makes of them (an app's cgroup under its pod's unit) is the reconciler's
- * (reconciler/cgroup.c). */
+ * (reconciler/app-cgroup.c). */
 #pragma once
 
 #include <stdbool.h>

@@ -19,11 +19,6 @@ int rkl_error_set(rkl_error *e, int code, const char *fmt, ...)
         return code;
 }
 
-int rkl_error_set_errno(rkl_error *e, int code)
-{
-        return rkl_error_set(e, code, "%s", strerror(-code));
-}
-
 int rkl_error_prefix(rkl_error *e, const char *fmt, ...)
 {
         if (!e)

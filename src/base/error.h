@@ -3,6 +3,10 @@
 
 #include "macro.h"
 
+/* The largest errno the kernel returns (its MAX_ERRNO): what a seccomp filter may answer. */
+#define RKL_MAX_ERRNO 4095
+
+/* The longest message an error holds, its NUL included. */
 #define RKL_ERROR_MSG_MAX 512
 
 typedef struct rkl_error {
@@ -17,8 +21,6 @@ typedef struct rkl_error {
 
 /* Sets code and message; returns code. e may be NULL. code must be negative. */
 int rkl_error_set(rkl_error *e, int code, const char *fmt, ...) _printf_(3, 4);
-/* Sets the code with strerror(-code) as message. */
-int rkl_error_set_errno(rkl_error *e, int code);
 /* Prepends "<context>: " to the message; returns e->code (or -EIO if unset). */
 int rkl_error_prefix(rkl_error *e, const char *fmt, ...) _printf_(2, 3);
 void rkl_error_clear(rkl_error *e);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include "alloc.h"
+#include "parse.h"
 #include "banned.h"
 
 #define TAG_MAX 128
@@ -88,7 +89,7 @@ static bool registry_is_valid(const char *s, size_t n)
                         return false;
                 port = port * 10 + (unsigned)(s[k] - '0');
         }
-        return port >= 1 && port <= 65535;
+        return port >= 1 && port <= RKL_MAX_PORT;
 }
 
 bool rkl_imageref_registry_is_valid(const char *host)

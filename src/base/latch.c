@@ -39,9 +39,7 @@ bool rkl_latch_is_open(rkl_latch *l)
 
 bool rkl_latch_wait(rkl_latch *l, uint64_t timeout_usec)
 {
-        uint64_t until = rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec;
-        struct timespec ts = {.tv_sec = (time_t)(until / USEC_PER_SEC),
-                              .tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC)};
+        struct timespec ts = rkl_timespec_from_usec(rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec);
         RKL_GUARD(&l->lock);
         while (!l->open)
                 if (pthread_cond_timedwait(&l->cond, &l->lock, &ts) != 0)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <systemd/sd-journal.h>
 
+#include "time-util.h"
 #include "banned.h"
 
 int rkl_log_max_level = LOG_INFO;
@@ -29,13 +30,6 @@ int rkl_log_level_from_string(const char *s)
         return -EINVAL;
 }
 
-const char *rkl_log_level_to_string(int level)
-{
-        if (level < 0 || (size_t)level >= ELEMENTSOF(level_names))
-                return NULL;
-        return level_names[level];
-}
-
 static bool stderr_is_journal(void);
 
 /* The monotonic clock's seconds, as `journalctl -o short-monotonic` and the kernel's log
@@ -49,7 +43,8 @@ static void stamp(char *buf, size_t size)
                 buf[0] = 0;
                 return;
         }
-        (void)snprintf(buf, size, "[%5lld.%06ld] ", (long long)ts.tv_sec, ts.tv_nsec / 1000);
+        (void)snprintf(buf, size, "[%5lld.%06ld] ", (long long)ts.tv_sec,
+                       ts.tv_nsec / (long)NSEC_PER_USEC);
 }
 
 static void write_stderr(int level, const char *msg, const char *file, int line)

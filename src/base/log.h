@@ -11,7 +11,6 @@
 extern int rkl_log_max_level;
 
 int rkl_log_level_from_string(const char *s); /* -EINVAL when unknown */
-const char *rkl_log_level_to_string(int level);
 
 /* Returns -abs(error) (or 0) and keeps errno = abs(error) so that %m works. */
 int rkl_log_internal(int level, int error, const char *file, int line, const char *fmt, ...)

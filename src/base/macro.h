@@ -17,7 +17,6 @@
 #define _unused_       __attribute__((__unused__))
 #define _cleanup_(x)   __attribute__((__cleanup__(x)))
 #define _likely_(x)    __builtin_expect(!!(x), 1)
-#define _unlikely_(x)  __builtin_expect(!!(x), 0)
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -121,15 +120,6 @@ static inline void rkl__unlockp(pthread_mutex_t **m)
 #define RKL_GUARD(m)                                                                               \
         _cleanup_(rkl__unlockp) _unused_ pthread_mutex_t *RKL_CONCAT(_guard_, __LINE__) =          \
             (pthread_mutex_lock(m), (m))
-
-/* Defensive checks that stay in release builds (SQLite's ALWAYS/NEVER). */
-#ifdef NDEBUG
-#define RKL_ALWAYS(x) (x)
-#define RKL_NEVER(x)  (x)
-#else
-#define RKL_ALWAYS(x) ((x) ? 1 : (assert(0), 0))
-#define RKL_NEVER(x)  ((x) ? (assert(0), 1) : 0)
-#endif
 
 /* A NULL-terminated string vector literal: RKL_STRV("a", "b"). */
 #define RKL_STRV(...)          ((char *const *)(const char *const[]){__VA_ARGS__, NULL})

@@ -171,7 +171,7 @@ void rkl_id_new(char ret[static RKL_ID_LEN + 1])
         ret[RKL_ID_LEN] = 0;
 }
 
-char *rkl_app_name_from_id(const char *container_id)
+char *rkl_container_app_name(const char *container_id)
 {
         /* 64 random bits: unique within a pod, short enough for unit and cgroup names. */
         return rkl_xasprintf("c%.16s", container_id);

@@ -2,6 +2,7 @@
  * persists and what reconciler/ acts on. Plain value types with _done()/_free(). */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -141,6 +142,16 @@ typedef struct rkl_container_spec {
 
 void rkl_container_spec_done(rkl_container_spec *s);
 
+/* The kernel's bounds for a container's resources: cgroup v1's cpu.shares (cgroup2's
+ * cpu.weight is mapped from them), CFS's period and quota in microseconds, oom_score_adj. */
+#define RKL_MIN_CPU_SHARES          2
+#define RKL_MAX_CPU_SHARES          262144
+#define RKL_MIN_CPU_QUOTA_USEC      1000
+#define RKL_MIN_CPU_PERIOD_USEC     1000
+#define RKL_MAX_CPU_PERIOD_USEC     1000000
+#define RKL_DEFAULT_CPU_PERIOD_USEC 100000 /* CFS's, for a quota given without a period */
+#define RKL_MAX_OOM_SCORE_ADJ       1000
+
 /* A container's resources as UpdateContainerResources gives them (the same fields as the
  * spec's; cpuset_cpus is borrowed). */
 typedef struct rkl_resources {
@@ -153,7 +164,7 @@ typedef enum rkl_pod_desired {
         RKL_POD_DESIRED_READY = 0,   /* RunPodSandbox accepted */
         RKL_POD_DESIRED_STOPPED = 1, /* StopPodSandbox accepted */
         _RKL_POD_DESIRED_MAX,
-        _RKL_POD_DESIRED_INVALID = -22,
+        _RKL_POD_DESIRED_INVALID = -EINVAL,
 } rkl_pod_desired;
 
 typedef enum rkl_container_desired {
@@ -161,7 +172,7 @@ typedef enum rkl_container_desired {
         RKL_CONTAINER_DESIRED_RUNNING = 1, /* StartContainer accepted */
         RKL_CONTAINER_DESIRED_STOPPED = 2, /* StopContainer (or a stop of its pod) accepted */
         _RKL_CONTAINER_DESIRED_MAX,
-        _RKL_CONTAINER_DESIRED_INVALID = -22,
+        _RKL_CONTAINER_DESIRED_INVALID = -EINVAL,
 } rkl_container_desired;
 
 /* Observed phases: what the reconciler last saw. */
@@ -171,7 +182,7 @@ typedef enum rkl_pod_phase {
         RKL_POD_PHASE_FAILED = 2,  /* creation failed for good, or the pod died */
         RKL_POD_PHASE_STOPPED = 3, /* stopped on request */
         _RKL_POD_PHASE_MAX,
-        _RKL_POD_PHASE_INVALID = -22,
+        _RKL_POD_PHASE_INVALID = -EINVAL,
 } rkl_pod_phase;
 
 typedef enum rkl_container_phase {
@@ -180,7 +191,7 @@ typedef enum rkl_container_phase {
         RKL_CONTAINER_PHASE_EXITED = 2,  /* CRI CONTAINER_EXITED */
         RKL_CONTAINER_PHASE_UNKNOWN = 3, /* CRI CONTAINER_UNKNOWN */
         _RKL_CONTAINER_PHASE_MAX,
-        _RKL_CONTAINER_PHASE_INVALID = -22,
+        _RKL_CONTAINER_PHASE_INVALID = -EINVAL,
 } rkl_container_phase;
 
 /* The steps of a start as the reconciler sees them happen, in the order they happen: each
@@ -194,7 +205,7 @@ typedef enum rkl_pod_step {
         RKL_POD_STEP_STAGE1_READY = 5, /* the pod's systemd booted: rkt's supervisor is ready */
         RKL_POD_STEP_RUNNING = 6,      /* ready with its network: READY, what --wait waits for */
         _RKL_POD_STEP_MAX,
-        _RKL_POD_STEP_INVALID = -22,
+        _RKL_POD_STEP_INVALID = -EINVAL,
 } rkl_pod_step;
 
 typedef enum rkl_container_step {
@@ -204,7 +215,7 @@ typedef enum rkl_container_step {
         RKL_CONTAINER_STEP_START_DONE = 3,
         RKL_CONTAINER_STEP_RUNNING = 4, /* its process exec'd the program: RUNNING */
         _RKL_CONTAINER_STEP_MAX,
-        _RKL_CONTAINER_STEP_INVALID = -22,
+        _RKL_CONTAINER_STEP_INVALID = -EINVAL,
 } rkl_container_step;
 
 #define RKL_TIMELINE_STEPS 8 /* room for either kind's steps */
@@ -213,7 +224,7 @@ typedef enum rkl_container_step {
  * (its accepted time), by rktlet's clock, indexed by step; 0 for a step not reached in the
  * current attempt. */
 typedef struct rkl_timeline {
-        int64_t us[RKL_TIMELINE_STEPS];
+        int64_t usec[RKL_TIMELINE_STEPS];
 } rkl_timeline;
 
 const char *rkl_pod_step_to_string(rkl_pod_step s);
@@ -236,4 +247,4 @@ bool rkl_id_is_valid(const char *id);
 void rkl_id_new(char ret[static RKL_ID_LEN + 1]);
 /* The rkt app name of a container: a valid ACName derived from its ID, so that two CRI
  * names can never collide in one pod (rkt lowercases and folds names). */
-char *rkl_app_name_from_id(const char *container_id);
+char *rkl_container_app_name(const char *container_id);

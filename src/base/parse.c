@@ -72,7 +72,7 @@ int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret)
         char host[16];
         memcpy(host, s, (size_t)(colon - s));
         host[colon - s] = 0;
-        if (rkl_safe_atou(colon + 1, &port) < 0 || (port < 1 && !port_zero) || port > 65535)
+        if (rkl_safe_atou(colon + 1, &port) < 0 || (port < 1 && !port_zero) || port > RKL_MAX_PORT)
                 return -EINVAL;
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
         if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)

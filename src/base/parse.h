@@ -15,7 +15,10 @@ int rkl_safe_atou(const char *s, unsigned *ret);
  * Ei (powers of 1024). A result that is not a whole number is rounded up, as Kubernetes
  * does. -EINVAL for anything else (a sign, an exponent, "m"), -ERANGE past 2^63. */
 int rkl_parse_quantity(const char *s, uint64_t *ret);
-/* "IPV4:PORT" (port 1 to 65535, or 0 when port_zero says "any free one"). -EINVAL. */
+/* The largest TCP or UDP port. */
+#define RKL_MAX_PORT 65535
+
+/* "IPV4:PORT" (port 1 to RKL_MAX_PORT, or 0 when port_zero says "any free one"). -EINVAL. */
 int rkl_ipv4_port_parse(const char *s, bool port_zero, struct sockaddr_in *ret);
 /* A syscall's name as seccomp profiles and systemd's SystemCallFilter= write it: 1 to 64
  * lowercase letters, digits and underscores. */

@@ -231,7 +231,7 @@ static int supervise(const rkl_spawn_opts *o, pid_t pid, int pidfd, capture *cou
                                     : timed_out                ? start + timeout + grace
                                                                : start + timeout;
                 if (deadline != USEC_INFINITY)
-                        wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999) / 1000);
+                        wait_ms = rkl_poll_timeout_ms(now, deadline);
                 if (o->cancelled && !killed && (wait_ms < 0 || wait_ms > 50))
                         wait_ms = 50;
 

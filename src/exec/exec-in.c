@@ -27,6 +27,7 @@
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 /* The helper is single-threaded (a fresh exec of rktlet), where fork() is safe and what a
@@ -42,8 +43,8 @@
         "usage: %s --pid PID [--cgroup DIR]... [--cgroup-own DIR]... [--seccomp LINES] [--tty] "   \
         "-- COMMAND..."
 /* How long the end of an exec whose daemon died waits for its processes to go. */
-#define END_ROUNDS   500
-#define END_ROUND_US (10 * 1000)
+#define END_ROUNDS     500
+#define END_ROUND_USEC (10 * USEC_PER_MSEC)
 
 /* In the order they are joined: the mount namespace last, as nsenter does, so that every
  * other is joined while /proc still shows the daemon's view. */
@@ -240,7 +241,7 @@ static int owned_kill_others(const owned_cgroup *o)
 _noreturn_ static void owned_end(const owned_cgroup *o, size_t n)
 {
         for (int round = 0; n > 0 && round < END_ROUNDS && owned_kill_others(&o[0]) > 0; round++)
-                (void)usleep(END_ROUND_US);
+                (void)usleep(END_ROUND_USEC);
         char self[32];
         (void)snprintf(self, sizeof(self), "%d", (int)getpid());
         for (size_t i = 0; i < n; i++) {

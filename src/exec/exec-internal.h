@@ -59,6 +59,6 @@ typedef struct rkl_exec_filter {
 
 void rkl_exec__filter_done(rkl_exec_filter *f);
 /* Parses unit lines: "SystemCallFilter=" (clears), "SystemCallFilter=[~]NAME...",
- * "SystemCallErrorNumber=N" (1..4095) and empty lines; both modes at once, groups (@...),
+ * "SystemCallErrorNumber=N" (1..RKL_MAX_ERRNO) and empty lines; both modes at once, groups (@...),
  * names that are not syscall names and any other line are -EBADMSG. */
 int rkl_exec__filter_parse(const char *text, rkl_exec_filter *ret);

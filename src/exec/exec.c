@@ -155,7 +155,7 @@ static int wait_exec(const rkl_exec_opts *o, uint64_t deadline, rkl_error *reter
                                              "process %d has not started its program yet "
                                              "(it is still '%s')",
                                              (int)pid, comm);
-                struct timespec ts = {.tv_nsec = 5 * 1000 * 1000};
+                struct timespec ts = {.tv_nsec = 5 * (long)NSEC_PER_MSEC};
                 (void)nanosleep(&ts, NULL);
         }
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
+#include "base/error.h"
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/banned.h"
@@ -247,7 +248,7 @@ int rkl_exec__status_parse(const char *text, char *msg, size_t msg_size)
         char *end;
         errno = 0;
         long e = strtol(text, &end, 10);
-        if (errno || end == text || *end != ' ' || e <= 0 || e > 4095)
+        if (errno || end == text || *end != ' ' || e <= 0 || e > RKL_MAX_ERRNO)
                 return -EBADMSG;
         (void)snprintf(msg, msg_size, "%s", end + 1);
         msg[strcspn(msg, "\n")] = 0;
@@ -270,7 +271,7 @@ static int filter_line(char *line, rkl_exec_filter *f)
                 return 0;
         if ((v = (char *)startswith(line, "SystemCallErrorNumber="))) {
                 unsigned e;
-                if (rkl_safe_atou(v, &e) < 0 || e == 0 || e > 4095)
+                if (rkl_safe_atou(v, &e) < 0 || e == 0 || e > RKL_MAX_ERRNO)
                         return -EBADMSG;
                 f->errno_ret = (int)e;
                 return 0;

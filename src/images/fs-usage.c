@@ -89,7 +89,7 @@ int rkl_images_fs_info(rkl_images *im, rkl_images_fs_usage *ret, rkl_error *rete
         uint64_t now = rkl_now_usec(CLOCK_MONOTONIC);
 
         if (!im->fs_at_usec || now - im->fs_at_usec >= FS_INFO_MAX_AGE) {
-                rkl_images_fs_usage u = {.timestamp_ns = rkl_realtime_nsec()};
+                rkl_images_fs_usage u = {.timestamp_ns = rkl_realtime_ns()};
                 u.path = rkl_xasprintf("%s/cas", im->data_dir);
                 /* Before the first fetch rkt has no store: measure where it will be. */
                 _cleanup_free_ char *probe = rkl_xstrdup(u.path);

@@ -42,7 +42,7 @@ struct rkl_images {
         char *data_dir, *pulls_dir, *tags_path;
         rkl_images__mirror *mirrors;
         size_t n_mirrors;
-        uint64_t pull_timeout, cmd_timeout;
+        uint64_t pull_timeout_usec, cmd_timeout_usec;
 
         /* Fetches share rkt's image store, an rm has it alone: rkt-level fetch and rm of
          * one image running at once fail each other. Taken before op_lock, never inside. */

@@ -16,8 +16,8 @@
 #include "rkt/rkt.h"
 #include "base/banned.h"
 
-#define DEFAULT_PULL_TIMEOUT    (30 * 60 * USEC_PER_SEC)
-#define DEFAULT_COMMAND_TIMEOUT (60 * USEC_PER_SEC)
+#define DEFAULT_PULL_TIMEOUT_USEC    (30 * 60 * USEC_PER_SEC)
+#define DEFAULT_COMMAND_TIMEOUT_USEC (60 * USEC_PER_SEC)
 
 struct rkl_images__entry {
         char *id;
@@ -308,9 +308,10 @@ int rkl_images_new(const rkl_images_config *cfg, rkl_images **ret, rkl_error *re
         im->by_id = rkl_hashmap_new();
         im->index = rkl_hashmap_new();
         im->pulls = rkl_hashmap_new();
-        im->pull_timeout = cfg->pull_timeout_usec ? cfg->pull_timeout_usec : DEFAULT_PULL_TIMEOUT;
-        im->cmd_timeout =
-            cfg->command_timeout_usec ? cfg->command_timeout_usec : DEFAULT_COMMAND_TIMEOUT;
+        im->pull_timeout_usec =
+            cfg->pull_timeout_usec ? cfg->pull_timeout_usec : DEFAULT_PULL_TIMEOUT_USEC;
+        im->cmd_timeout_usec =
+            cfg->command_timeout_usec ? cfg->command_timeout_usec : DEFAULT_COMMAND_TIMEOUT_USEC;
 
         if (isempty(cfg->state_dir) || isempty(cfg->rkt_data_dir))
                 return rkl_error_set(reterr, -EINVAL, "images: state and rkt data dirs needed");
@@ -400,7 +401,7 @@ int rkl_images__refresh_locked(rkl_images *im, rkl_error *reterr)
         size_t n = 0;
         int r;
 
-        r = rkl_rkt_image_list(im->rkt, im->cmd_timeout, &list, &n, reterr);
+        r = rkl_rkt_image_list(im->rkt, im->cmd_timeout_usec, &list, &n, reterr);
         if (r < 0)
                 return r;
 
@@ -417,7 +418,7 @@ int rkl_images__refresh_locked(rkl_images *im, rkl_error *reterr)
                         continue;
                 rkl_images__entry *e = entry_new(&list[i]);
                 rkl_error err = RKL_ERROR_INIT;
-                r = rkl_rkt_image_cat_manifest(im->rkt, e->id, im->cmd_timeout, &e->m, &err);
+                r = rkl_rkt_image_cat_manifest(im->rkt, e->id, im->cmd_timeout_usec, &e->m, &err);
                 if (r == -ENOENT) { /* removed behind our back since the list */
                         entry_free(e);
                         continue;

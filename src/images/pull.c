@@ -311,7 +311,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
                     .pull_policy = ref->digest ? "new" : "update",
                     .user_config = dir,
                     .insecure_http = m && m->http,
-                    .timeout_usec = im->pull_timeout,
+                    .timeout_usec = im->pull_timeout_usec,
                 };
                 rkl_error_clear(reterr);
                 r = rkl_rkt_image_fetch(im->rkt, target, &o, &id, reterr);
@@ -322,7 +322,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
         if (dir)
                 pull_dir_remove(dir);
         if (r < 0)
-                return pull_failed(r, key, host, im->pull_timeout, reterr);
+                return pull_failed(r, key, host, im->pull_timeout_usec, reterr);
 
         /* Record the tag and refresh in one go: a refresh that listed the store before the
          * fetch ended would otherwise drop the tag of an image it did not see. */
@@ -331,7 +331,7 @@ static int do_pull(rkl_images *im, const rkl_imageref *ref, const char *key,
                 RKL_GUARD(&im->lock);
                 _cleanup_free_ char *alias_ref =
                     ref->digest ? rkl_imageref_digested(ref) : rkl_imageref_tagged(ref);
-                rkl_images__tags_record(im, alias_ref, id, rkl_realtime_nsec());
+                rkl_images__tags_record(im, alias_ref, id, rkl_realtime_ns());
         }
         r = rkl_images__refresh_locked(im, reterr);
         if (r < 0)
@@ -421,7 +421,7 @@ int rkl_images_import(rkl_images *im, const char *path, char **ret_id, rkl_error
         if (!im->rkt)
                 return rkl_images__no_rkt(reterr);
         _cleanup_free_ char *url = rkl_xasprintf("file://%s", path), *id = NULL;
-        rkl_rkt_fetch_opts o = {.timeout_usec = im->pull_timeout};
+        rkl_rkt_fetch_opts o = {.timeout_usec = im->pull_timeout_usec};
         pthread_rwlock_rdlock(&im->store_lock);
         int r = rkl_rkt_image_fetch(im->rkt, url, &o, &id, reterr);
         pthread_rwlock_unlock(&im->store_lock);

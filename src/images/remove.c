@@ -39,7 +39,7 @@ int rkl_images_remove(rkl_images *im, const char *ref, rkl_images_in_use_fn in_u
         pthread_rwlock_wrlock(&im->store_lock);
         RKL_GUARD(&im->op_lock);
         RKL_STRV_FOREACH (m, members) {
-                r = rkl_rkt_image_rm(im->rkt, *m, im->cmd_timeout, reterr);
+                r = rkl_rkt_image_rm(im->rkt, *m, im->cmd_timeout_usec, reterr);
                 if (r < 0 && r != -ENOENT) {
                         pthread_rwlock_unlock(&im->store_lock);
                         return rkl_error_prefix(reterr, "cannot remove image '%s'", ref);

@@ -29,15 +29,16 @@
 
 #define READ_SIZE   (256 * 1024)
 #define PUNCH_EVERY (1024 * 1024) /* bytes of source consumed between hole punches */
-#define TICK_MSEC   1000          /* a look at every follower, whatever inotify said */
+#define PUNCH_ALIGN 4096          /* a hole starts and ends on a block */
+#define TICK_MS     1000          /* a look at every follower, whatever inotify said */
 /* iottymux's last lines come after the exit, later still on a loaded machine: a follower is
  * done once its source has had nothing new for this long since the exit (CI saw lines lost
  * under a fixed 2 s from the exit). */
-#define EXIT_GRACE_NSEC (5 * (int64_t)NSEC_PER_SEC)
+#define EXIT_GRACE_NS (5 * (int64_t)NSEC_PER_SEC)
 /* iottymux writes once per line, and inotify says so each time: after a wake by a write,
  * the thread lets writes gather this long before it reads again, so that a chatty app costs
  * a copy per batch, not a wake per line. It is also the most a line waits. */
-#define BATCH_MSEC 50
+#define BATCH_MS 50
 
 typedef struct follower {
         char *id, *source, *progress, *log_directory, *log_path;
@@ -48,7 +49,7 @@ typedef struct follower {
          * it writes into); the source is punched up to punched. */
         uint64_t src_off, dst_size, punched;
         uint64_t dst_dev, dst_ino;
-        rkl_log_conv conv;
+        rkl_logs_conv conv;
         bool loaded, done, exited, synced, dirty;
         int64_t exited_ns;
         int64_t grew_ns;   /* when its source was last seen to grow (0: not yet) */
@@ -58,7 +59,7 @@ typedef struct follower {
 
 typedef struct reopen_req {
         struct reopen_req *next;
-        rkl_log_target t;
+        rkl_logs_target t;
         int result;
         rkl_error err;
         rkl_latch done;
@@ -66,7 +67,7 @@ typedef struct reopen_req {
 
 typedef struct finish_req {
         struct finish_req *next;
-        rkl_log_target t;
+        rkl_logs_target t;
 } finish_req;
 
 struct rkl_logs {
@@ -74,7 +75,7 @@ struct rkl_logs {
         pthread_t thread;
         int wake_fd, inotify_fd;
         pthread_mutex_t lock;
-        rkl_log_target *pending; /* the last sync not yet taken, with has_pending */
+        rkl_logs_target *pending; /* the last sync not yet taken, with has_pending */
         size_t n_pending;
         bool has_pending, quit;
         bool overflowed; /* the thread's: inotify lost events, every follower is dirty */
@@ -85,11 +86,11 @@ struct rkl_logs {
         /* The thread's own. */
         rkl_hashmap *followers; /* id -> follower */
         rkl_hashmap *by_wd;     /* "<wd>" -> follower */
-        rkl_log_buf out;
+        rkl_logs_buf out;
         char *buf;
 };
 
-static void target_copy(rkl_log_target *dst, const rkl_log_target *src)
+static void target_copy(rkl_logs_target *dst, const rkl_logs_target *src)
 {
         dst->container_id = rkl_xstrdup(src->container_id);
         dst->source = rkl_xstrdup(src->source);
@@ -99,7 +100,7 @@ static void target_copy(rkl_log_target *dst, const rkl_log_target *src)
         dst->exited = src->exited;
 }
 
-static void target_done(rkl_log_target *t)
+static void target_done(rkl_logs_target *t)
 {
         free((char *)t->container_id);
         free((char *)t->source);
@@ -108,7 +109,7 @@ static void target_done(rkl_log_target *t)
         free((char *)t->log_path);
 }
 
-static void targets_free(rkl_log_target *t, size_t n)
+static void targets_free(rkl_logs_target *t, size_t n)
 {
         for (size_t i = 0; i < n; i++)
                 target_done(&t[i]);
@@ -185,7 +186,7 @@ static void progress_load(follower *f)
 /* ---- Files ---- */
 
 /* A log file just made: recorded as rktlet's, empty, before anything is written into it. */
-static int dst_made(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+static int dst_made(void *userdata, const rkl_logs_file *lf, rkl_error *reterr)
 {
         follower *f = userdata;
         f->dst_dev = lf->id.dev;
@@ -201,10 +202,10 @@ static int dst_made(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
 static int open_dst(rkl_logs *l, follower *f)
 {
         rkl_error err = RKL_ERROR_INIT;
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
-        if (rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f, &lf,
-                              &err) < 0) {
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f->dst_dev, f->dst_ino};
+        if (rkl_logs_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f, &lf,
+                               &err) < 0) {
                 trouble(f, "%s", err.msg);
                 return err.code;
         }
@@ -243,7 +244,7 @@ static int open_src(rkl_logs *l, follower *f)
 
 static void punch(follower *f)
 {
-        uint64_t upto = f->src_off & ~(uint64_t)4095;
+        uint64_t upto = f->src_off & ~(uint64_t)(PUNCH_ALIGN - 1);
         if (upto < f->punched + PUNCH_EVERY)
                 return;
         /* Only frees blocks: offsets stay, and iottymux goes on writing at its own. A
@@ -284,21 +285,21 @@ static int drain(rkl_logs *l, follower *f, bool final)
         bool have_st = fstat(f->src_fd, &st) == 0;
         if (!have_st || (uint64_t)st.st_size < f->src_off) {
                 f->src_off = f->punched = 0;
-                f->conv = (rkl_log_conv){0};
+                f->conv = (rkl_logs_conv){0};
         }
         if (have_st && (uint64_t)st.st_size != f->src_seen) {
                 f->src_seen = (uint64_t)st.st_size;
-                f->grew_ns = rkl_realtime_nsec();
+                f->grew_ns = rkl_realtime_ns();
         }
         for (;;) {
                 ssize_t n = pread(f->src_fd, l->buf, READ_SIZE, (off_t)f->src_off);
                 if (n < 0)
                         return -errno;
                 bool eof = n < READ_SIZE;
-                rkl_log_conv conv = f->conv;
+                rkl_logs_conv conv = f->conv;
                 l->out.len = 0;
-                size_t used = rkl_log_convert(&conv, l->buf, (size_t)n, final && eof,
-                                              rkl_realtime_nsec(), &l->out);
+                size_t used = rkl_logs_convert(&conv, l->buf, (size_t)n, final && eof,
+                                               rkl_realtime_ns(), &l->out);
                 if (used == 0 && l->out.len == 0)
                         return 0;
                 r = write_all(f->dst_fd, l->out.data, l->out.len);
@@ -377,7 +378,7 @@ static void finish(rkl_logs *l, follower *f)
 
 /* ---- Commands from other threads ---- */
 
-static follower *follower_get(rkl_logs *l, const rkl_log_target *t)
+static follower *follower_get(rkl_logs *l, const rkl_logs_target *t)
 {
         follower *f = rkl_hashmap_get(l->followers, t->container_id);
         if (f)
@@ -406,7 +407,7 @@ static void set_exited(follower *f, int64_t now)
 }
 
 /* The containers whose writer was said gone and that are no longer followed. */
-static void forget_writers_gone(rkl_logs *l, const rkl_log_target *t, size_t n)
+static void forget_writers_gone(rkl_logs *l, const rkl_logs_target *t, size_t n)
 {
         _cleanup_strv_free_ char **gone = NULL;
         size_t i = 0;
@@ -424,13 +425,13 @@ static void forget_writers_gone(rkl_logs *l, const rkl_log_target *t, size_t n)
         pthread_mutex_unlock(&l->lock);
 }
 
-static void apply_sync(rkl_logs *l, rkl_log_target *t, size_t n)
+static void apply_sync(rkl_logs *l, rkl_logs_target *t, size_t n)
 {
         size_t i = 0;
         void *v;
         while (rkl_hashmap_iterate(l->followers, &i, NULL, &v))
                 ((follower *)v)->synced = false;
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_realtime_ns();
         for (size_t j = 0; j < n; j++) {
                 follower *f = follower_get(l, &t[j]);
                 f->synced = true;
@@ -466,11 +467,11 @@ static void do_reopen(rkl_logs *l, reopen_req *q)
         (void)drain(l, f, false); /* trouble is logged; what is left goes to the new file */
         f->dst_fd = safe_close(f->dst_fd);
         /* kubelet renamed the file: a new one is made. Not renamed, it is the same one,
-         * appended to; anything else there is refused (rkl_log_file_open()). */
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f->dst_dev, f->dst_ino};
-        int r = rkl_log_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f,
-                                  &lf, &q->err);
+         * appended to; anything else there is refused (rkl_logs_file_open()). */
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f->dst_dev, f->dst_ino};
+        int r = rkl_logs_file_open(f->log_directory, f->log_path, l->forbidden, &ours, dst_made, f,
+                                   &lf, &q->err);
         if (r < 0) {
                 q->result = r;
                 return;
@@ -519,7 +520,7 @@ static void *logs_main(void *userdata)
         for (;;) {
                 struct pollfd pfd[2] = {{.fd = l->wake_fd, .events = POLLIN},
                                         {.fd = l->inotify_fd, .events = POLLIN}};
-                if (poll(pfd, 2, TICK_MSEC / 4) < 0 && errno != EINTR)
+                if (poll(pfd, 2, TICK_MS / 4) < 0 && errno != EINTR)
                         break;
                 uint64_t x;
                 if (pfd[0].revents && read(l->wake_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
@@ -528,7 +529,7 @@ static void *logs_main(void *userdata)
 
                 pthread_mutex_lock(&l->lock);
                 bool quit = l->quit;
-                rkl_log_target *t = NULL;
+                rkl_logs_target *t = NULL;
                 size_t n = 0;
                 bool sync = l->has_pending;
                 if (sync) {
@@ -552,18 +553,18 @@ static void *logs_main(void *userdata)
                 for (finish_req *q = finishes, *next; q; q = next) {
                         next = q->next;
                         follower *f = follower_get(l, &q->t);
-                        set_exited(f, rkl_realtime_nsec());
+                        set_exited(f, rkl_realtime_ns());
                         if (!f->done)
                                 finish(l, f); /* trouble is logged; the grace tries again */
                         target_done(&q->t);
                         free(q);
                 }
 
-                int64_t now = rkl_realtime_nsec();
+                int64_t now = rkl_realtime_ns();
                 bool tick = now >= next_tick || l->overflowed;
                 l->overflowed = false;
                 if (tick)
-                        next_tick = now + TICK_MSEC * (int64_t)1000000;
+                        next_tick = now + TICK_MS * (int64_t)NSEC_PER_MSEC;
                 size_t i = 0;
                 void *v;
                 while (rkl_hashmap_iterate(l->followers, &i, NULL, &v)) {
@@ -571,7 +572,7 @@ static void *logs_main(void *userdata)
                         if (f->done)
                                 continue;
                         int64_t quiet = f->grew_ns > f->exited_ns ? f->grew_ns : f->exited_ns;
-                        if (f->exited && now - quiet >= EXIT_GRACE_NSEC) {
+                        if (f->exited && now - quiet >= EXIT_GRACE_NS) {
                                 finish(l, f);
                                 continue;
                         }
@@ -585,7 +586,7 @@ static void *logs_main(void *userdata)
                 if (written) {
                         /* Let the writes gather; commands still come in at once. */
                         struct pollfd w = {.fd = l->wake_fd, .events = POLLIN};
-                        (void)poll(&w, 1, BATCH_MSEC); /* EINTR: a shorter batch */
+                        (void)poll(&w, 1, BATCH_MS); /* EINTR: a shorter batch */
                 }
         }
         return NULL;
@@ -652,7 +653,7 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
                 targets_free(l->pending, l->n_pending);
         safe_close(l->wake_fd);
         safe_close(l->inotify_fd);
-        rkl_log_buf_done(&l->out);
+        rkl_logs_buf_done(&l->out);
         free(l->buf);
         rkl_strv_free(l->forbidden);
         pthread_mutex_destroy(&l->lock);
@@ -660,9 +661,9 @@ rkl_logs *rkl_logs_free(rkl_logs *l)
         return NULL;
 }
 
-void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
+void rkl_logs_sync(rkl_logs *l, const rkl_logs_target *targets, size_t n)
 {
-        rkl_log_target *copy = rkl_xnew0(rkl_log_target, n ? n : 1);
+        rkl_logs_target *copy = rkl_xnew0(rkl_logs_target, n ? n : 1);
         for (size_t i = 0; i < n; i++)
                 target_copy(&copy[i], &targets[i]);
         pthread_mutex_lock(&l->lock);
@@ -675,7 +676,7 @@ void rkl_logs_sync(rkl_logs *l, const rkl_log_target *targets, size_t n)
         wake(l);
 }
 
-void rkl_logs_finish(rkl_logs *l, const rkl_log_target *t)
+void rkl_logs_finish(rkl_logs *l, const rkl_logs_target *t)
 {
         /* The reconciler asks again at each look until it is done: one request is enough. */
         pthread_mutex_lock(&l->lock);
@@ -717,7 +718,7 @@ bool rkl_logs_writer_gone(rkl_logs *l, const char *container_id)
         return news;
 }
 
-int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)
+int rkl_logs_reopen(rkl_logs *l, const rkl_logs_target *t, rkl_error *reterr)
 {
         reopen_req *q = rkl_xnew0(reopen_req, 1);
         target_copy(&q->t, t);
@@ -739,7 +740,7 @@ int rkl_logs_reopen(rkl_logs *l, const rkl_log_target *t, rkl_error *reterr)
         return r;
 }
 
-int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error *reterr)
+int rkl_logs_file_make(const rkl_logs_target *t, char *const *forbidden, rkl_error *reterr)
 {
         /* The follower's record, as a follower would read it: nobody follows a container
          * that has not started. */
@@ -761,10 +762,10 @@ int rkl_log_file_make(const rkl_log_target *t, char *const *forbidden, rkl_error
                         return rkl_error_set(reterr, r, "cannot create '%s': %s", dir,
                                              strerror(-r));
         }
-        rkl_log_file lf;
-        rkl_log_file_id ours = {f.dst_dev, f.dst_ino};
-        int r = rkl_log_file_open(t->log_directory, t->log_path, forbidden, &ours, dst_made, &f,
-                                  &lf, reterr);
+        rkl_logs_file lf;
+        rkl_logs_file_id ours = {f.dst_dev, f.dst_ino};
+        int r = rkl_logs_file_open(t->log_directory, t->log_path, forbidden, &ours, dst_made, &f,
+                                   &lf, reterr);
         if (r < 0)
                 return r;
         close(lf.fd);

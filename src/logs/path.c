@@ -159,7 +159,7 @@ static int directory_check(const char *log_directory, char *const *forbidden, ch
         return 0;
 }
 
-int rkl_log_directory_check(const char *log_directory, char *const *forbidden, rkl_error *reterr)
+int rkl_logs_directory_check(const char *log_directory, char *const *forbidden, rkl_error *reterr)
 {
         _cleanup_free_ char *real = NULL;
         if (isempty(log_directory))
@@ -187,8 +187,8 @@ static int path_check(const char *real_dir, const char *log_path, char *const *f
         return judge("log_path", full, full, forbidden, reterr);
 }
 
-int rkl_log_path_check(const char *log_directory, const char *log_path, char *const *forbidden,
-                       rkl_error *reterr)
+int rkl_logs_path_check(const char *log_directory, const char *log_path, char *const *forbidden,
+                        rkl_error *reterr)
 {
         _cleanup_free_ char *real = NULL;
         int r;
@@ -226,12 +226,12 @@ int rkl_log_path_check(const char *log_directory, const char *log_path, char *co
         return 0;
 }
 
-char *rkl_log_source_path(const char *state_dir, const char *sandbox_id, const char *app)
+char *rkl_logs_source_path(const char *state_dir, const char *sandbox_id, const char *app)
 {
         return rkl_xasprintf("%s/pods/%s/logs/%s.log", state_dir, sandbox_id, app);
 }
 
-char *rkl_log_progress_path(const char *state_dir, const char *sandbox_id, const char *app)
+char *rkl_logs_progress_path(const char *state_dir, const char *sandbox_id, const char *app)
 {
         return rkl_xasprintf("%s/pods/%s/logs/%s.progress", state_dir, sandbox_id, app);
 }
@@ -320,7 +320,7 @@ static int open_parent(const char *log_directory, const char *real, const char *
  * before (ours) opened again, whose identity before the open goes in *ret_st. A file made
  * now may have no name yet (*ret_named false): name_leaf() gives it its name. */
 static int open_leaf(int parent, const char *leaf, const char *log_directory, const char *log_path,
-                     const rkl_log_file_id *ours, bool *ret_created, bool *ret_named,
+                     const rkl_logs_file_id *ours, bool *ret_created, bool *ret_named,
                      struct stat *ret_st, rkl_error *reterr)
 {
         struct stat st = {0};
@@ -390,9 +390,9 @@ static int name_leaf(int fd, int parent, const char *leaf, const char *log_direc
         return rkl_error_set(reterr, -errno, "cannot name '%s/%s': %m", log_directory, log_path);
 }
 
-int rkl_log_file_open(const char *log_directory, const char *log_path, char *const *forbidden,
-                      const rkl_log_file_id *ours, rkl_log_record_fn record, void *userdata,
-                      rkl_log_file *ret, rkl_error *reterr)
+int rkl_logs_file_open(const char *log_directory, const char *log_path, char *const *forbidden,
+                       const rkl_logs_file_id *ours, rkl_logs_record_fn record, void *userdata,
+                       rkl_logs_file *ret, rkl_error *reterr)
 {
         _cleanup_free_ char *real = NULL;
         int r;
@@ -427,7 +427,7 @@ int rkl_log_file_open(const char *log_directory, const char *log_path, char *con
         if (fcntl(fd, F_SETFL, O_APPEND) < 0)
                 return rkl_error_set(reterr, -errno, "cannot set the flags of '%s/%s': %m",
                                      log_directory, log_path);
-        rkl_log_file f = {
+        rkl_logs_file f = {
             .fd = fd,
             .id = {.dev = (uint64_t)now.st_dev, .ino = (uint64_t)now.st_ino},
             .size = (uint64_t)now.st_size,

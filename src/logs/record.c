@@ -5,15 +5,16 @@
 
 #include "base/alloc.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
-void rkl_log_buf_done(rkl_log_buf *b)
+void rkl_logs_buf_done(rkl_logs_buf *b)
 {
         free(b->data);
-        *b = (rkl_log_buf){0};
+        *b = (rkl_logs_buf){0};
 }
 
-static void put(rkl_log_buf *b, const void *p, size_t n)
+static void put(rkl_logs_buf *b, const void *p, size_t n)
 {
         if (b->len + n > b->cap) {
                 size_t cap = b->cap ? b->cap : 4096;
@@ -26,12 +27,12 @@ static void put(rkl_log_buf *b, const void *p, size_t n)
         b->len += n;
 }
 
-void rkl_log_append(rkl_log_buf *out, const char *time, size_t time_len, const char *stream,
-                    const char *content, size_t len, bool full)
+void rkl_logs_append(rkl_logs_buf *out, const char *time, size_t time_len, const char *stream,
+                     const char *content, size_t len, bool full)
 {
         size_t stream_len = strlen(stream);
         do {
-                size_t piece = len > RKL_LOG_MAX_CONTENT ? RKL_LOG_MAX_CONTENT : len;
+                size_t piece = len > RKL_LOGS_MAX_CONTENT ? RKL_LOGS_MAX_CONTENT : len;
                 bool last = piece == len && full;
                 put(out, time, time_len);
                 put(out, " ", 1);
@@ -58,17 +59,17 @@ static bool looks_like_time(const char *p, size_t n)
 
 static size_t now_text(int64_t now_ns, char buf[static 40])
 {
-        time_t s = (time_t)(now_ns / 1000000000);
+        time_t s = (time_t)(now_ns / (int64_t)NSEC_PER_SEC);
         struct tm tm;
         gmtime_r(&s, &tm);
         size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-        int k = snprintf(buf + n, 40 - n, ".%09dZ", (int)(now_ns % 1000000000));
+        int k = snprintf(buf + n, 40 - n, ".%09dZ", (int)(now_ns % (int64_t)NSEC_PER_SEC));
         return n + (k > 0 ? (size_t)k : 0);
 }
 
 /* Reads an rkt record's header ("<time> <stream> ") from p[0, n) into c; returns its
  * length, or 0 when p does not start with one. */
-static size_t header(rkl_log_conv *c, const char *p, size_t n)
+static size_t header(rkl_logs_conv *c, const char *p, size_t n)
 {
         const char *sp = memchr(p, ' ', n < 40 ? n : 40);
         if (!sp || !looks_like_time(p, (size_t)(sp - p)))
@@ -86,14 +87,14 @@ static size_t header(rkl_log_conv *c, const char *p, size_t n)
 }
 
 /* A line that is not an rkt record: the app's bytes all the same. */
-static void foreign(rkl_log_conv *c, int64_t now_ns)
+static void foreign(rkl_logs_conv *c, int64_t now_ns)
 {
         c->time_len = now_text(now_ns, c->time);
         c->stream = "stdout";
 }
 
-size_t rkl_log_convert(rkl_log_conv *c, const char *in, size_t n, bool final, int64_t now_ns,
-                       rkl_log_buf *out)
+size_t rkl_logs_convert(rkl_logs_conv *c, const char *in, size_t n, bool final, int64_t now_ns,
+                        rkl_logs_buf *out)
 {
         size_t used = 0;
         while (used < n) {
@@ -101,7 +102,7 @@ size_t rkl_log_convert(rkl_log_conv *c, const char *in, size_t n, bool final, in
                 size_t left = n - used;
                 const char *nl = memchr(p, '\n', left);
                 if (!c->in_record) {
-                        if (!nl && !final && left < RKL_LOG_LONG_LINE)
+                        if (!nl && !final && left < RKL_LOGS_LONG_LINE)
                                 break; /* the rest of the line is yet to come */
                         size_t h = header(c, p, nl ? (size_t)(nl - p) + 1 : left);
                         if (h == 0)
@@ -111,25 +112,25 @@ size_t rkl_log_convert(rkl_log_conv *c, const char *in, size_t n, bool final, in
                         continue;
                 }
                 if (nl) {
-                        rkl_log_append(out, c->time, c->time_len, c->stream, p, (size_t)(nl - p),
-                                       true);
+                        rkl_logs_append(out, c->time, c->time_len, c->stream, p, (size_t)(nl - p),
+                                        true);
                         c->in_record = false;
                         used += (size_t)(nl - p) + 1;
                 } else if (final) {
-                        rkl_log_append(out, c->time, c->time_len, c->stream, p, left, true);
+                        rkl_logs_append(out, c->time, c->time_len, c->stream, p, left, true);
                         c->in_record = false;
                         used = n;
                 } else {
                         /* Whole pieces now, the rest with what follows. */
-                        size_t whole = left - left % RKL_LOG_MAX_CONTENT;
+                        size_t whole = left - left % RKL_LOGS_MAX_CONTENT;
                         if (whole == 0)
                                 break;
-                        rkl_log_append(out, c->time, c->time_len, c->stream, p, whole, false);
+                        rkl_logs_append(out, c->time, c->time_len, c->stream, p, whole, false);
                         used += whole;
                 }
         }
         if (final && c->in_record) { /* a header and nothing after it */
-                rkl_log_append(out, c->time, c->time_len, c->stream, "", 0, true);
+                rkl_logs_append(out, c->time, c->time_len, c->stream, "", 0, true);
                 c->in_record = false;
         }
         return used;

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/parse.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 /* Upper bounds in microseconds; the last bucket is +Inf. From a cached Version (~100 us)
@@ -229,7 +230,7 @@ static void render_family(rkl_metrics_buf *b, rkl_metrics_family f)
                         }
                         if (k < ELEMENTSOF(bucket_usec))
                                 buf_printf(b, "le=\"%g\"} %" PRIu64 "\n",
-                                           (double)bucket_usec[k] / 1e6, cum);
+                                           (double)bucket_usec[k] / USEC_PER_SEC, cum);
                         else
                                 buf_printf(b, "le=\"+Inf\"} %" PRIu64 "\n", cum);
                 }
@@ -238,7 +239,8 @@ static void render_family(rkl_metrics_buf *b, rkl_metrics_family f)
                 if (d->label_name)
                         buf_label(b, d->label_name, s->label);
                 buf_printf(b, "%s %.6f\n", close,
-                           (double)atomic_load_explicit(&s->sum_usec, memory_order_relaxed) / 1e6);
+                           (double)atomic_load_explicit(&s->sum_usec, memory_order_relaxed) /
+                               USEC_PER_SEC);
                 buf_printf(b, "%s_duration_seconds_count%s", d->name, open);
                 if (d->label_name)
                         buf_label(b, d->label_name, s->label);

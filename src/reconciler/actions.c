@@ -5,7 +5,7 @@
 
 #include <signal.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
@@ -83,7 +83,7 @@ static bool wait_pod_exit(action *a, int64_t deadline_ns)
                         return true;
                 if (rkl_reconciler__now(a->r) >= deadline_ns)
                         return false;
-                RKL_OPS(a->r, sleep_usec, 50 * 1000);
+                RKL_OPS(a->r, sleep_usec, 50 * USEC_PER_MSEC);
         }
 }
 
@@ -159,8 +159,8 @@ static int run_app_rm(action *a)
         if (k == -ENOENT)
                 k = 0; /* gone already is what rm wanted */
         if (k >= 0 && procs) {
-                rkl_cgroup_cpu_release(procs, memory);
-                int q = rkl_cgroup_memory_release(procs, memory);
+                rkl_app_cgroup_cpu_release(procs, memory);
+                int q = rkl_app_cgroup_memory_release(procs, memory);
                 if (q < 0)
                         rkl_log_warning("app %s: cannot remove its memory cgroup %s: %s", a->app,
                                         memory, strerror(-q));
@@ -383,7 +383,7 @@ static void orphan_result(rkl_reconciler *r, const action *a, bool going_down)
                 return;
         }
         const step_retry *t = rkl_reconciler__retry_failed(r, r->orphan_retries, a->key);
-        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / 1e9;
+        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / NSEC_PER_SEC;
         if (going_down)
                 rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
                               act_names[a->kind], a->error);
@@ -462,7 +462,7 @@ void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
         }
 
         if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
-                rkl_cgroup_unit_remove(a->unit_name);
+                rkl_app_cgroup_unit_remove(a->unit_name);
         if (a->kind == ACT_POD_RM && a->result >= 0)
                 rkl_reconciler__pod_limits_forget(r, a->key);
         if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {

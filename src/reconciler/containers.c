@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "images/images.h"
 #include "observe.h"
 #include "base/alloc.h"
@@ -104,8 +104,8 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
             c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
             (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
                 /* Stopped before its start was carried out (a stop right after a start, or
-                 * during its app add): no start follows, so it is over (issue 19, defect 4:
-                 * such containers stayed CREATED). RemoveContainer takes the app along. */
+                 * during its app add): no start follows, so it is over (such containers
+                 * once stayed CREATED for good). RemoveContainer takes the app along. */
                 rkl_log_object_info(CONTAINER_OBJECT(c),
                                     "container %.12s: stopped before it started", c->id);
                 container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,
@@ -189,8 +189,9 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 if (!rkl_reconciler__can_start(r, c->id))
                         return;
                 a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
-                a->deadline_ns = c->stop_deadline_ns ? c->stop_deadline_ns
-                                                     : now + (int64_t)r->stop_grace_usec * 1000;
+                a->deadline_ns = c->stop_deadline_ns
+                                     ? c->stop_deadline_ns
+                                     : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
                 a->supervisor = (pid_t)p->ppid;
                 a->timeout_usec = 0;
         }
@@ -207,20 +208,20 @@ static bool has_output(const rkl_container_record *c)
 }
 
 /* What the follower needs of c (free with log_target_done). */
-static rkl_log_target log_target(rkl_reconciler *r, const rkl_container_record *c,
-                                 const char *log_directory)
+static rkl_logs_target log_target(rkl_reconciler *r, const rkl_container_record *c,
+                                  const char *log_directory)
 {
-        return (rkl_log_target){
+        return (rkl_logs_target){
             .container_id = c->id,
-            .source = rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
-            .progress = rkl_log_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .source = rkl_logs_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
+            .progress = rkl_logs_progress_path(r->cfg.state_dir, c->sandbox_id, c->app_name),
             .log_directory = rkl_xstrdup(log_directory),
             .log_path = c->spec.log_path,
             .exited = c->observed.phase == RKL_CONTAINER_PHASE_EXITED,
         };
 }
 
-static void log_target_done(rkl_log_target *t)
+static void log_target_done(rkl_logs_target *t)
 {
         free((char *)t->source);
         free((char *)t->progress);
@@ -235,7 +236,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
                                const rkl_container_record *c)
 {
         _cleanup_free_ char *source =
-            rkl_log_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
+            rkl_logs_source_path(r->cfg.state_dir, c->sandbox_id, c->app_name);
         if (access(source, F_OK) < 0)
                 return true;
         /* An instance of a template unit sits in the template's own slice. */
@@ -244,7 +245,7 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         pid_t pid = 0;
         if (!p || !p->ppid || RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory) < 0)
                 return false; /* the pod or the unit's cgroup is gone */
-        return rkl_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
+        return rkl_app_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }
 
 void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
@@ -267,7 +268,7 @@ void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
         pid_t pid = 0;
         int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, unit, &procs, &memory);
         /* -ENXIO: the pod runs and its unit's cgroup is gone (-ENOENT: the pod is gone). */
-        if (k != -ENXIO && (k != 0 || rkl_cgroup_first_pid(procs, &pid) < 0 || pid != 0))
+        if (k != -ENXIO && (k != 0 || rkl_app_cgroup_first_pid(procs, &pid) < 0 || pid != 0))
                 return;
         /* iottymux ends after its app (at the end of the app's output, or stopped after it):
          * gone with an app whose exit rkt has not recorded yet is no news. Asked after the
@@ -286,13 +287,13 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
         if (!r->logs || !p || co->phase != RKL_CONTAINER_PHASE_EXITED ||
             c->observed.phase == RKL_CONTAINER_PHASE_EXITED || rkl_container_never_ran(co) ||
             c->spec.tty || isempty(pod->spec.log_directory) || isempty(c->spec.log_path) ||
-            !co->finished_ns || rkl_reconciler__now(r) - co->finished_ns >= EXIT_HOLD_NSEC)
+            !co->finished_ns || rkl_reconciler__now(r) - co->finished_ns >= EXIT_HOLD_NS)
                 return false;
         if (log_writer_pending(r, p, c))
                 return true;
         if (rkl_logs_finished(r->logs, c->id))
                 return false;
-        rkl_log_target t = log_target(r, c, pod->spec.log_directory);
+        rkl_logs_target t = log_target(r, c, pod->spec.log_directory);
         t.exited = true;
         rkl_logs_finish(r->logs, &t);
         log_target_done(&t);
@@ -316,7 +317,7 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
         }
         r->logs_told = told;
 
-        rkl_log_target *t = rkl_xnew0(rkl_log_target, n ? n : 1);
+        rkl_logs_target *t = rkl_xnew0(rkl_logs_target, n ? n : 1);
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
                 const rkl_container_record *c = v[i]->rec;

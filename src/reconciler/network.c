@@ -31,7 +31,6 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define DEFAULT_TIMEOUT (30 * USEC_PER_SEC)
 /* DEL failures after which a stopped sandbox's pod is removed all the same. */
 #define DEL_HOLDS_POD 3
 
@@ -64,7 +63,7 @@ static void health_update(rkl_reconciler *r)
         rkl_health h = {0};
         rkl_cache_get_health(r->cache, &h);
         /* Before the first probe, the probe itself fills it in. */
-        if (h.probed_at != 0) {
+        if (h.probed_ns != 0) {
                 rkl_reconciler__net_health(r, &h);
                 rkl_cache_set_health(r->cache, &h);
         }
@@ -260,7 +259,7 @@ void rkl_reconciler__net_new(rkl_reconciler *r)
         net->unchecked = rkl_hashmap_new();
         net->exec = (rkl_cni_exec){
             .bin_dirs = r->cfg.cni_bin_dirs,
-            .timeout_usec = r->cfg.cni_timeout_usec ? r->cfg.cni_timeout_usec : DEFAULT_TIMEOUT,
+            .timeout_usec = r->cfg.cni_timeout_usec,
         };
         r->net = net;
 }

@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "observe.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
@@ -68,12 +68,12 @@ static void marks_forget(rkl_reconciler *r, const char *id)
 static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted_ns, bool again,
                      int64_t now)
 {
-        if (!again && t->us[step] > 0)
+        if (!again && t->usec[step] > 0)
                 return;
-        int64_t us = (now - accepted_ns) / (int64_t)NSEC_PER_USEC;
-        t->us[step] = us > 0 ? us : 1; /* 0 is "not reached" */
+        int64_t usec = (now - accepted_ns) / (int64_t)NSEC_PER_USEC;
+        t->usec[step] = usec > 0 ? usec : 1; /* 0 is "not reached" */
         for (size_t i = step + 1; again && i <= last; i++)
-                t->us[i] = 0;
+                t->usec[i] = 0;
 }
 
 void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
@@ -123,7 +123,8 @@ int64_t rkl_reconciler__pod_step_ns(rkl_reconciler *r, const rkl_pod_record *rec
 {
         const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
         const rkl_timeline *t = m ? &m->t : &rec->observed.timeline;
-        return t->us[step] > 0 ? rec->book.accepted_ns + t->us[step] * (int64_t)NSEC_PER_USEC : 0;
+        return t->usec[step] > 0 ? rec->book.accepted_ns + t->usec[step] * (int64_t)NSEC_PER_USEC
+                                 : 0;
 }
 
 void rkl_reconciler__steps_free(rkl_reconciler *r)
@@ -144,12 +145,12 @@ static void timeline_text(const rkl_timeline *t, bool pod, char *buf, size_t siz
         const char *sep = " (";
         buf[0] = 0;
         for (size_t i = 0; i < steps && n < size; i++) {
-                if (t->us[i] <= 0)
+                if (t->usec[i] <= 0)
                         continue;
                 const char *name = pod ? rkl_pod_step_to_string((rkl_pod_step)i)
                                        : rkl_container_step_to_string((rkl_container_step)i);
                 int k = snprintf(buf + n, size - n, "%s%s %.0f%s", sep, name,
-                                 (double)t->us[i] / 1e3, n ? "" : " ms");
+                                 (double)t->usec[i] / USEC_PER_MSEC, n ? "" : " ms");
                 n += k > 0 ? (size_t)k : 0;
                 sep = ", ";
         }
@@ -161,7 +162,7 @@ static void timeline_text(const rkl_timeline *t, bool pod, char *buf, size_t siz
 
 static void log_start_done(const rkl_log_object *obj, const char *kind, const char *id,
                            const char *from, const char *to, const rkl_timeline *t, bool pod,
-                           int64_t last_us)
+                           int64_t last_usec)
 {
         char steps[512];
         _cleanup_free_ char *json = rkl_db_timeline_json(t, pod);
@@ -169,7 +170,7 @@ static void log_start_done(const rkl_log_object *obj, const char *kind, const ch
         o.timeline = json;
         timeline_text(t, pod, steps, sizeof(steps));
         rkl_log_object_info(&o, "%s %.12s: %s -> %s after %.2f s%s", kind, id, from, to,
-                            (double)last_us / 1e6, steps);
+                            (double)last_usec / USEC_PER_SEC, steps);
 }
 
 void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
@@ -192,7 +193,7 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
                 w.timeline = m->t;
         if (started)
                 log_start_done(POD_OBJECT(rec), "sandbox", rec->id, "pending", "running",
-                               &w.timeline, true, w.timeline.us[RKL_POD_STEP_RUNNING]);
+                               &w.timeline, true, w.timeline.usec[RKL_POD_STEP_RUNNING]);
         else if (o->phase != rec->observed.phase)
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: %s -> %s", rec->id,
                                     rkl_pod_phase_to_string(rec->observed.phase),
@@ -218,7 +219,7 @@ void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_contain
         if (started)
                 log_start_done(CONTAINER_OBJECT(rec), "container", rec->id,
                                rkl_container_phase_to_string(rec->observed.phase), "running",
-                               &w.timeline, false, w.timeline.us[RKL_CONTAINER_STEP_RUNNING]);
+                               &w.timeline, false, w.timeline.usec[RKL_CONTAINER_STEP_RUNNING]);
         int k = rkl_store_container_set_observed(r->store, rec->id, &w, &err);
         rkl_reconciler__write_failed("container", rec->id, "observation", k, &err);
         if (k >= 0 &&
@@ -239,7 +240,7 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
                 return false;
         /* Every pass observes anew, but what told the kill apart goes: the reconciler forgets
          * the app's cgroup once it saw the exit, and the cgroup itself goes. The verdict stays
-         * (issue 17: a later pass turned OOMKilled/137 back into a bare exit 9). */
+         * (a later pass once turned OOMKilled/137 back into a bare exit 9). */
         if (rec->observed.phase == RKL_CONTAINER_PHASE_EXITED &&
             streq_ptr(rec->observed.reason, "OOMKilled"))
                 return true;
@@ -248,12 +249,12 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
         else if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
-        if (rkl_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
+        if (rkl_app_cgroup_oom_kills(memory, &kills) == 0 && kills > 0)
                 return true;
         /* The cgroup may be gone before this first look (on cgroup2 it is the app unit's own,
          * which the pod's systemd removes once the main process is gone): the kernel's log
          * still has the kill. */
-        const char *rel = rkl_cgroup_relative(memory);
+        const char *rel = rkl_app_cgroup_relative(memory);
         if (!r || !r->oom_log || !rel)
                 return false;
         rkl_oom_log_refresh(r->oom_log);
@@ -272,7 +273,7 @@ rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_
                 return RKL_APP_PROC_UNKNOWN;
         int k = RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory);
         if (k >= 0)
-                k = rkl_cgroup_first_pid(procs, ret_pid);
+                k = rkl_app_cgroup_first_pid(procs, ret_pid);
         /* No cgroup under a live supervisor: no process ever joined it (a start that failed
          * after rkt wrote <app>-started, or one still on its way). */
         if ((k == -ENXIO || k == -ENOENT) && kill((pid_t)p->ppid, 0) == 0)
@@ -284,7 +285,7 @@ rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_
         /* The first sight of its process: give the app a memory cgroup of its own, so that
          * its OOM kills are its own (idempotent; after a restart it moves nothing). */
         if (rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING) {
-                k = rkl_cgroup_memory_adopt(procs, memory);
+                k = rkl_app_cgroup_memory_adopt(procs, memory);
                 if (k < 0)
                         rkl_log_warning("container %.12s: cannot give it a memory cgroup (%s): "
                                         "an OOM kill will read as a plain SIGKILL",
@@ -306,7 +307,7 @@ static void log_phase_change(rkl_reconciler *r, const rkl_container_record *c,
         char after[64] = "";
         if (co->phase == RKL_CONTAINER_PHASE_EXITED && co->finished_ns)
                 (void)snprintf(after, sizeof(after), " (%.1f ms after rkt's record)",
-                               (double)(rkl_reconciler__now(r) - co->finished_ns) / 1e6);
+                               (double)(rkl_reconciler__now(r) - co->finished_ns) / NSEC_PER_MSEC);
         rkl_log_object_info(CONTAINER_OBJECT(c), "container %.12s: %s -> %s%s", c->id,
                             rkl_container_phase_to_string(c->observed.phase),
                             rkl_container_phase_to_string(co->phase), after);

@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "reconciler-internal.h"
 #include "base/log.h"
 #include "base/time-util.h"
@@ -82,7 +82,7 @@ static int real_pod_list(void *userdata, char ***ret_uuids, rkl_error *reterr)
 static int real_app_cgroups(void *userdata, pid_t supervisor, const char *app, char **ret_procs_dir,
                             char **ret_memory_dir)
 {
-        return rkl_cgroup_app_paths(supervisor, app, ret_procs_dir, ret_memory_dir);
+        return rkl_app_cgroup_paths(supervisor, app, ret_procs_dir, ret_memory_dir);
 }
 
 static int real_cni_add(void *userdata, const rkl_cni_config *c, const rkl_cni_exec *x,
@@ -169,7 +169,7 @@ static int real_unit_set_limits(void *userdata, const char *name, const rkl_unit
 
 static int64_t real_now_ns(void *userdata)
 {
-        return rkl_realtime_nsec();
+        return rkl_realtime_ns();
 }
 
 static void real_sleep_usec(void *userdata, uint64_t usec)

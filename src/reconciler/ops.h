@@ -44,7 +44,7 @@ typedef struct rkl_reconciler_ops {
         int (*pod_read)(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr);
         int (*pod_list)(void *userdata, char ***ret_uuids, rkl_error *reterr);
         /* Where an app's cgroups are, from its pod's supervisor (cgroup.h:
-         * rkl_cgroup_app_paths()): what is read and written there (its processes, limits, OOM
+         * rkl_app_cgroup_paths()): what is read and written there (its processes, limits, OOM
          * kills) is plain files under those directories. */
         int (*app_cgroups)(void *userdata, pid_t supervisor, const char *app, char **ret_procs_dir,
                            char **ret_memory_dir);
@@ -77,7 +77,7 @@ typedef struct rkl_reconciler_ops {
                                rkl_error *reterr);
 
         /* ---- Time and threads ---- */
-        /* CLOCK_REALTIME in ns (rkl_realtime_nsec()): every time the reconciler compares,
+        /* CLOCK_REALTIME in ns (rkl_realtime_ns()): every time the reconciler compares,
          * records or waits for. */
         int64_t (*now_ns)(void *userdata);
         /* A worker's wait between two looks at a pod going down (usleep()). */

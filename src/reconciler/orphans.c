@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -81,7 +81,7 @@ void rkl_reconciler__reap_orphan_apps(rkl_reconciler *r, const rkl_poddir_pod *p
                 action *a;
                 if (app->state == RKL_POD_APP_RUNNING) {
                         a = rkl_reconciler__action_new(r, ACT_APP_STOP, cid, p->uuid, app->name);
-                        a->deadline_ns = now + (int64_t)r->stop_grace_usec * 1000;
+                        a->deadline_ns = now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
                         a->supervisor = (pid_t)p->ppid;
                 } else if (!rkl_reconciler__pod_app_busy(r, p->uuid)) {
                         /* Other apps of the same image keep their layers: rkt's app rm takes
@@ -208,8 +208,8 @@ void rkl_reconciler__reap_orphan_state_dirs(rkl_reconciler *r)
                  * back at every rescan, only once nothing of it is left (a unit still stopping
                  * holds its cgroups). */
                 _cleanup_free_ char *cg = rkl_reconciler__unit_cgroup_path(de->d_name);
-                rkl_cgroup_unit_remove(cg);
-                if (rkl_cgroup_unit_left(cg))
+                rkl_app_cgroup_unit_remove(cg);
+                if (rkl_app_cgroup_unit_left(cg))
                         continue;
                 _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, de->d_name, NULL);
                 int k = rkl_rm_rf_at(AT_FDCWD, dir);
@@ -225,13 +225,13 @@ static bool sandbox_left(rkl_reconciler *r, const char *id)
         _cleanup_free_ char *dir = rkl_reconciler__pod_state_path(r, id, NULL);
         _cleanup_free_ char *cg = rkl_reconciler__unit_cgroup_path(id);
         return rkl_reconciler__net_held(r, id) || marked_pod_left(r, id) ||
-               rkl_cgroup_unit_left(cg) || access(dir, F_OK) == 0;
+               rkl_app_cgroup_unit_left(cg) || access(dir, F_OK) == 0;
 }
 
 void rkl_reconciler__failures_sweep(rkl_reconciler *r)
 {
         int64_t now = rkl_reconciler__now(r);
-        _cleanup_strv_free_ char **ids = rkl_cache_failure_ids(r->cache, rkl_realtime_nsec());
+        _cleanup_strv_free_ char **ids = rkl_cache_failure_ids(r->cache, rkl_realtime_ns());
         bool left = false;
         RKL_STRV_FOREACH (id, ids) {
                 if (sandbox_left(r, *id)) {

@@ -17,7 +17,7 @@
 #include "base/banned.h"
 
 /* How often a start waiting for an earlier attempt's unit to go asks after it. */
-#define OLD_UNIT_POLL_NS (200 * (int64_t)1000000)
+#define OLD_UNIT_POLL_NS (200 * (int64_t)NSEC_PER_MSEC)
 
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
 void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
@@ -476,7 +476,7 @@ static bool exit_held_in(rkl_reconciler *r, const rkl_pod_record *rec, const rkl
                 const rkl_poddir_app *a = rkl_poddir_pod_find_app(p, c->app_name);
                 held = a && a->state == RKL_POD_APP_EXITED &&
                        c->observed.phase == RKL_CONTAINER_PHASE_RUNNING &&
-                       rkl_reconciler__now(r) - a->finished_ns < EXIT_HOLD_NSEC;
+                       rkl_reconciler__now(r) - a->finished_ns < EXIT_HOLD_NS;
         }
         rkl_container_views_unref(v, n);
         return held;
@@ -516,7 +516,7 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                 if (rkl_reconciler__net_holds_pod(r, rec))
                         return;
                 if (p && exit_held_in(r, rec, p)) {
-                        /* Its exit is written within EXIT_HOLD_NSEC; the pod goes after. */
+                        /* Its exit is written within EXIT_HOLD_NS; the pod goes after. */
                         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                         return;
                 }

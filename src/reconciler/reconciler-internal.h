@@ -37,7 +37,7 @@
 #define CONTAINER_MAX_ATTEMPTS                                                                     \
         8 /* adds/starts, ~2 min of backoff, before a container fails for good */
 #define START_ERROR_EXIT  128 /* containerd's exit code for a container that could not start */
-#define BACKOFF_BASE_NS   (500 * (int64_t)1000000)
+#define BACKOFF_BASE_NS   (500 * (int64_t)NSEC_PER_MSEC)
 #define BACKOFF_MAX_NS    (60 * (int64_t)NSEC_PER_SEC)
 #define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
 /* How often a sandbox whose rkt pod has not appeared yet has its unit asked after (pods.c):
@@ -49,10 +49,10 @@
 /* The longest an app's exit waits, from the exit, for its output to reach the log
  * (rkl_reconciler__exit_held); containerd waits up to 2 s, but rkt's writer comes later
  * under load. */
-#define EXIT_HOLD_NSEC (5 * (int64_t)NSEC_PER_SEC)
+#define EXIT_HOLD_NS (5 * (int64_t)NSEC_PER_SEC)
 /* How soon a pod is read again for what inotify does not show (a process on its way, a
  * held exit's writer). */
-#define RECHECK_NS (20 * (int64_t)1000000)
+#define RECHECK_NS (20 * (int64_t)NSEC_PER_MSEC)
 
 typedef struct rkl_reconciler_net rkl_reconciler_net;
 

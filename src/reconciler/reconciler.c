@@ -106,7 +106,7 @@ static void import_stage1_run(void *userdata)
                 atomic_store(&r->stage1_import_failed, true);
         } else
                 rkl_log_info("imported stage1 from '%s' into rkt's store in %.1f s", job->path,
-                             (double)(rkl_now_usec(CLOCK_MONOTONIC) - t0) / 1e6);
+                             (double)(rkl_now_usec(CLOCK_MONOTONIC) - t0) / USEC_PER_SEC);
         atomic_store(&r->stage1_importing, false);
         (void)atomic_exchange(&r->probe_asked, true);
         rkl_reconciler_kick(r);
@@ -224,10 +224,10 @@ static void probe(rkl_reconciler *r)
         probe_rkt(r, &h);
         probe_systemd(r, &h);
         rkl_reconciler__net_health(r, &h);
-        h.probed_at = rkl_realtime_nsec();
+        h.probed_ns = rkl_realtime_ns();
 
         rkl_cache_get_health(r->cache, &old);
-        if (old.probed_at == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok ||
+        if (old.probed_ns == 0 || old.rkt_ok != h.rkt_ok || old.systemd_ok != h.systemd_ok ||
             old.rkt_patched != h.rkt_patched) {
                 if (h.rkt_ok && h.rkt_patched)
                         rkl_log_info("rkt %s is usable, with %s", h.rkt_version, h.rkt_patches);
@@ -516,8 +516,8 @@ static void *reconciler_main(void *userdata)
                 k = sd_event_add_time(r->event, NULL, CLOCK_MONOTONIC, now + 100 * USEC_PER_MSEC,
                                       USEC_PER_MSEC, on_stats_timer, r);
         if (k >= 0)
-                k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now, 1000,
-                                      on_wake, r);
+                k = sd_event_add_time(r->event, &r->wake_source, CLOCK_MONOTONIC, now,
+                                      USEC_PER_MSEC, on_wake, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->wake_source, SD_EVENT_OFF);
         if (k >= 0)
@@ -583,20 +583,11 @@ int rkl_reconciler_new(const rkl_reconciler_config *cfg, rkl_cache *cache, rkl_r
         r->stats = cfg->stats;
         r->resync_interval_usec = cfg->resync_interval_usec;
         r->stop_grace_usec = cfg->stop_grace_usec;
-        if (!r->cfg.probe_interval_usec)
-                r->cfg.probe_interval_usec = 30 * USEC_PER_SEC;
+        rkl_config_fill_defaults(&r->cfg);
         if (!r->resync_interval_usec)
                 r->resync_interval_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.stats_interval_usec)
-                r->cfg.stats_interval_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.sandbox_ready_timeout_usec)
-                r->cfg.sandbox_ready_timeout_usec = 120 * USEC_PER_SEC;
         if (!r->stop_grace_usec)
                 r->stop_grace_usec = 10 * USEC_PER_SEC;
-        if (!r->cfg.rkt_timeout_usec)
-                r->cfg.rkt_timeout_usec = 60 * USEC_PER_SEC;
-        if (!r->cfg.max_actions)
-                r->cfg.max_actions = 4;
         r->cache = cache;
         r->ops = cfg->ops ? cfg->ops : &rkl_reconciler_real_ops;
         r->ops_userdata = cfg->ops ? cfg->ops_userdata : r;

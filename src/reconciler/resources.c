@@ -19,7 +19,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cgroup.h"
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/hashmap.h"
@@ -67,13 +67,13 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         _cleanup_free_ char *procs = NULL, *memory = NULL;
         if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, c->app_name, &procs, &memory) < 0)
                 return; /* not there yet: the next observation tries again */
-        int k = rkl_cgroup_memory_adopt(procs, memory);
+        int k = rkl_app_cgroup_memory_adopt(procs, memory);
         if (k >= 0)
-                k = rkl_cgroup_cpu_adopt(procs, memory);
+                k = rkl_app_cgroup_cpu_adopt(procs, memory);
         if (k < 0)
                 rkl_log_warning("container %.12s: cannot give it cgroups of its own: %s", c->id,
                                 strerror(-k));
-        rkl_cgroup_limits l = {
+        rkl_app_cgroup_limits l = {
             .cpu_period = c->spec.cpu_period,
             .cpu_quota = c->spec.cpu_quota,
             .cpu_shares = c->spec.cpu_shares,
@@ -81,12 +81,12 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
             .oom_score_adj = c->spec.oom_score_adj,
             .cpuset_cpus = c->spec.cpuset_cpus,
         };
-        char err[256] = "";
-        k = rkl_cgroup_apply_limits(procs, memory, &l, err, sizeof(err));
+        rkl_error err = RKL_ERROR_INIT;
+        k = rkl_app_cgroup_apply_limits(procs, memory, &l, &err);
         if (k < 0)
                 /* Logged once per change of the limits: the next try is at the next change. */
                 rkl_log_warning("container %.12s: cannot apply its resources (%s), ignoring", c->id,
-                                err);
+                                err.msg);
         else if (l.memory_limit || l.cpu_shares || l.cpu_quota || l.oom_score_adj || l.cpuset_cpus)
                 rkl_log_debug("container %.12s: resources %s applied", c->id, key);
         if (!a) {
@@ -175,7 +175,7 @@ void rkl_reconciler__stats_refresh(rkl_reconciler *r)
 
 int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 {
-        return rkl_cgroup_stats_dirs(supervisor, app, ret);
+        return rkl_app_cgroup_stats_dirs(supervisor, app, ret);
 }
 
 /* ---- The pod's own limits ---- */
@@ -196,8 +196,8 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
         rkl_unit_limits l = {
             .cpu_shares = s->cpu_shares > 0 ? (uint64_t)s->cpu_shares : 0,
             .cpu_quota_usec = s->cpu_quota > 0 ? (uint64_t)s->cpu_quota : 0,
-            /* CFS's default period when none was given */
-            .cpu_period_usec = s->cpu_period > 0 ? (uint64_t)s->cpu_period : 100000,
+            .cpu_period_usec =
+                s->cpu_period > 0 ? (uint64_t)s->cpu_period : RKL_DEFAULT_CPU_PERIOD_USEC,
             .memory_bytes = s->memory_limit > 0 ? (uint64_t)s->memory_limit : 0,
         };
         rkl_error err = RKL_ERROR_INIT;

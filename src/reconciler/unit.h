@@ -45,7 +45,7 @@ int rkl_unit_start(sd_bus *bus, const rkl_unit_spec *spec, uint64_t timeout_usec
 int rkl_unit_stop(sd_bus *bus, const char *name, rkl_error *reterr);
 /* A unit's limits; 0 leaves one as it is. */
 typedef struct rkl_unit_limits {
-        uint64_t cpu_shares;     /* cgroup v1's shares (2 to 262144): CPUShares= */
+        uint64_t cpu_shares;     /* cgroup v1's shares (base/model.h's bounds): CPUShares= */
         uint64_t cpu_quota_usec; /* per period: CPUQuota= */
         uint64_t cpu_period_usec;
         uint64_t memory_bytes; /* MemoryLimit= (v1) and MemoryMax= (v2) */

@@ -35,11 +35,12 @@ static int pod_systemctl(pid_t init, const char *a1, const char *a2, const char 
 
 int rkl_rkt_pod_restart_boot(uint32_t nspawn_pid, rkl_error *reterr)
 {
-        pid_t init = rkl_poddir_pod_init(nspawn_pid);
-        if (init < 0)
-                return rkl_error_set(reterr, -ESRCH, "the pod's systemd is not running");
+        pid_t init;
+        int r = rkl_poddir_pod_init(nspawn_pid, &init, reterr);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *jobs = NULL;
-        int r = pod_systemctl(init, "list-jobs", "--no-legend", "--no-pager", &jobs, reterr);
+        r = pod_systemctl(init, "list-jobs", "--no-legend", "--no-pager", &jobs, reterr);
         if (r < 0)
                 return r;
         if (!isempty(jobs))

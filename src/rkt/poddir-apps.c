@@ -58,7 +58,7 @@ static void read_app_status(int status_fd, rkl_poddir_app *a)
                 if (r < 0 && fstatat(status_fd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return;
                 a->state = RKL_POD_APP_EXITED;
-                a->finished_ns = rkl_timespec_nsec(&st.st_mtim);
+                a->finished_ns = rkl_timespec_ns(&st.st_mtim);
                 a->exit_known = r >= 0 && rkl_poddir_parse_exit(buf, n, &a->exit_code) >= 0;
                 if (!a->exit_known)
                         a->exit_code = 0;

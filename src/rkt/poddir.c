@@ -220,7 +220,7 @@ int64_t rkl_poddir__mtime_at(int dirfd, const char *path)
         struct stat st;
         if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                 return 0;
-        return rkl_timespec_nsec(&st.st_mtim);
+        return rkl_timespec_ns(&st.st_mtim);
 }
 
 /* A one-line text file (stage1TreeStoreID, subcgroup): trimmed; NULL when unusable. */
@@ -372,7 +372,7 @@ static void read_pid(int fd, rkl_poddir_pod *p)
                     0)
                         continue;
                 /* The file's mtime is the start time even while its content is half-written. */
-                p->started_ns = rkl_timespec_nsec(&st.st_mtim);
+                p->started_ns = rkl_timespec_ns(&st.st_mtim);
                 if (rkl_poddir_parse_pid(buf, n, &p->ppid) < 0)
                         p->ppid = 0;
                 return;
@@ -458,7 +458,7 @@ int rkl_poddir_read(int pods_dirfd, const char *uuid, rkl_poddir_pod *ret, rkl_e
                 return rkl_error_set(reterr, -errno, "stat pod %s: %m", uuid);
         /* rkt's GCMarkedTime(): the rename into a garbage dir sets the dir's ctime. */
         if (p.dir == RKL_PODDIR_EXITED_GARBAGE || p.dir == RKL_PODDIR_GARBAGE)
-                p.gc_marked_ns = rkl_timespec_nsec(&st.st_ctim);
+                p.gc_marked_ns = rkl_timespec_ns(&st.st_ctim);
 
         p.rootfs_lock = faccessat(fd, "stage1/.#rootfs.lck", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
         p.created_ns = rkl_poddir__mtime_at(fd, "pod-created");
@@ -545,16 +545,28 @@ int rkl_poddir_list(int pods_dirfd, char ***ret_uuids, rkl_error *reterr)
         return 0;
 }
 
-pid_t rkl_poddir_pod_init(uint32_t nspawn_pid)
+int rkl_poddir_pod_init(uint32_t nspawn_pid, pid_t *ret_pid, rkl_error *reterr)
 {
         char path[64];
         _cleanup_free_ char *s = NULL;
         if (nspawn_pid == 0)
-                return -1;
+                return rkl_error_set(reterr, -ESRCH,
+                                     "the pod's systemd is not running (no nspawn)");
         (void)snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/children",
                        nspawn_pid, nspawn_pid);
-        if (rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL) < 0)
-                return -1;
+        int r = rkl_read_file_at(AT_FDCWD, path, 4096, &s, NULL);
+        if (r == -ENOENT)
+                return rkl_error_set(
+                    reterr, -ESRCH, "the pod's systemd is not running (nspawn %" PRIu32 " is gone)",
+                    nspawn_pid);
+        if (r < 0)
+                return rkl_error_set(reterr, r, "%s: %s", path, strerror(-r));
         long pid = strtol(s, NULL, 10);
-        return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : -1;
+        if (pid <= 0 || pid > INT32_MAX)
+                return rkl_error_set(reterr, -ESRCH,
+                                     "the pod's systemd is not running (nspawn %" PRIu32
+                                     " has no child)",
+                                     nspawn_pid);
+        *ret_pid = (pid_t)pid;
+        return 0;
 }

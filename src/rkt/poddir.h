@@ -148,8 +148,9 @@ int rkl_poddir_parse_exit(const char *buf, size_t len, int *ret_code);
  * that file when it is empty: 1 when it did, 0 when there was none to remove, -errno. */
 int rkl_poddir_drop_empty_netinfo(int pods_dirfd, const rkl_poddir_pod *p);
 
-/* The pod's own systemd (the first child of its nspawn, whose PID is ppid), or -1. */
-pid_t rkl_poddir_pod_init(uint32_t nspawn_pid);
+/* The pod's own systemd: the first child of its nspawn, whose PID is ppid. -ESRCH when the
+ * nspawn is gone or has no child (yet, or any more). */
+int rkl_poddir_pod_init(uint32_t nspawn_pid, pid_t *ret_pid, rkl_error *reterr);
 
 /* ppid/pid: a positive decimal pid and optional trailing whitespace. */
 int rkl_poddir_parse_pid(const char *buf, size_t len, uint32_t *ret_pid);

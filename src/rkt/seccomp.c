@@ -60,7 +60,7 @@ static int errno_of(json_object *o, const char *key, int64_t *ret, rkl_error *re
         int r = rkl_json_get_int(o, key, ret, reterr);
         if (r < 0)
                 return r;
-        if (*ret <= 0 || *ret > 4095)
+        if (*ret <= 0 || *ret > RKL_MAX_ERRNO)
                 return rkl_error_set(reterr, -EINVAL, "%s: %" PRIi64 " is not an errno", key, *ret);
         return 0;
 }

@@ -17,6 +17,7 @@
 #include "base/macro.h"
 #include "base/spawn.h"
 #include "base/strv.h"
+#include "base/time-util.h"
 #include "base/banned.h"
 
 bool rkl_rkt_sysctl_is_namespaced(const char *key)
@@ -34,9 +35,10 @@ int rkl_rkt_pod_sysctls(uint32_t nspawn_pid, const rkl_kvs *sysctls, rkl_error *
 {
         if (!sysctls || sysctls->n == 0)
                 return 0;
-        pid_t pid = rkl_poddir_pod_init(nspawn_pid);
-        if (pid <= 0)
-                return rkl_error_set(reterr, -ESRCH, "sysctls: the pod's init is not running");
+        pid_t pid;
+        int k = rkl_poddir_pod_init(nspawn_pid, &pid, reterr);
+        if (k < 0)
+                return rkl_error_prefix(reterr, "sysctls");
         _cleanup_strv_free_ char **argv = NULL;
         rkl_strv_push(&argv, "/proc/self/exe");
         rkl_strv_push(&argv, RKL_SYSCTL_COMMAND);
@@ -44,7 +46,7 @@ int rkl_rkt_pod_sysctls(uint32_t nspawn_pid, const rkl_kvs *sysctls, rkl_error *
         for (size_t i = 0; i < sysctls->n; i++)
                 rkl_strv_consume(
                     &argv, rkl_xasprintf("%s=%s", sysctls->items[i].key, sysctls->items[i].value));
-        rkl_spawn_opts o = {.timeout_usec = 10 * 1000000ULL, .max_output = 4096};
+        rkl_spawn_opts o = {.timeout_usec = 10 * USEC_PER_SEC, .max_output = 4096};
         rkl_spawn_result res = {0};
         int r = rkl_spawn_run(argv, &o, &res, reterr);
         if (r >= 0 && res.exit_code != 0)

@@ -11,20 +11,21 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "base/parse.h"
 #include "base/banned.h"
 
 #define SMALL_FILE (64 * 1024)
 
-rkl_cgroup_mode rkl_cgroup_mode_detect(int root_fd)
+rkl_stats_cgroup_mode rkl_stats_cgroup_mode_detect(int root_fd)
 {
-        return faccessat(root_fd, "cgroup.controllers", F_OK, 0) == 0 ? RKL_CGROUP_V2
-                                                                      : RKL_CGROUP_V1;
+        return faccessat(root_fd, "cgroup.controllers", F_OK, 0) == 0 ? RKL_STATS_CGROUP_V2
+                                                                      : RKL_STATS_CGROUP_V1;
 }
 
-const char *rkl_cgroup_mode_to_string(rkl_cgroup_mode m)
+const char *rkl_stats_cgroup_mode_to_string(rkl_stats_cgroup_mode m)
 {
-        return m == RKL_CGROUP_V2 ? "v2" : m == RKL_CGROUP_V1 ? "v1" : NULL;
+        return m == RKL_STATS_CGROUP_V2 ? "v2" : m == RKL_STATS_CGROUP_V1 ? "v1" : NULL;
 }
 
 /* The first line of a file as a number; "max" is UINT64_MAX. */
@@ -62,9 +63,9 @@ static int keyed_u64(const char *text, const char *key, uint64_t *ret)
         return -ENODATA;
 }
 
-int rkl_stats_read_cpu(int dirfd, rkl_cgroup_mode m, uint64_t *ret_usage_ns)
+int rkl_stats_read_cpu(int dirfd, rkl_stats_cgroup_mode m, uint64_t *ret_usage_ns)
 {
-        if (m == RKL_CGROUP_V1)
+        if (m == RKL_STATS_CGROUP_V1)
                 return read_u64(dirfd, "cpuacct.usage", ret_usage_ns);
         _cleanup_free_ char *text = NULL;
         uint64_t usec;
@@ -74,13 +75,13 @@ int rkl_stats_read_cpu(int dirfd, rkl_cgroup_mode m, uint64_t *ret_usage_ns)
         r = keyed_u64(text, "usage_usec", &usec);
         if (r < 0)
                 return r;
-        *ret_usage_ns = usec * 1000;
+        *ret_usage_ns = usec * NSEC_PER_USEC;
         return 0;
 }
 
-int rkl_stats_read_memory(int dirfd, rkl_cgroup_mode m, rkl_stats_memory *ret)
+int rkl_stats_read_memory(int dirfd, rkl_stats_cgroup_mode m, rkl_stats_memory *ret)
 {
-        bool v1 = m == RKL_CGROUP_V1;
+        bool v1 = m == RKL_STATS_CGROUP_V1;
         rkl_stats_memory s = {0};
         _cleanup_free_ char *stat = NULL;
         uint64_t inactive = 0, limit = 0;
@@ -114,10 +115,11 @@ int rkl_stats_read_pids(int dirfd, uint64_t *ret)
         return read_u64(dirfd, "pids.current", ret);
 }
 
-int rkl_stats_read_oom_kills(int dirfd, rkl_cgroup_mode m, uint64_t *ret)
+int rkl_stats_read_oom_kills(int dirfd, rkl_stats_cgroup_mode m, uint64_t *ret)
 {
         _cleanup_free_ char *text = NULL;
-        int r = rkl_read_file_at(dirfd, m == RKL_CGROUP_V1 ? "memory.oom_control" : "memory.events",
+        int r = rkl_read_file_at(dirfd,
+                                 m == RKL_STATS_CGROUP_V1 ? "memory.oom_control" : "memory.events",
                                  SMALL_FILE, &text, NULL);
         if (r < 0)
                 return r;

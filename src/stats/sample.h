@@ -4,21 +4,22 @@
  * disk usage of a directory tree (an app's writable layer). */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum rkl_cgroup_mode {
-        RKL_CGROUP_V1 = 1, /* a hierarchy per controller (legacy, or hybrid with unified/) */
-        RKL_CGROUP_V2 = 2, /* the unified hierarchy only */
-        _RKL_CGROUP_MODE_MAX,
-        _RKL_CGROUP_MODE_INVALID = -22,
-} rkl_cgroup_mode;
+typedef enum rkl_stats_cgroup_mode {
+        RKL_STATS_CGROUP_V1 = 1, /* a hierarchy per controller (legacy, or hybrid with unified/) */
+        RKL_STATS_CGROUP_V2 = 2, /* the unified hierarchy only */
+        _RKL_STATS_CGROUP_MODE_MAX,
+        _RKL_STATS_CGROUP_MODE_INVALID = -EINVAL,
+} rkl_stats_cgroup_mode;
 
 /* The mode of the cgroup file system mounted at root_fd (/sys/fs/cgroup): cgroup2 when its
  * root holds cgroup.controllers, else v1. */
-rkl_cgroup_mode rkl_cgroup_mode_detect(int root_fd);
-const char *rkl_cgroup_mode_to_string(rkl_cgroup_mode m);
+rkl_stats_cgroup_mode rkl_stats_cgroup_mode_detect(int root_fd);
+const char *rkl_stats_cgroup_mode_to_string(rkl_stats_cgroup_mode m);
 
 typedef struct rkl_stats_memory {
         uint64_t usage;       /* memory.usage_in_bytes / memory.current */
@@ -31,14 +32,14 @@ typedef struct rkl_stats_memory {
 
 /* CPU time used by the cgroup and its descendants, nanoseconds: v1 cpuacct.usage, v2
  * cpu.stat usage_usec. -ENOENT when the file is not there. */
-int rkl_stats_read_cpu(int dirfd, rkl_cgroup_mode m, uint64_t *ret_usage_ns);
+int rkl_stats_read_cpu(int dirfd, rkl_stats_cgroup_mode m, uint64_t *ret_usage_ns);
 /* v1: memory.usage_in_bytes, memory.limit_in_bytes and memory.stat's total_* lines; v2:
  * memory.current, memory.max and memory.stat. */
-int rkl_stats_read_memory(int dirfd, rkl_cgroup_mode m, rkl_stats_memory *ret);
+int rkl_stats_read_memory(int dirfd, rkl_stats_cgroup_mode m, rkl_stats_memory *ret);
 /* Processes in the cgroup and below: pids.current (both modes). */
 int rkl_stats_read_pids(int dirfd, uint64_t *ret);
 /* The OOM kill counter: v2 memory.events oom_kill, v1 memory.oom_control oom_kill. */
-int rkl_stats_read_oom_kills(int dirfd, rkl_cgroup_mode m, uint64_t *ret);
+int rkl_stats_read_oom_kills(int dirfd, rkl_stats_cgroup_mode m, uint64_t *ret);
 
 typedef struct rkl_stats_netif {
         char name[32];

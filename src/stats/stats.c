@@ -17,7 +17,6 @@
 
 struct rkl_stats_snapshot {
         atomic_int refs;
-        int64_t taken_ns;
         rkl_stats_entry *entries;
         size_t n;
         rkl_hashmap *containers, *pods; /* id -> entry in entries */
@@ -88,11 +87,6 @@ const rkl_stats_entry *rkl_stats_snapshot_pod(const rkl_stats_snapshot *s, const
 size_t rkl_stats_snapshot_size(const rkl_stats_snapshot *s)
 {
         return s->n;
-}
-
-int64_t rkl_stats_snapshot_taken_ns(const rkl_stats_snapshot *s)
-{
-        return s->taken_ns;
 }
 
 static rkl_stats_snapshot *snapshot_new(size_t n)
@@ -175,7 +169,7 @@ static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, 
                         e->n_ifs = 0;
                 }
         }
-        e->timestamp_ns = rkl_realtime_nsec();
+        e->timestamp_ns = rkl_realtime_ns();
 }
 
 rkl_stats_snapshot *rkl_stats_collect(const rkl_stats_config *cfg, const rkl_stats_target *t,
@@ -205,7 +199,6 @@ rkl_stats_snapshot *rkl_stats_collect(const rkl_stats_config *cfg, const rkl_sta
         for (size_t i = 0; i < s->n; i++)
                 rkl_hashmap_put(s->entries[i].is_pod ? s->pods : s->containers, s->entries[i].id,
                                 &s->entries[i]);
-        s->taken_ns = rkl_realtime_nsec();
         return s;
 }
 
@@ -256,7 +249,6 @@ int rkl_stats_new(const rkl_stats_config *cfg, rkl_stats **ret, rkl_error *reter
         pthread_cond_init(&st->cond, &ca);
         pthread_condattr_destroy(&ca);
         st->current = snapshot_new(0);
-        st->current->taken_ns = 0;
         int k = pthread_create(&st->thread, NULL, collector_main, st);
         if (k != 0) {
                 rkl_stats_snapshot_unref(st->current);
@@ -286,7 +278,7 @@ rkl_stats *rkl_stats_free(rkl_stats *st)
         return NULL;
 }
 
-rkl_cgroup_mode rkl_stats_mode(rkl_stats *st)
+rkl_stats_cgroup_mode rkl_stats_mode(rkl_stats *st)
 {
         return st->cfg.mode;
 }
@@ -315,11 +307,7 @@ rkl_stats_snapshot *rkl_stats_get(rkl_stats *st)
 
 bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t end = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 + timeout_usec;
-        ts.tv_sec = (time_t)(end / 1000000);
-        ts.tv_nsec = (long)(end % 1000000) * 1000;
+        struct timespec ts = rkl_timespec_from_usec(rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec);
         pthread_mutex_lock(&st->lock);
         uint64_t want = st->handed;
         while (st->collected < want)

@@ -17,7 +17,7 @@
 #include "stats/sample.h"
 
 /* Where an app's or a pod's cgroups are, found by whoever knows the layout (the reconciler's
- * cgroup.c): the directories to read CPU, memory and the process count from, NULL where
+ * app-cgroup.c): the directories to read CPU, memory and the process count from, NULL where
  * there is none. Called on the collector thread. */
 typedef struct rkl_stats_dirs {
         char *cpu, *memory, *pids;
@@ -26,7 +26,7 @@ void rkl_stats_dirs_done(rkl_stats_dirs *d);
 typedef int (*rkl_stats_resolve_fn)(pid_t supervisor, const char *app, rkl_stats_dirs *ret);
 
 typedef struct rkl_stats_config {
-        rkl_cgroup_mode mode;
+        rkl_stats_cgroup_mode mode;
         rkl_stats_resolve_fn resolve; /* app NULL: the pod's own cgroups */
 } rkl_stats_config;
 
@@ -66,7 +66,6 @@ RKL_DEFINE_CLEANUP(rkl_stats_snapshot *, rkl_stats_snapshot_unref)
 const rkl_stats_entry *rkl_stats_snapshot_container(const rkl_stats_snapshot *s, const char *id);
 const rkl_stats_entry *rkl_stats_snapshot_pod(const rkl_stats_snapshot *s, const char *id);
 size_t rkl_stats_snapshot_size(const rkl_stats_snapshot *s);
-int64_t rkl_stats_snapshot_taken_ns(const rkl_stats_snapshot *s);
 
 typedef struct rkl_stats rkl_stats;
 
@@ -74,7 +73,7 @@ typedef struct rkl_stats rkl_stats;
 int rkl_stats_new(const rkl_stats_config *cfg, rkl_stats **ret, rkl_error *reterr);
 rkl_stats *rkl_stats_free(rkl_stats *st); /* stops and joins the thread */
 RKL_DEFINE_CLEANUP(rkl_stats *, rkl_stats_free)
-rkl_cgroup_mode rkl_stats_mode(rkl_stats *st);
+rkl_stats_cgroup_mode rkl_stats_mode(rkl_stats *st);
 
 /* Takes the targets over and wakes the collector; a refresh still pending is replaced (the
  * collector never queues up behind a slow read). Any thread. */

@@ -427,7 +427,7 @@ static void sweep(rkl_cache *c, rkl_hashmap *m, int64_t now)
 /* Leaves a tombstone and drops tombstones older than their TTL; returns views to unref. */
 static void *tombstone(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version)
 {
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_realtime_ns();
         void *displaced = NULL;
         pthread_rwlock_wrlock(&c->lock);
         entry *e = rkl_hashmap_get(m, id);

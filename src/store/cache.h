@@ -32,7 +32,7 @@ typedef struct rkl_health {
         bool net_ok;
         char *net_reason, *net_detail;
         char *net_config;  /* the configuration in use: its file and network name */
-        int64_t probed_at; /* realtime ns; 0: never probed */
+        int64_t probed_ns; /* realtime ns; 0: never probed */
 } rkl_health;
 
 void rkl_health_done(rkl_health *h);

@@ -5,6 +5,7 @@
 #include "store/db.h"
 
 #include "base/alloc.h"
+#include "base/parse.h"
 #include "base/strv.h"
 #include "store/db-internal.h"
 #include "base/banned.h"
@@ -171,8 +172,8 @@ int rkl_db__check_pod_spec(const rkl_pod_spec *p, rkl_error *reterr)
                 if ((unsigned)m->protocol >= _RKL_PROTOCOL_MAX)
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu].protocol: unknown", i);
-                if (m->container_port < 0 || m->container_port > 65535 || m->host_port < 0 ||
-                    m->host_port > 65535)
+                if (m->container_port < 0 || m->container_port > RKL_MAX_PORT || m->host_port < 0 ||
+                    m->host_port > RKL_MAX_PORT)
                         return rkl_error_set(reterr, -EINVAL,
                                              "port_mappings[%zu]: port out of range", i);
                 r = rkl_db__check_str("port_mappings.host_ip", m->host_ip, RKL_MAX_NAME, false,
@@ -296,7 +297,7 @@ int rkl_db__check_observed(int64_t pid, int64_t created_ns, int64_t started_ns, 
             (r = rkl_db__check_time("finished_at", finished_ns, reterr)) < 0)
                 return r;
         for (size_t i = 0; i < RKL_TIMELINE_STEPS; i++)
-                if ((r = rkl_db__check_time("timeline", timeline->us[i], reterr)) < 0)
+                if ((r = rkl_db__check_time("timeline", timeline->usec[i], reterr)) < 0)
                         return r;
         return 0;
 }

@@ -132,7 +132,7 @@ int rkl_db_container_create(rkl_db *s, const char *container_id, const char *pod
 
         if ((r = rkl_db__use(s, STMT_CONTAINER_INSERT, &st, reterr)) < 0)
                 return r;
-        accepted = rkl_realtime_nsec(); /* in commit order: List sorts by it */
+        accepted = rkl_realtime_ns(); /* in commit order: List sorts by it */
         rkl_db__bind_text(st, 1, container_id);
         rkl_db__bind_text(st, 2, pod_id);
         rkl_db__bind_text(st, 3, spec->name);

@@ -546,10 +546,10 @@ char *rkl_db__timeline_to_json(const rkl_timeline *t, bool pod)
         char buf[RKL_TIMELINE_STEPS * 48 + 4];
         size_t n = 0;
         for (size_t i = 0; i < n_steps(pod); i++) {
-                if (t->us[i] <= 0)
+                if (t->usec[i] <= 0)
                         continue;
                 int k = snprintf(buf + n, sizeof(buf) - n, "%s\"%s\":%" PRId64, n ? "," : "{",
-                                 step_name(pod, i), t->us[i]);
+                                 step_name(pod, i), t->usec[i]);
                 assert(k > 0 && (size_t)k < sizeof(buf) - n); /* names are short */
                 n += (size_t)k;
         }
@@ -638,7 +638,7 @@ void rkl_db__timeline_from_json(const char *json, bool pod, rkl_timeline *ret)
                         long long v = strtoll(p, &end, 10);
                         if (errno != 0 || end == p)
                                 return;
-                        t.us[step] = v > 0 ? v : 0;
+                        t.usec[step] = v > 0 ? v : 0;
                         p = skip_space(end);
                 }
                 if (*p == '}')

@@ -117,7 +117,7 @@ int rkl_db_pod_create(rkl_db *s, const char *pod_id, rkl_pod_spec *spec, rkl_pod
         if ((r = rkl_db__tx_begin_write(s, &tx, reterr)) < 0 ||
             (r = rkl_db__use(s, STMT_POD_INSERT, &st, reterr)) < 0)
                 return r;
-        accepted = rkl_realtime_nsec(); /* in commit order: List sorts by it */
+        accepted = rkl_realtime_ns(); /* in commit order: List sorts by it */
         rkl_db__bind_text(st, 1, pod_id);
         rkl_db__bind_text(st, 2, spec->name);
         rkl_db__bind_text(st, 3, spec->namespace);

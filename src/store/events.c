@@ -94,7 +94,7 @@ rkl_event *rkl_event_new(rkl_event_type type, bool about_pod, const char *id, rk
         e->type = type;
         e->about_pod = about_pod;
         (void)snprintf(e->id, sizeof(e->id), "%s", id);
-        e->created_ns = rkl_realtime_nsec();
+        e->created_ns = rkl_realtime_ns();
         e->emitted_usec = rkl_now_usec(CLOCK_MONOTONIC);
         e->pod = pod;
         e->containers = containers;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/macro.h"
+#include "base/time-util.h"
 #include "store/cache.h"
 
 /* CRI's ContainerEventType numbers. */
@@ -78,7 +79,7 @@ typedef struct rkl_events_config {
 /* kubelet reads its stream into a channel of 1000 as events arrive, and grpc buffers what
  * is sent before that: a subscriber with this many events waiting has stopped reading. */
 #define RKL_EVENTS_QUEUE_MAX 512
-#define RKL_EVENTS_KEEP_USEC (5 * 60 * UINT64_C(1000000)) /* containerd's 5 minutes */
+#define RKL_EVENTS_KEEP_USEC (5 * 60 * USEC_PER_SEC) /* containerd's 5 minutes */
 #define RKL_EVENTS_KEEP_MAX  RKL_EVENTS_QUEUE_MAX
 
 typedef struct rkl_events rkl_events;

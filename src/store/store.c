@@ -34,11 +34,6 @@ rkl_db *rkl_store_db(rkl_store *st)
         return st->db;
 }
 
-rkl_cache *rkl_store_cache(rkl_store *st)
-{
-        return st->cache;
-}
-
 /* ---- Publishing what was committed ---- */
 
 /* The events of one change (types, n) about object id, each with the sandbox and all its
@@ -355,7 +350,7 @@ int rkl_store_pod_failure_forget(rkl_store *st, const char *pod_id, rkl_error *r
 {
         int r = rkl_db_pod_failure_delete(st->db, pod_id, reterr);
         if (r >= 0)
-                rkl_cache_failure_undone(st->cache, pod_id, rkl_realtime_nsec());
+                rkl_cache_failure_undone(st->cache, pod_id, rkl_realtime_ns());
         return r;
 }
 

@@ -27,7 +27,6 @@ rkl_store *rkl_store_free(rkl_store *st);
 RKL_DEFINE_CLEANUP(rkl_store *, rkl_store_free)
 
 rkl_db *rkl_store_db(rkl_store *st);
-rkl_cache *rkl_store_cache(rkl_store *st);
 
 /* Loads every record of the store into the (empty) cache: the start of the daemon. No
  * event: nothing changed. */

@@ -35,7 +35,7 @@ static const char *const st_names[_ST_MAX] = {"error", "stdin", "stdout", "stder
 
 typedef struct exec_state {
         rkl_stream_spdy *st[_ST_MAX];
-        uint64_t deadline;
+        uint64_t deadline_usec;
         bool started, exited, finished;
         bool attached;
         bool input_done;        /* the client's stdin ended */
@@ -78,7 +78,7 @@ static exec_state *state(rkl_stream_session *s)
                 x = rkl_xnew0(exec_state, 1);
                 x->in_w = x->out_r = x->err_r = x->done_fd = x->console = x->console_peer = -1;
                 x->child[0] = x->child[1] = x->child[2] = -1;
-                x->deadline = rkl_now_usec(CLOCK_MONOTONIC) + STREAMS_TIMEOUT_USEC;
+                x->deadline_usec = rkl_now_usec(CLOCK_MONOTONIC) + STREAMS_TIMEOUT_USEC;
                 x->err = (rkl_error)RKL_ERROR_INIT;
                 rkl_stream__session_set_data(s, x);
         }
@@ -471,14 +471,14 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
                 if (all && start(s, x) < 0) {
                         x->exec_r = x->err.code;
                         finish(s, x);
-                } else if (!all && now >= x->deadline) {
+                } else if (!all && now >= x->deadline_usec) {
                         rkl_error_set(&x->err, -ETIMEDOUT,
                                       "the client did not open its streams within %d s",
                                       (int)(STREAMS_TIMEOUT_USEC / USEC_PER_SEC));
                         x->exec_r = x->err.code;
                         finish(s, x);
                 } else if (!all) {
-                        int ms = (int)((x->deadline - now + 999) / 1000);
+                        int ms = rkl_poll_timeout_ms(now, x->deadline_usec);
                         if (*timeout_ms < 0 || ms < *timeout_ms)
                                 *timeout_ms = ms;
                 }

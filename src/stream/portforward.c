@@ -60,7 +60,7 @@ static int port_parse(const rkl_spdy_header *h, const rkl_stream_request *r, uin
                 return -EINVAL;
         memcpy(buf, h->value, h->value_len);
         buf[h->value_len] = 0;
-        if (rkl_safe_atou(buf, &v) < 0 || v == 0 || v > 65535)
+        if (rkl_safe_atou(buf, &v) < 0 || v == 0 || v > RKL_MAX_PORT)
                 return -EINVAL;
         bool allowed = r->n_ports == 0;
         for (size_t i = 0; i < r->n_ports; i++)

@@ -386,7 +386,7 @@ static void linger(rkl_stream_session *s)
                 if (now >= until)
                         break;
                 struct pollfd p = {.fd = s->fd, .events = POLLIN | (s->out_len ? POLLOUT : 0)};
-                if (poll(&p, 1, (int)((until - now) / 1000) + 1) <= 0)
+                if (poll(&p, 1, rkl_poll_timeout_ms(now, until)) <= 0)
                         continue;
                 if (p.revents & POLLOUT)
                         write_socket(s);
@@ -441,9 +441,9 @@ void rkl_stream__session_run(int fd, const uint8_t *in, size_t len, rkl_stream_p
                                       limits->idle_timeout_usec / USEC_PER_SEC);
                         break;
                 }
-                timeout_ms = (int)((idle_end - now + 999) / 1000);
-                if (timeout_ms > 60000)
-                        timeout_ms = 60000;
+                timeout_ms = rkl_poll_timeout_ms(now, idle_end);
+                if (timeout_ms > 60 * (int)MSEC_PER_SEC)
+                        timeout_ms = 60 * (int)MSEC_PER_SEC;
                 int n = 0;
                 pfd[n++] = (struct pollfd){.fd = fd,
                                            .events = (s.buffered_in < IN_MAX ? POLLIN : 0) |

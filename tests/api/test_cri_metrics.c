@@ -54,7 +54,7 @@ static rkl_container_view *ctr_view(const char *id, rkl_container_phase phase, c
         rkl_container_record *r = rkl_xnew0(rkl_container_record, 1);
         memcpy(r->id, id, sizeof(r->id));
         memcpy(r->sandbox_id, POD_ID, sizeof(r->sandbox_id));
-        r->app_name = rkl_app_name_from_id(id);
+        r->app_name = rkl_container_app_name(id);
         r->spec.name = rkl_xstrdup("app");
         r->spec.image = rkl_xstrdup("busybox:1.36");
         r->spec.memory_limit = 64 << 20;
@@ -135,7 +135,7 @@ static void test_metrics(void **state)
         assert_int_equal(keys_of(&d, "container_network_receive_bytes_total"), 7);
 
         /* A snapshot of one running container and its sandbox, from fixture cgroups. */
-        rkl_stats_config sc = {.mode = RKL_CGROUP_V2, .resolve = resolve_v2};
+        rkl_stats_config sc = {.mode = RKL_STATS_CGROUP_V2, .resolve = resolve_v2};
         rkl_stats_target *t = rkl_xnew0(rkl_stats_target, 2);
         memcpy(t[0].id, RUN_ID, sizeof(t[0].id));
         memcpy(t[0].sandbox_id, POD_ID, sizeof(t[0].sandbox_id));

@@ -33,7 +33,7 @@ static void put(rkl_cache *c, const char *id, rkl_container_phase phase, int64_t
         rkl_container_record *rec = rkl_xnew0(rkl_container_record, 1);
         memcpy(rec->id, id, RKL_ID_LEN + 1);
         memset(rec->sandbox_id, 'f', RKL_ID_LEN);
-        rec->app_name = rkl_app_name_from_id(id);
+        rec->app_name = rkl_container_app_name(id);
         rec->desired = RKL_CONTAINER_DESIRED_RUNNING;
         rec->observed.phase = phase;
         rec->observed.pid = pid;

@@ -60,7 +60,7 @@ static void set_health_net(fixture *f, bool rkt, bool systemd, bool net)
             .net_reason = net ? NULL : (char *)"NetworkPluginNotReady",
             .net_detail = net ? NULL : (char *)"cni: no network configuration in '/etc/cni/net.d'",
             .net_config = net ? (char *)"/etc/cni/net.d/10-podnet.conflist" : NULL,
-            .probed_at = 1,
+            .probed_ns = 1,
         };
         rkl_cache_set_health(f->cache, &h);
 }
@@ -165,7 +165,7 @@ static void test_status_unpatched(void **state)
                                    "without stderr-fd",
             .systemd_ok = true,
             .net_ok = true,
-            .probed_at = 1,
+            .probed_ns = 1,
         };
 
         rkl_cache_set_health(f->cache, &h);

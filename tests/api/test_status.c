@@ -16,7 +16,7 @@ static void test_mapping(void **state)
         assert_int_equal(rkl_api_status_from_errno(-ETIMEDOUT), GRPC_STATUS_DEADLINE_EXCEEDED);
         assert_int_equal(rkl_api_status_from_errno(-EIO), GRPC_STATUS_INTERNAL);
         /* An image in use is not transient: a client must not retry RemoveImage as if the
-         * runtime were busy (issue 27, item 8). */
+         * runtime were busy (RemoveImage of an image in use once answered UNAVAILABLE). */
         assert_int_equal(rkl_api_status_from_errno(-ETXTBSY), GRPC_STATUS_FAILED_PRECONDITION);
         assert_int_equal(rkl_api_status_from_errno(-EBUSY), GRPC_STATUS_UNAVAILABLE);
         /* A sandbox's or container's failure (api/wait.c): a shortage, or what may pass. */

@@ -160,7 +160,7 @@ static void test_model_tables(void **state)
         rkl_id_new(b);
         assert_true(rkl_id_is_valid(a));
         assert_string_not_equal(a, b);
-        _cleanup_free_ char *n = rkl_app_name_from_id(a);
+        _cleanup_free_ char *n = rkl_container_app_name(a);
         assert_int_equal(strlen(n), 17);
         assert_int_equal(n[0], 'c');
         assert_memory_equal(n + 1, a, 16);

@@ -3,14 +3,14 @@
  *
  * Input: byte 0 says how many chunk sizes follow (1 + its low 3 bits), each 2 bytes (little
  * endian, + 1); the rest is the source (at most SOURCE_MAX), where 0xff k stands for k * 256
- * bytes of 'x' (k > 0: lines longer than RKL_LOG_LONG_LINE from small inputs) and 0xff 0x00
+ * bytes of 'x' (k > 0: lines longer than RKL_LOGS_LONG_LINE from small inputs) and 0xff 0x00
  * for a 0xff byte. The source is fed in chunks of those sizes, in turn (the rest at once after
- * MAX_CALLS), through one rkl_log_conv, each call given again what the previous one did not
+ * MAX_CALLS), through one rkl_logs_conv, each call given again what the previous one did not
  * take (as the follower does), then once with final.
  *
  * Checks (abort on violation): every call takes no more than it was given and leaves less
- * than RKL_LOG_LONG_LINE untaken, the final call takes everything; every output line is
- * "<time> <stdout|stderr> <P|F> <content>\n" with content of at most RKL_LOG_MAX_CONTENT
+ * than RKL_LOGS_LONG_LINE untaken, the final call takes everything; every output line is
+ * "<time> <stdout|stderr> <P|F> <content>\n" with content of at most RKL_LOGS_MAX_CONTENT
  * bytes and P pieces not empty; and, line by line, the P..F pieces carry the time, the stream
  * and the content bytes of the source's line: its rkt record's, or for a line that is not
  * one, the whole line as stdout at the given time. */
@@ -110,7 +110,7 @@ static void check_output(const char *src, size_t n, const char *out, size_t out_
                         full = sp[8] == 'F';
                         const char *content = sp + 10;
                         size_t piece = (size_t)(eol - content);
-                        CHECK(piece <= RKL_LOG_MAX_CONTENT);
+                        CHECK(piece <= RKL_LOGS_MAX_CONTENT);
                         CHECK(full || piece > 0);
 
                         CHECK((size_t)(sp - o) == want.time_len);
@@ -157,24 +157,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 n += run;
         }
 
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
         size_t off = 0, avail = 0;
         for (size_t i = 0; avail < n; i++) {
-                /* A bound on the calls: each may look at up to RKL_LOG_LONG_LINE again. */
+                /* A bound on the calls: each may look at up to RKL_LOGS_LONG_LINE again. */
                 size_t step = i < MAX_CALLS ? sizes[i % n_sizes] : n - avail;
                 avail = step < n - avail ? avail + step : n;
-                size_t used = rkl_log_convert(&c, src + off, avail - off, false, NOW_NS, &out);
+                size_t used = rkl_logs_convert(&c, src + off, avail - off, false, NOW_NS, &out);
                 CHECK(used <= avail - off);
                 off += used;
-                CHECK(avail - off < RKL_LOG_LONG_LINE);
+                CHECK(avail - off < RKL_LOGS_LONG_LINE);
         }
-        size_t used = rkl_log_convert(&c, src + off, n - off, true, NOW_NS, &out);
+        size_t used = rkl_logs_convert(&c, src + off, n - off, true, NOW_NS, &out);
         CHECK(used == n - off);
         CHECK(!c.in_record);
 
         check_output(src, n, out.data, out.len);
-        rkl_log_buf_done(&out);
+        rkl_logs_buf_done(&out);
         free(src);
         return 0;
 }

@@ -275,7 +275,7 @@ static void test_pull_status_remove(void **state)
 }
 
 /* A tag belongs to one image: once the image holding it is removed, the tag names nothing,
- * even though rkt still holds an older image of that name (issue 27, item 7). */
+ * even though rkt still holds an older image of that name (which once took the tag back). */
 static void test_removed_tag_stays_gone(void **state)
 {
         env *e = *state;

@@ -1,4 +1,4 @@
-"""Chaos test (issue 8): random CRI churn while the daemon is SIGKILLed at random moments and
+"""Chaos test: random CRI churn while the daemon is SIGKILLed at random moments and
 at every forced crash point (RKL_CRASH_AT), restarted on the same state, and checked.
 
 The checks do not trust the daemon's bookkeeping. A model of every call the daemon

@@ -1,4 +1,4 @@
-"""The disk under the state directory fills up (issue 19): SQLite's error reaches the client
+"""The disk under the state directory fills up: SQLite's error reaches the client
 as RESOURCE_EXHAUSTED with its words, the daemon keeps serving, nothing it acknowledged is
 lost (checked after a SIGKILL and restart), and it takes writes again once space is back.
 The state directory is a small tmpfs of the test's own; the backend is the simulator (the

@@ -1,4 +1,4 @@
-"""Faults of the world (issue 8): rkt crashing halfway, hanging, a sandbox that never becomes
+"""Faults of the world: rkt crashing halfway, hanging, a sandbox that never becomes
 ready, a pod dying, a systemd unit failing. In each, the fault is injected with the rkt
 simulator's fault file (or by killing a real process), the reconciler must report it
 meanwhile (verbose status: lastError and attempts; the `unconverged` view in the database),
@@ -259,7 +259,7 @@ class RktFaultsTest(FaultsBase):
         self.assertEqual(hung(), [])
 
     def test_stop_hanging_for_good(self):
-        """Regression (issue 27): with rkt's stop and stop --force both hanging for good, the
+        """Regression: with rkt's stop and stop --force both hanging for good, the
         pod ran on and its stop was retried for ever. Now, after them, its unit is stopped,
         which takes the pod down: NOTREADY, nothing of it left, and it can be removed."""
         sid = self.run_pod("stuck")
@@ -311,7 +311,7 @@ class SandboxFaultsTest(FaultsBase):
         self.assertEqual(info["phase"], "failed")
         self.assertEqual(info["reason"], "CreateFailed")
         self.assertIn("did not become ready", info["message"])
-        self.assertEqual(info["attempts"], 5)  # issue 19, defect 3: it was 6
+        self.assertEqual(info["attempts"], 5)  # a refused unit once counted twice: 6
         self.wait_gone(sid)
         with self.assertRaises(grpc.RpcError) as cm:
             self.container(sid, "c")
@@ -379,7 +379,7 @@ class SandboxFaultsTest(FaultsBase):
         self.wait_running(sid)
 
     def test_error_is_the_attempts_own(self):
-        """Regression (issue 27): every attempt appended its output to the sandbox's log, so
+        """Regression: every attempt appended its output to the sandbox's log, so
         the error quoted from its tail repeated earlier attempts' words."""
         self.env.set_faults("sandbox fail 1 first-attempt-failure\n")
         sid = self.run_pod("afresh")
@@ -391,7 +391,7 @@ class SandboxFaultsTest(FaultsBase):
         self.wait_running(sid)
 
     def test_retry_waits_for_the_old_unit(self):
-        """Regression (issue 27): a failed attempt's unit, still stopping when the retry
+        """Regression: a failed attempt's unit, still stopping when the retry
         came, has the retry's name: the retry's start found it, took it for its own, and
         counted its end as one more failed attempt. Now the retry waits until it is gone,
         and the one failure is all there is. Here the failed attempt's pod takes 3 s to go
@@ -428,7 +428,7 @@ class SandboxFaultsTest(FaultsBase):
         harness.wait_for("no process", lambda: not self.procs(arg))
 
     def test_pod_dir_removed_leaves_no_cgroup(self):
-        """Regression (issue 27, found by the drain at the end of the real-rkt chaos): the
+        """Regression, found by the drain at the end of the real-rkt chaos: the
         cgroups a sandbox's unit leaves in the hierarchies systemd does not manage (rkt's
         stage1 leaves cpuset's, freezer's and cpuacct's) went with the rm of its pod, and a
         sandbox whose pod directory was removed by hand had no rm to take them: they stayed
@@ -499,7 +499,7 @@ class SharedImageTest(FaultsBase):
 
 
 class ChurnTest(FaultsBase):
-    """Regression (issue 27): threads creating, starting, stopping and removing containers in
+    """Regression: threads creating, starting, stopping and removing containers in
     one pod, on rkt's real latencies. rkt takes one app command at a time per pod, and each
     added app is one rm owed: removals must keep up with the adds, or removed apps pile up
     in the pod (their rootfs on disk, the daemon's memory, every pass longer) until the load

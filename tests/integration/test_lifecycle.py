@@ -155,8 +155,8 @@ class LifecycleTest(unittest.TestCase):
         # Idempotent.
         self.rs.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=10)
         self.rs.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=sid), timeout=10)
-        # Nothing left on disk either (issue 19, defect 1: 756 directories after a load
-        # run); they go at the next resync, every 10 s.
+        # Nothing left on disk either (state directories once outlived their sandboxes:
+        # 756 after a load run); they go at the next resync, every 10 s.
         harness.wait_for("the sandbox's state directory removed",
                          lambda: not os.path.exists(state), timeout=30, interval=0.5)
 
@@ -234,7 +234,7 @@ class LifecycleTest(unittest.TestCase):
         self.wait_state(cid, pb.CONTAINER_RUNNING, timeout=90)
 
     def test_stop_right_after_start(self):
-        """Issue 19, defect 4: a stop that lands before the start was carried out (before or
+        """Regression: a stop that lands before the start was carried out (before or
         during rkt's app add) left the container CREATED. Now it is EXITED at once: with
         143 if it got to run, else NotStarted."""
         sid = self.run_pod("hasty")

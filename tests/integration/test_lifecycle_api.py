@@ -331,7 +331,7 @@ class LifecycleApiTest(harness.FakeRktCase):
         for cfg, needle in ((ctr_config(name=""), "config.metadata.name"),
                             (ctr_config(image="-x"), "config.image.image"),
                             (ctr_config(log_path="../x.log"), "config.log_path"),
-                            # Issue 19, defect 2: stored as "nul" before, silently.
+                            # Once stored as "nul", silently.
                             (ctr_config(name="nul\0x"), "'config.metadata.name' holds a NUL"),
                             (ctr_config(labels={"k\0": "v"}), "'config.labels.key' holds a NUL"),
                             (pb.ContainerConfig(), "config.metadata")):

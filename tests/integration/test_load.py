@@ -1,4 +1,4 @@
-"""1,000 calls in flight at once on four connections (issue 19): reads, refused writes and
+"""1,000 calls in flight at once on four connections: reads, refused writes and
 200 real RunPodSandbox calls. Every call gets its proper answer (never UNKNOWN, INTERNAL or
 a dropped connection), every acknowledged sandbox is listed afterwards, the daemon logs no
 error and keeps serving. No timing is asserted."""

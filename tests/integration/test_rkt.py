@@ -114,8 +114,8 @@ class RealRktBase(unittest.TestCase):
         harness.wait_for("no rkt pod, unit, cgroup, state directory or network left",
                          lambda: not any(left()), timeout=90, interval=1)
         self.assertFalse(any(left()), left())
-        # The normal path is quiet: warnings are for real trouble (issue 19, defect 5: a
-        # normal removal warned of "leftover pod"s and rkt's exit status 254).
+        # The normal path is quiet: warnings are for real trouble (a normal removal once
+        # warned of "leftover pod"s and rkt's exit status 254).
         # rkt's own intermittent never-ready sandbox (docs/rkt.md, 'Quirks') is real trouble, of
         # rkt's: its retry is warned of, rightly.
         noisy = [line for line in self.env.daemon.log().splitlines()

@@ -151,7 +151,7 @@ class RealRktExecStreamTest(StreamingTest):
 
     def test_exec_tty(self):
         _, cid = self.run_pod("tty", ["sleep", "3600"])
-        # The terminal is the container's (issue 27: it was one of the daemon's devpts, whose
+        # The terminal is the container's (it was once one of the daemon's devpts, whose
         # /dev/pts/N the container does not have, and ttyname() failed: "not a tty"). The
         # image's busybox has a tty applet, without a link of its own.
         code, out = self.crictl_tty(["exec", "-it", cid, "sh", "-c",

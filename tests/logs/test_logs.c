@@ -33,7 +33,7 @@ typedef struct fixture {
         char dir[64];
         char *src, *progress, *logdir, *log, *state;
         rkl_logs *logs;
-        rkl_log_target t;
+        rkl_logs_target t;
 } fixture;
 
 static int setup(void **state)
@@ -48,7 +48,7 @@ static int setup(void **state)
         f->progress = rkl_xasprintf("%s/app.progress", pod);
         f->logdir = rkl_xasprintf("%s/pods/ns_name_uid", f->dir);
         f->log = rkl_xasprintf("%s/" LOG_PATH, f->logdir);
-        f->t = (rkl_log_target){
+        f->t = (rkl_logs_target){
             .container_id = "c0ffee00000000000000000000000000000000000000000000000000000000c1",
             .source = f->src,
             .progress = f->progress,
@@ -293,11 +293,11 @@ static void test_crash_cut_back(void **state)
 
 static void test_restart_in_long_line(void **state)
 {
-        /* Stopped in the middle of a line longer than RKL_LOG_LONG_LINE: its P pieces are
+        /* Stopped in the middle of a line longer than RKL_LOGS_LONG_LINE: its P pieces are
          * out, its stream and time are in the progress, its F comes after the restart. */
         fixture *f = *state;
         const char head[] = "2024-01-01T00:00:01.000000001Z stderr ";
-        size_t first = RKL_LOG_LONG_LINE + 1000, rest = 5000;
+        size_t first = RKL_LOGS_LONG_LINE + 1000, rest = 5000;
         _cleanup_free_ char *body = rkl_xmalloc(first + rest + 1);
         for (size_t i = 0; i < first + rest; i++)
                 body[i] = (char)('a' + i % 26);
@@ -307,12 +307,12 @@ static void test_restart_in_long_line(void **state)
         start(f);
 
         /* The whole pieces of what is there. */
-        size_t pieces = first / RKL_LOG_MAX_CONTENT;
+        size_t pieces = first / RKL_LOGS_MAX_CONTENT;
         int64_t until = now_sec() + DEADLINE_SEC;
         for (;;) {
                 progress p;
                 if (progress_read(f->progress, &p) &&
-                    p.src_off == strlen(head) + pieces * RKL_LOG_MAX_CONTENT)
+                    p.src_off == strlen(head) + pieces * RKL_LOGS_MAX_CONTENT)
                         break;
                 assert_true(now_sec() <= until);
                 pause_a_little();
@@ -345,7 +345,7 @@ static void test_restart_in_long_line(void **state)
                 assert_int_equal(tag[0], nl + 1 == got + len - strlen(last) ? 'F' : 'P');
                 assert_int_equal(tag[1], ' ');
                 size_t piece = (size_t)(nl - (tag + 2));
-                assert_true(piece <= RKL_LOG_MAX_CONTENT);
+                assert_true(piece <= RKL_LOGS_MAX_CONTENT);
                 memcpy(content + n, tag + 2, piece);
                 n += piece;
                 p = nl + 1;
@@ -464,7 +464,7 @@ static void test_finish(void **state)
         assert_false(rkl_logs_finished(f->logs, f->t.container_id));
         append_lines(f->src, 3, 500);
         append_str(f->src, "2024-01-01T00:00:09.000000009Z stdout no newline");
-        rkl_log_target t = f->t;
+        rkl_logs_target t = f->t;
         t.exited = true;
         rkl_logs_finish(f->logs, &t);
         wait_finished(f);
@@ -585,7 +585,7 @@ static void test_no_log_directory(void **state)
 static void assert_dir_refused(const char *dir, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_directory_check(dir, forbidden, &err);
+        int r = rkl_logs_directory_check(dir, forbidden, &err);
         if (r != -EINVAL)
                 print_error("log_directory '%s': %d, expected -EINVAL\n", dir, r);
         assert_int_equal(r, -EINVAL);
@@ -595,7 +595,7 @@ static void assert_dir_refused(const char *dir, char *const *forbidden)
 static void assert_dir_accepted(const char *dir, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_directory_check(dir, forbidden, &err);
+        int r = rkl_logs_directory_check(dir, forbidden, &err);
         if (r != 0)
                 print_error("log_directory '%s': %s\n", dir, err.msg);
         assert_int_equal(r, 0);
@@ -641,7 +641,8 @@ static void test_log_directory_check(void **state)
         assert_dir_refused(st_link, forbidden);
         _cleanup_free_ char *st_sub = rkl_xasprintf("%s/state-link/pods", f->dir);
         assert_dir_refused(st_sub, forbidden);
-        /* A symlink to / is / (issue 27, item 2): refused as / itself is. */
+        /* A symlink to / is / (such a log directory once had logs written into /etc): refused as
+         * / itself is. */
         _cleanup_free_ char *root_link = rkl_xasprintf("%s/root-link", f->dir);
         assert_int_equal(symlink("/", root_link), 0);
         assert_dir_refused(root_link, forbidden);
@@ -672,7 +673,7 @@ static void test_log_directory_check(void **state)
 static void assert_path_refused(const char *dir, const char *path, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_path_check(dir, path, forbidden, &err);
+        int r = rkl_logs_path_check(dir, path, forbidden, &err);
         if (r != -EINVAL)
                 print_error("log_path '%s': %d, expected -EINVAL\n", path, r);
         assert_int_equal(r, -EINVAL);
@@ -682,7 +683,7 @@ static void assert_path_refused(const char *dir, const char *path, char *const *
 static void assert_path_accepted(const char *dir, const char *path, char *const *forbidden)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int r = rkl_log_path_check(dir, path, forbidden, &err);
+        int r = rkl_logs_path_check(dir, path, forbidden, &err);
         if (r != 0)
                 print_error("log_path '%s': %s\n", path, err.msg);
         assert_int_equal(r, 0);
@@ -726,9 +727,9 @@ static void test_log_path_check(void **state)
         assert_int_equal(symlink("c", in), 0);
         assert_path_refused(f->logdir, "in/0.log", none);
 
-        /* The daemon's own directories below the log directory (issue 27, item 3): its
-         * database, a file not made yet, rkt's data; named through a symlink to the log
-         * directory too. */
+        /* The daemon's own directories below the log directory (container output was once
+         * appended to the live database): its database, a file not made yet, rkt's data;
+         * named through a symlink to the log directory too. */
         _cleanup_free_ char *db = rkl_xasprintf("%s/rktlet.db", f->state);
         append_str(db, "SQLite format 3");
         _cleanup_free_ char *rkt = rkl_xasprintf("%s/rkt", f->dir);
@@ -768,29 +769,29 @@ static void assert_nothing_in(const char *dir)
                 assert_true(streq(de->d_name, ".") || streq(de->d_name, ".."));
 }
 
-static int recorded(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+static int recorded(void *userdata, const rkl_logs_file *lf, rkl_error *reterr)
 {
-        *(rkl_log_file_id *)userdata = lf->id;
+        *(rkl_logs_file_id *)userdata = lf->id;
         return 0;
 }
 
-static int not_recorded(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+static int not_recorded(void *userdata, const rkl_logs_file *lf, rkl_error *reterr)
 {
         return rkl_error_set(reterr, -EIO, "no record");
 }
 
 static int file_open(const char *dir, const char *path, char *const *forbidden,
-                     rkl_log_file_id *ours, int *ret_fd, rkl_error *err)
+                     rkl_logs_file_id *ours, int *ret_fd, rkl_error *err)
 {
-        rkl_log_file lf;
-        int r = rkl_log_file_open(dir, path, forbidden, ours, recorded, ours, &lf, err);
+        rkl_logs_file lf;
+        int r = rkl_logs_file_open(dir, path, forbidden, ours, recorded, ours, &lf, err);
         if (r >= 0)
                 *ret_fd = lf.fd;
         return r;
 }
 
 /* The daemon killed between making a log file and recording it. */
-static int killed(void *userdata, const rkl_log_file *lf, rkl_error *reterr)
+static int killed(void *userdata, const rkl_logs_file *lf, rkl_error *reterr)
 {
         _exit(0);
 }
@@ -804,15 +805,15 @@ static void test_file_open_killed(void **state)
         fixture *f = *state;
         rkl_error err = RKL_ERROR_INIT;
         char *const forbidden[] = {f->state, NULL};
-        rkl_log_file_id id = {0};
+        rkl_logs_file_id id = {0};
         int fd = -1;
 
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                rkl_log_file lf;
-                (void)rkl_log_file_open(f->logdir, "k/0.log", forbidden, &id, killed, NULL, &lf,
-                                        &err);
+                rkl_logs_file lf;
+                (void)rkl_logs_file_open(f->logdir, "k/0.log", forbidden, &id, killed, NULL, &lf,
+                                         &err);
                 _exit(1);
         }
         int status;
@@ -833,7 +834,7 @@ static void test_file_open(void **state)
         fixture *f = *state;
         rkl_error err = RKL_ERROR_INIT;
         char *const forbidden[] = {f->state, NULL};
-        rkl_log_file_id id = {0}, none = {0};
+        rkl_logs_file_id id = {0}, none = {0};
         int fd = -1;
 
         /* Made with its parents, 0640, whatever the umask, and recorded. */
@@ -858,19 +859,19 @@ static void test_file_open(void **state)
         assert_string_equal(s, "x\ny\n");
         /* Without the record, or with another's, it is someone else's: not written. */
         assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &none, &fd, &err), -EEXIST);
-        rkl_log_file_id other = {id.dev, id.ino + 1};
+        rkl_logs_file_id other = {id.dev, id.ino + 1};
         assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &other, &fd, &err), -EEXIST);
         _cleanup_free_ char *s2 = slurp(made, NULL);
         assert_string_equal(s2, "x\ny\n");
         /* A record without a device (an older rktlet's): the inode. */
-        rkl_log_file_id legacy = {0, id.ino};
+        rkl_logs_file_id legacy = {0, id.ino};
         assert_int_equal(file_open(f->logdir, "c/d/0.log", forbidden, &legacy, &fd, &err), 0);
         close(fd);
 
         /* A file made whose record fails is not left behind. */
-        rkl_log_file lf;
-        assert_int_equal(rkl_log_file_open(f->logdir, "c/d/1.log", forbidden, &none, not_recorded,
-                                           NULL, &lf, &err),
+        rkl_logs_file lf;
+        assert_int_equal(rkl_logs_file_open(f->logdir, "c/d/1.log", forbidden, &none, not_recorded,
+                                            NULL, &lf, &err),
                          -EIO);
         _cleanup_free_ char *unrecorded = rkl_xasprintf("%s/c/d/1.log", f->logdir);
         assert_int_equal(access(unrecorded, F_OK), -1);
@@ -880,7 +881,7 @@ static void test_file_open(void **state)
         assert_int_equal(mkfifo(fifo, 0600), 0);
         struct stat fst;
         assert_int_equal(stat(fifo, &fst), 0);
-        rkl_log_file_id fifo_id = {fst.st_dev, fst.st_ino};
+        rkl_logs_file_id fifo_id = {fst.st_dev, fst.st_ino};
         assert_int_equal(file_open(f->logdir, "c/fifo.log", forbidden, &fifo_id, &fd, &err),
                          -EEXIST);
 
@@ -892,7 +893,7 @@ static void test_file_open(void **state)
         assert_int_equal(rkl_mkdir_p(outside, 0755), 0);
         _cleanup_free_ char *s_dir = rkl_xasprintf("%s/s", f->logdir);
         assert_int_equal(rkl_mkdir_p(s_dir, 0755), 0);
-        assert_int_equal(rkl_log_path_check(f->logdir, "s/0.log", forbidden, &err), 0);
+        assert_int_equal(rkl_logs_path_check(f->logdir, "s/0.log", forbidden, &err), 0);
         assert_int_equal(rmdir(s_dir), 0);
         assert_int_equal(symlink(outside, s_dir), 0);
         fd = -1;
@@ -912,10 +913,10 @@ static void test_file_open(void **state)
         assert_nothing_in(outside);
 
         /* The log directory itself checked, then swapped for a symlink into the daemon's own
-         * directory (issue 27, items 2 and 3): judged again as it resolves at the open. */
+         * directory: judged again as it resolves at the open. */
         _cleanup_free_ char *swapped = rkl_xasprintf("%s/swapped", f->dir);
         assert_int_equal(rkl_mkdir_p(swapped, 0755), 0);
-        assert_int_equal(rkl_log_directory_check(swapped, forbidden, &err), 0);
+        assert_int_equal(rkl_logs_directory_check(swapped, forbidden, &err), 0);
         assert_int_equal(rmdir(swapped), 0);
         assert_int_equal(symlink(f->state, swapped), 0);
         assert_int_equal(file_open(swapped, "x.log", forbidden, &none, &fd, &err), -EXDEV);
@@ -935,7 +936,7 @@ static void test_file_make(void **state)
         rkl_error err = RKL_ERROR_INIT;
         char *const forbidden[] = {f->state, NULL};
 
-        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), 0);
+        assert_int_equal(rkl_logs_file_make(&f->t, forbidden, &err), 0);
         assert_mode_0640(f->log);
         progress p = {0};
         assert_true(progress_read(f->progress, &p));
@@ -944,7 +945,7 @@ static void test_file_make(void **state)
         assert_int_equal(p.dst_ino, (uint64_t)st.st_ino);
         assert_int_equal(p.dst_dev, (uint64_t)st.st_dev);
         /* Again (a repeated StartContainer): the same file. */
-        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), 0);
+        assert_int_equal(rkl_logs_file_make(&f->t, forbidden, &err), 0);
 
         append_lines(f->src, 0, 2);
         start(f);
@@ -962,7 +963,7 @@ static void test_file_make(void **state)
         f->t.progress = f->src; /* any other progress: this one has no record of it */
         _cleanup_free_ char *other = rkl_xasprintf("%s/c/other.log", f->logdir);
         append_str(other, "someone's\n");
-        assert_int_equal(rkl_log_file_make(&f->t, forbidden, &err), -EEXIST);
+        assert_int_equal(rkl_logs_file_make(&f->t, forbidden, &err), -EEXIST);
         _cleanup_free_ char *o = slurp(other, NULL);
         assert_string_equal(o, "someone's\n");
 }
@@ -988,8 +989,8 @@ static void test_foreign_file(void **state)
 
 static void test_paths(void **state)
 {
-        _cleanup_free_ char *s = rkl_log_source_path("/var/lib/rktlet", "p1", "app");
-        _cleanup_free_ char *p = rkl_log_progress_path("/var/lib/rktlet", "p1", "app");
+        _cleanup_free_ char *s = rkl_logs_source_path("/var/lib/rktlet", "p1", "app");
+        _cleanup_free_ char *p = rkl_logs_progress_path("/var/lib/rktlet", "p1", "app");
         assert_string_equal(s, "/var/lib/rktlet/pods/p1/logs/app.log");
         assert_string_equal(p, "/var/lib/rktlet/pods/p1/logs/app.progress");
 }

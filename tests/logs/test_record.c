@@ -1,6 +1,6 @@
 /* The conversion of rkt's 3-field log records into kubelet's 4-field CRI ones (src/logs/
  * record.c): the exact format, the 16 KiB P/F split, partial records kept for the next call
- * or finished with final, lines longer than RKL_LOG_LONG_LINE converted piecewise, bytes
+ * or finished with final, lines longer than RKL_LOGS_LONG_LINE converted piecewise, bytes
  * passed through as they are, and lines that are not rkt records. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,7 +22,7 @@
 #define NOW_TEXT "2023-11-14T22:13:20.123456789Z"
 
 /* out as a NUL-terminated string (content may hold NULs: compare with memcmp then). */
-static char *take(rkl_log_buf *out)
+static char *take(rkl_logs_buf *out)
 {
         char *s = rkl_xmalloc(out->len + 1);
         memcpy(s, out->data ? out->data : "", out->len);
@@ -34,15 +34,15 @@ static char *take(rkl_log_buf *out)
  * output's length. */
 static char *convert_len(const char *in, size_t n, bool final, size_t *ret_used, size_t *ret_len)
 {
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
-        size_t used = rkl_log_convert(&c, in, n, final, NOW_NS, &out);
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
+        size_t used = rkl_logs_convert(&c, in, n, final, NOW_NS, &out);
         assert_false(c.in_record && final);
         *ret_used = used;
         if (ret_len)
                 *ret_len = out.len;
         char *s = take(&out);
-        rkl_log_buf_done(&out);
+        rkl_logs_buf_done(&out);
         return s;
 }
 
@@ -79,7 +79,7 @@ static size_t parse(const char *out, size_t len, rec *r, size_t max)
                 r[k].full = sp[8] == 'F';
                 r[k].content = sp + 10;
                 r[k].content_len = (size_t)(nl - (sp + 10));
-                assert_true(r[k].content_len <= RKL_LOG_MAX_CONTENT);
+                assert_true(r[k].content_len <= RKL_LOGS_MAX_CONTENT);
                 k++;
                 p = nl + 1;
         }
@@ -152,29 +152,29 @@ static void test_split_16k(void **state)
 
 static void test_partial_record_kept(void **state)
 {
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
         const char in[] = T1 " stdout one\n" T2 " stderr tw";
         size_t first = strlen(T1 " stdout one\n");
 
-        size_t used = rkl_log_convert(&c, in, sizeof(in) - 1, false, NOW_NS, &out);
+        size_t used = rkl_logs_convert(&c, in, sizeof(in) - 1, false, NOW_NS, &out);
         assert_int_equal(used, first);
         _cleanup_free_ char *a = take(&out);
         assert_string_equal(a, T1 " stdout F one\n");
 
         /* Nothing more yet: nothing taken, nothing written. */
         out.len = 0;
-        assert_int_equal(rkl_log_convert(&c, in + used, sizeof(in) - 1 - used, false, NOW_NS, &out),
-                         0);
+        assert_int_equal(
+            rkl_logs_convert(&c, in + used, sizeof(in) - 1 - used, false, NOW_NS, &out), 0);
         assert_int_equal(out.len, 0);
 
         /* Given again with the rest of the line after it. */
         const char more[] = T2 " stderr two\n";
-        used = rkl_log_convert(&c, more, sizeof(more) - 1, false, NOW_NS, &out);
+        used = rkl_logs_convert(&c, more, sizeof(more) - 1, false, NOW_NS, &out);
         assert_int_equal(used, sizeof(more) - 1);
         _cleanup_free_ char *b = take(&out);
         assert_string_equal(b, T2 " stderr F two\n");
-        rkl_log_buf_done(&out);
+        rkl_logs_buf_done(&out);
 }
 
 static void test_final_partial_record(void **state)
@@ -201,24 +201,24 @@ static void test_final_partial_record(void **state)
  * follower does, then final; returns the output. */
 static char *convert_in_pieces(const char *in, size_t n, unsigned seed, size_t *ret_len)
 {
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
         size_t off = 0, avail = 0;
         srand(seed);
         while (avail < n) {
-                size_t step = (size_t)rand() % (3 * RKL_LOG_MAX_CONTENT) + 1;
+                size_t step = (size_t)rand() % (3 * RKL_LOGS_MAX_CONTENT) + 1;
                 avail = avail + step > n ? n : avail + step;
-                size_t used = rkl_log_convert(&c, in + off, avail - off, false, NOW_NS, &out);
+                size_t used = rkl_logs_convert(&c, in + off, avail - off, false, NOW_NS, &out);
                 off += used;
                 assert_true(off <= avail);
                 /* It never sits on a line longer than what it reads ahead. */
-                assert_true(avail - off < RKL_LOG_LONG_LINE);
+                assert_true(avail - off < RKL_LOGS_LONG_LINE);
         }
-        off += rkl_log_convert(&c, in + off, n - off, true, NOW_NS, &out);
+        off += rkl_logs_convert(&c, in + off, n - off, true, NOW_NS, &out);
         assert_int_equal(off, n);
         *ret_len = out.len;
         char *s = take(&out);
-        rkl_log_buf_done(&out);
+        rkl_logs_buf_done(&out);
         return s;
 }
 
@@ -250,9 +250,9 @@ static char *contents(const char *out, size_t len, size_t *ret_len)
 
 static void test_long_line_in_pieces(void **state)
 {
-        /* A line of 200000 bytes (> RKL_LOG_LONG_LINE) of every byte but \n, between short
+        /* A line of 200000 bytes (> RKL_LOGS_LONG_LINE) of every byte but \n, between short
          * ones, and one of exactly 4 pieces whose \n comes late. */
-        size_t big = 200000, exact = 4 * RKL_LOG_MAX_CONTENT;
+        size_t big = 200000, exact = 4 * RKL_LOGS_MAX_CONTENT;
         size_t cap = 3 * 64 + big + exact + 256;
         _cleanup_free_ char *in = rkl_xmalloc(cap);
         size_t n = (size_t)snprintf(in, cap, "%s", T1 " stdout before\n" T2 " stderr ");
@@ -300,21 +300,21 @@ static void test_long_line_in_pieces(void **state)
 
 static void test_long_line_waits_then_goes(void **state)
 {
-        /* Without its newline, a record is kept until it is RKL_LOG_LONG_LINE long. */
+        /* Without its newline, a record is kept until it is RKL_LOGS_LONG_LINE long. */
         size_t len;
-        _cleanup_free_ char *in = record(T1, "stdout", 'y', RKL_LOG_LONG_LINE, &len);
+        _cleanup_free_ char *in = record(T1, "stdout", 'y', RKL_LOGS_LONG_LINE, &len);
         size_t h = strlen(T1 " stdout ");
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
-        assert_int_equal(rkl_log_convert(&c, in, RKL_LOG_LONG_LINE - 1, false, NOW_NS, &out), 0);
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
+        assert_int_equal(rkl_logs_convert(&c, in, RKL_LOGS_LONG_LINE - 1, false, NOW_NS, &out), 0);
         assert_int_equal(out.len, 0);
         assert_false(c.in_record);
 
-        /* At RKL_LOG_LONG_LINE: the header and the whole pieces go, as P. */
-        size_t used = rkl_log_convert(&c, in, RKL_LOG_LONG_LINE, false, NOW_NS, &out);
+        /* At RKL_LOGS_LONG_LINE: the header and the whole pieces go, as P. */
+        size_t used = rkl_logs_convert(&c, in, RKL_LOGS_LONG_LINE, false, NOW_NS, &out);
         assert_true(c.in_record);
-        size_t pieces = (RKL_LOG_LONG_LINE - h) / RKL_LOG_MAX_CONTENT;
-        assert_int_equal(used, h + pieces * RKL_LOG_MAX_CONTENT);
+        size_t pieces = (RKL_LOGS_LONG_LINE - h) / RKL_LOGS_MAX_CONTENT;
+        assert_int_equal(used, h + pieces * RKL_LOGS_MAX_CONTENT);
         rec r[8];
         assert_int_equal(parse(out.data, out.len, r, ELEMENTSOF(r)), pieces);
         for (size_t i = 0; i < pieces; i++)
@@ -322,14 +322,14 @@ static void test_long_line_waits_then_goes(void **state)
 
         /* The rest with its newline: F. */
         out.len = 0;
-        assert_int_equal(rkl_log_convert(&c, in + used, len - used, false, NOW_NS, &out),
+        assert_int_equal(rkl_logs_convert(&c, in + used, len - used, false, NOW_NS, &out),
                          len - used);
         assert_false(c.in_record);
         assert_int_equal(parse(out.data, out.len, r, ELEMENTSOF(r)), 1);
         assert_true(r[0].full);
-        /* The record carried RKL_LOG_LONG_LINE content bytes. */
-        assert_int_equal(r[0].content_len, RKL_LOG_LONG_LINE - pieces * RKL_LOG_MAX_CONTENT);
-        rkl_log_buf_done(&out);
+        /* The record carried RKL_LOGS_LONG_LINE content bytes. */
+        assert_int_equal(r[0].content_len, RKL_LOGS_LONG_LINE - pieces * RKL_LOGS_MAX_CONTENT);
+        rkl_logs_buf_done(&out);
 }
 
 static void test_bytes_pass_through(void **state)
@@ -342,9 +342,9 @@ static void test_bytes_pass_through(void **state)
         n += cl;
         in[n++] = '\n';
 
-        rkl_log_conv c = {0};
-        rkl_log_buf out = {0};
-        assert_int_equal(rkl_log_convert(&c, in, n, false, NOW_NS, &out), n);
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
+        assert_int_equal(rkl_logs_convert(&c, in, n, false, NOW_NS, &out), n);
         const char head[] = T1 " stderr F ";
         assert_int_equal(out.len, sizeof(head) - 1 + cl + 1);
         assert_memory_equal(out.data, head, sizeof(head) - 1);
@@ -353,11 +353,11 @@ static void test_bytes_pass_through(void **state)
 
         /* The same, in a final record without its newline. */
         out.len = 0;
-        c = (rkl_log_conv){0};
-        assert_int_equal(rkl_log_convert(&c, in, n - 1, true, NOW_NS, &out), n - 1);
+        c = (rkl_logs_conv){0};
+        assert_int_equal(rkl_logs_convert(&c, in, n - 1, true, NOW_NS, &out), n - 1);
         assert_int_equal(out.len, sizeof(head) - 1 + cl + 1);
         assert_memory_equal(out.data + sizeof(head) - 1, content, cl);
-        rkl_log_buf_done(&out);
+        rkl_logs_buf_done(&out);
 }
 
 static void test_not_an_rkt_record(void **state)

@@ -38,7 +38,7 @@
  * docs/logs.md), so that a change of one fails here until it is meant. */
 #define MAX_ATTEMPTS           5
 #define CONTAINER_MAX_ATTEMPTS 8
-#define EXIT_HOLD_NSEC         (5 * S)
+#define EXIT_HOLD_NS           (5 * S)
 
 /* ---- The fake rkt: pods in memory ---- */
 
@@ -584,7 +584,7 @@ static int setup_with(void **state, bool logs, bool cni)
         }
         /* The clock starts where the store's (accepted_ns is real time): from here on, only
          * the tests move it. */
-        x->f.now = rkl_realtime_nsec() + S;
+        x->f.now = rkl_realtime_ns() + S;
         x->f.connected = true;
         x->f.cgroups = rkl_xasprintf("%s/cgroup", x->dir);
         x->cache = rkl_cache_new();
@@ -724,7 +724,7 @@ static void container_create(fixture *x, const char *id, const char *pod)
         c.name = rkl_xasprintf("ctr-%.4s", id);
         c.image = rkl_xstrdup("busybox");
         c.log_path = rkl_xasprintf("ctr-%.4s.log", id);
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
+        _cleanup_free_ char *app = rkl_container_app_name(id);
         int k = rkl_store_container_create(x->store, id, pod, app, IMAGE_ID, &c, &err);
         if (k < 0)
                 fail_msg("container create: %s", err.msg);
@@ -744,7 +744,7 @@ static char *unit_of(const char *id)
 
 static char *app_of(const char *id)
 {
-        return rkl_app_name_from_id(id);
+        return rkl_container_app_name(id);
 }
 
 /* The pod the sandbox's unit would have rkt make: running, its supervisor ready or not. */
@@ -1498,7 +1498,7 @@ static void test_container_stopped_before_start(void **state)
 /* ---- The exit hold ---- */
 
 /* An app's exit waits for its output (rkt's writer has not made its file yet), at most
- * EXIT_HOLD_NSEC from the exit; the fake clock lets the hold run out. */
+ * EXIT_HOLD_NS from the exit; the fake clock lets the hold run out. */
 static void test_exit_hold_expires(void **state)
 {
         fixture *x = *state;
@@ -1518,7 +1518,7 @@ static void test_exit_hold_expires(void **state)
         /* Held: still running, and looked at again soon. */
         assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_RUNNING);
         assert_int_equal(wake, x->f.now + 20 * MS);
-        x->f.now += EXIT_HOLD_NSEC - 1;
+        x->f.now += EXIT_HOLD_NS - 1;
         pass(x);
         assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_RUNNING);
         x->f.now += 1;
@@ -1550,7 +1550,7 @@ static void test_stop_waits_for_held_exit(void **state)
         assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_RUNNING);
         run_actions(x);
         assert_calls(x, "%s", ""); /* no rm while it is */
-        x->f.now += EXIT_HOLD_NSEC;
+        x->f.now += EXIT_HOLD_NS;
         pass(x);
         assert_int_equal(container_phase(x, cid), RKL_CONTAINER_PHASE_EXITED);
         pass(x);
@@ -1571,7 +1571,7 @@ static void test_exit_hold_output(void **state)
 
         sandbox_running(x, id, uuid);
         container_running(x, cid, id, uuid);
-        _cleanup_free_ char *source = rkl_log_source_path(x->state, id, app);
+        _cleanup_free_ char *source = rkl_logs_source_path(x->state, id, app);
         _cleanup_free_ char *dir = rkl_xasprintf("%s/pods/%s/logs", x->state, id);
         assert_int_equal(rkl_mkdir_p(dir, 0700), 0);
         assert_int_equal(rkl_write_file_atomic_at(AT_FDCWD, source, "", 0, 0644), 0);
@@ -1876,7 +1876,7 @@ static void test_container_process_and_limits(void **state)
 }
 
 /* A SIGKILLed app whose memory cgroup counted an OOM kill exited OOMKilled, 137, and stays
- * so once its cgroup is gone (issue 17). */
+ * so once its cgroup is gone (a later pass once turned it back into a bare exit 9). */
 static void test_container_oom_killed(void **state)
 {
         fixture *x = *state;
@@ -2159,7 +2159,7 @@ static void test_probe(void **state)
         assert_false(h.systemd_ok);
         assert_non_null(strstr(h.systemd_detail, "test double"));
         assert_true(h.net_ok); /* rkt's own network: nothing to configure */
-        assert_true(h.probed_at > 0);
+        assert_true(h.probed_ns > 0);
         rkl_health_done(&h);
 
         /* Probed again by a new reconciler (the daemon's start), with systemd there. */

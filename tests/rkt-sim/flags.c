@@ -149,7 +149,7 @@ int sim_flags_parse(char **argv, sim_flag *flags, size_t n, size_t stop_after, b
         return 0;
 }
 
-int sim_parse_duration(const char *s, int64_t *ret_nsec)
+int sim_parse_duration(const char *s, int64_t *ret_ns)
 {
         static const struct {
                 const char *unit;
@@ -164,7 +164,7 @@ int sim_parse_duration(const char *s, int64_t *ret_nsec)
         if (*s == '-' || *s == '+')
                 neg = *s++ == '-';
         if (streq(s, "0")) {
-                *ret_nsec = 0;
+                *ret_ns = 0;
                 return 0;
         }
         if (!*s)
@@ -190,7 +190,7 @@ int sim_parse_duration(const char *s, int64_t *ret_nsec)
                 total += v * units[best].mult;
                 s += best_len;
         }
-        *ret_nsec = (int64_t)(neg ? -total : total);
+        *ret_ns = (int64_t)(neg ? -total : total);
         return 0;
 }
 

@@ -65,7 +65,7 @@ void sim_image_touch(const sim_ctx *c, const char *id)
         struct json_object *db = db_read(c, id);
         if (!db)
                 return;
-        json_object_object_add(db, "last_used_time", json_object_new_int64(rkl_realtime_nsec()));
+        json_object_object_add(db, "last_used_time", json_object_new_int64(rkl_realtime_ns()));
         _cleanup_free_ char *p = sim_path(c, "cas/db/%s.json", id);
         (void)sim_json_write_atomic(p, db);
         json_object_put(db);
@@ -279,7 +279,7 @@ static int store_import(const sim_ctx *c, const char *aci_path, bool update, cha
                 return -errno;
         }
 
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_realtime_ns();
         db = json_object_new_object();
         json_object_object_add(db, "id", json_object_new_string(id));
         const char *name = sim_json_str(m, "name");

@@ -203,10 +203,10 @@ static int read_exit_code(const char *path, int *ret)
 static int64_t pod_created(const sim_pod *p)
 {
         _cleanup_free_ char *pc = rkl_xasprintf("%s/pod-created", p->path);
-        int64_t t = sim_mtime_nsec(pc);
+        int64_t t = sim_mtime_ns(pc);
         if (t < 0) {
                 _cleanup_free_ char *pm = rkl_xasprintf("%s/pod", p->path);
-                t = sim_mtime_nsec(pm);
+                t = sim_mtime_ns(pm);
         }
         return t;
 }
@@ -214,14 +214,14 @@ static int64_t pod_created(const sim_pod *p)
 static int64_t pod_started(const sim_pod *p)
 {
         _cleanup_free_ char *pp = rkl_xasprintf("%s/ppid", p->path);
-        return sim_mtime_nsec(pp);
+        return sim_mtime_ns(pp);
 }
 
 static int64_t pod_gc_marked(const sim_pod *p)
 {
         if (p->state != SIM_POD_EXITED_GARBAGE && p->state != SIM_POD_GARBAGE)
                 return -1;
-        return sim_ctime_nsec(p->path);
+        return sim_ctime_ns(p->path);
 }
 
 static const char *app_state_from_pod(sim_pod_state s)
@@ -316,11 +316,11 @@ struct json_object *sim_app_json(const sim_pod *p, struct json_object *ra, bool 
         } else {
                 _cleanup_free_ char *cp = sim_pod_status_path(p, name, "-created");
                 _cleanup_free_ char *sp = sim_pod_status_path(p, name, "-started");
-                if ((created = sim_mtime_nsec(cp)) >= 0) {
+                if ((created = sim_mtime_ns(cp)) >= 0) {
                         state = "created";
-                        if ((started = sim_mtime_nsec(sp)) >= 0) {
+                        if ((started = sim_mtime_ns(sp)) >= 0) {
                                 state = "running";
-                                if ((finished = sim_mtime_nsec(exitp)) >= 0) {
+                                if ((finished = sim_mtime_ns(exitp)) >= 0) {
                                         state = "exited";
                                         if (read_exit_code(exitp, &code) < 0)
                                                 code = 1;
@@ -521,18 +521,18 @@ static int read_pid(const sim_pod *p, pid_t *ret)
 }
 
 /* --wait / --wait-ready: "true" or negative waits forever, "false"/0 not at all. */
-static int wait_arg(const char *s, int64_t *ret_nsec)
+static int wait_arg(const char *s, int64_t *ret_ns)
 {
         bool b;
         if (!s) {
-                *ret_nsec = 0;
+                *ret_ns = 0;
                 return 0;
         }
         if (sim_parse_bool(s, &b) == 0) {
-                *ret_nsec = b ? -1 : 0;
+                *ret_ns = b ? -1 : 0;
                 return 0;
         }
-        return sim_parse_duration(s, ret_nsec);
+        return sim_parse_duration(s, ret_ns);
 }
 
 bool sim_pod_ready(const sim_pod *p)
@@ -545,10 +545,10 @@ bool sim_pod_ready(const sim_pod *p)
 }
 
 /* Polls every 100 ms like rkt; returns false on timeout. Re-resolves the pod each time. */
-static bool wait_for(const sim_ctx *c, sim_pod *p, int64_t nsec, bool want_ready)
+static bool wait_for(const sim_ctx *c, sim_pod *p, int64_t ns, bool want_ready)
 {
         uint64_t deadline =
-            nsec < 0 ? UINT64_MAX : rkl_now_usec(CLOCK_MONOTONIC) + (uint64_t)nsec / 1000;
+            ns < 0 ? UINT64_MAX : rkl_now_usec(CLOCK_MONOTONIC) + (uint64_t)ns / 1000;
         for (;;) {
                 _cleanup_free_ char *err = NULL;
                 sim_pod q = {0};
@@ -964,7 +964,7 @@ int sim_cmd_gc(sim_ctx *c, char **argv)
                 sim_err("Error: invalid duration");
                 return SIM_EXIT_ERROR;
         }
-        int64_t now = rkl_realtime_nsec();
+        int64_t now = rkl_realtime_ns();
         size_t n = 0;
         sim_pod *pods = list_pods(c, &n);
         /* Mark: exited pods to exited-garbage, aborted and expired prepares to garbage. */
@@ -975,7 +975,7 @@ int sim_cmd_gc(sim_ctx *c, char **argv)
                         (void)move_pod(c, p, "exited-garbage");
                 } else if (p->state == SIM_POD_ABORTED_PREPARE ||
                            (p->state == SIM_POD_PREPARED &&
-                            now - sim_mtime_nsec(p->path) > expire_ns)) {
+                            now - sim_mtime_ns(p->path) > expire_ns)) {
                         sim_out("moving failed prepare \"%s\" to garbage", p->uuid);
                         (void)move_pod(c, p, "garbage");
                 }
@@ -1000,7 +1000,7 @@ int sim_cmd_gc(sim_ctx *c, char **argv)
                         sim_pod p = {0};
                         pod_init(c, sweep[i], de->d_name, &p);
                         if (streq(sweep[i], "exited-garbage") &&
-                            now - sim_ctime_nsec(p.path) < grace_ns) {
+                            now - sim_ctime_ns(p.path) < grace_ns) {
                                 sim_pod_done(&p);
                                 continue;
                         }

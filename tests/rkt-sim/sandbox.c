@@ -321,7 +321,7 @@ static void stream_emit(sup_app *a, sup_stream *st, const char *line, size_t len
                 return;
         char head[80] = "";
         if (!st->mid) {
-                _cleanup_free_ char *ts = sim_format_rfc3339nano(rkl_realtime_nsec());
+                _cleanup_free_ char *ts = sim_format_rfc3339nano(rkl_realtime_ns());
                 snprintf(head, sizeof(head), "%s %s ", ts, st->name);
         }
         size_t h = strlen(head);

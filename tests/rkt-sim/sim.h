@@ -72,7 +72,7 @@ int sim_flags_parse(char **argv, sim_flag *flags, size_t n, size_t stop_after, b
 int sim_parse_bool(const char *s, bool *ret);
 bool sim_env_true(const char *name); /* the variable parses as a true Go bool */
 /* Go time.ParseDuration subset (ns, us, ms, s, m, h, combined "1m30s"); -EINVAL if invalid. */
-int sim_parse_duration(const char *s, int64_t *ret_nsec);
+int sim_parse_duration(const char *s, int64_t *ret_ns);
 /* Kubernetes-style byte quantity as rkt's isolators read it: 64M = 64000000, 64Mi = 2^26. */
 int sim_parse_bytes(const char *s, uint64_t *ret);
 /* CPU quantity: "500m" -> 500 millicores, "2" -> 2000. */
@@ -97,18 +97,18 @@ int sim_write_file(const char *path, const char *content, mode_t mode);
 int sim_write_file_atomic(const char *path, const char *content);
 int sim_touch_new(const char *path); /* create/truncate empty file: CREATE + CLOSE_WRITE */
 int sim_read_file(const char *path, char **ret);
-int64_t sim_mtime_nsec(const char *path); /* -errno when missing */
-int64_t sim_ctime_nsec(const char *path);
+int64_t sim_mtime_ns(const char *path); /* -errno when missing */
+int64_t sim_ctime_ns(const char *path);
 bool sim_exists(const char *path);
 char *sim_uuid_new(void);
 char *sim_sha512_file(const char *path);       /* "sha512-<64 hex>" or NULL */
 void sim_random_hex(char *buf, size_t nbytes); /* 2*nbytes hex + NUL */
 /* Go's time.Format("2006-01-02 15:04:05.999 -0700 MST") in UTC. */
-char *sim_format_time_ms(int64_t nsec);
+char *sim_format_time_ms(int64_t ns);
 /* Go's time.Time String(): "2006-01-02 15:04:05.999999999 +0000 UTC". */
-char *sim_format_time_go(int64_t nsec);
+char *sim_format_time_go(int64_t ns);
 /* RFC3339Nano with trailing zeros trimmed, UTC ("Z"). */
-char *sim_format_rfc3339nano(int64_t nsec);
+char *sim_format_rfc3339nano(int64_t ns);
 void sim_sleep_ms(uint64_t ms);
 /* RKT_SIM_PROFILE=real: sleep until the command has taken at least ms since start. */
 void sim_profile_pad(const sim_ctx *c, uint64_t ms);

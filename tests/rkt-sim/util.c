@@ -89,20 +89,20 @@ int sim_read_file(const char *path, char **ret)
         return rkl_read_file_at(AT_FDCWD, path, 16 * 1024 * 1024, ret, NULL);
 }
 
-int64_t sim_mtime_nsec(const char *path)
+int64_t sim_mtime_ns(const char *path)
 {
         struct stat st;
         if (lstat(path, &st) < 0)
                 return -errno;
-        return rkl_timespec_nsec(&st.st_mtim);
+        return rkl_timespec_ns(&st.st_mtim);
 }
 
-int64_t sim_ctime_nsec(const char *path)
+int64_t sim_ctime_ns(const char *path)
 {
         struct stat st;
         if (lstat(path, &st) < 0)
                 return -errno;
-        return rkl_timespec_nsec(&st.st_ctim);
+        return rkl_timespec_ns(&st.st_ctim);
 }
 
 bool sim_exists(const char *path)
@@ -166,10 +166,10 @@ char *sim_sha512_file(const char *path)
         return rkl_xasprintf("sha512-%s", hex);
 }
 
-static void split_time(int64_t nsec, struct tm *tm, long *frac)
+static void split_time(int64_t ns, struct tm *tm, long *frac)
 {
-        time_t s = (time_t)(nsec / (int64_t)NSEC_PER_SEC);
-        *frac = (long)(nsec % (int64_t)NSEC_PER_SEC);
+        time_t s = (time_t)(ns / (int64_t)NSEC_PER_SEC);
+        *frac = (long)(ns % (int64_t)NSEC_PER_SEC);
         (void)gmtime_r(&s, tm);
 }
 
@@ -189,34 +189,34 @@ static void go_frac(char *buf, size_t n, long frac, int digits)
                 buf[l - 1] = 0;
 }
 
-char *sim_format_time_ms(int64_t nsec)
+char *sim_format_time_ms(int64_t ns)
 {
         struct tm tm;
         long frac;
         char f[16], d[32];
-        split_time(nsec, &tm, &frac);
+        split_time(ns, &tm, &frac);
         go_frac(f, sizeof(f), frac, 3);
         strftime(d, sizeof(d), "%Y-%m-%d %H:%M:%S", &tm);
         return rkl_xasprintf("%s%s +0000 UTC", d, f);
 }
 
-char *sim_format_time_go(int64_t nsec)
+char *sim_format_time_go(int64_t ns)
 {
         struct tm tm;
         long frac;
         char f[16], d[32];
-        split_time(nsec, &tm, &frac);
+        split_time(ns, &tm, &frac);
         go_frac(f, sizeof(f), frac, 9);
         strftime(d, sizeof(d), "%Y-%m-%d %H:%M:%S", &tm);
         return rkl_xasprintf("%s%s +0000 UTC", d, f);
 }
 
-char *sim_format_rfc3339nano(int64_t nsec)
+char *sim_format_rfc3339nano(int64_t ns)
 {
         struct tm tm;
         long frac;
         char f[16], d[32];
-        split_time(nsec, &tm, &frac);
+        split_time(ns, &tm, &frac);
         go_frac(f, sizeof(f), frac, 9);
         strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%S", &tm);
         return rkl_xasprintf("%s%sZ", d, f);

@@ -242,7 +242,7 @@ static void test_prepare_lock_in_process(void **state)
         /* No pod-created yet: the manifest's mtime stands in, as in rkt. */
         struct stat st;
         assert_int_equal(fstatat(f->pods, "prepare/" U_PREPARE "/pod", &st, 0), 0);
-        assert_true(p.created_ns == rkl_timespec_nsec(&st.st_mtim));
+        assert_true(p.created_ns == rkl_timespec_ns(&st.st_mtim));
         assert_int_equal(p.n_apps, 0); /* "apps": null */
         assert_int_equal(p.manifest_error, 0);
         assert_true(p.started_ns == 0);
@@ -290,7 +290,7 @@ static void test_exited_garbage(void **state)
         assert_int_equal(p.dir, RKL_PODDIR_EXITED_GARBAGE);
         assert_int_equal(p.state, RKL_POD_STATE_EXITED_GARBAGE);
         assert_int_equal(fstatat(f->pods, "exited-garbage/" U_EXITED_G, &st, 0), 0);
-        assert_true(p.gc_marked_ns == rkl_timespec_nsec(&st.st_ctim));
+        assert_true(p.gc_marked_ns == rkl_timespec_ns(&st.st_ctim));
         assert_int_equal(p.ppid, 31337);          /* from "pid": kvm/fly style */
         assert_string_equal(p.stage1_tree, TREE); /* trailing newline trimmed */
         const rkl_poddir_app *a = app(&p, "oneshot");
@@ -633,6 +633,31 @@ static void test_names(void **state)
         assert_string_equal(rkl_pod_app_state_to_string(RKL_POD_APP_EXITED), "exited");
 }
 
+/* The pod's systemd is its nspawn's first child: here this process stands for the nspawn,
+ * with a sleep as its child; a process that is gone, or has no child, has no pod systemd. */
+static void test_pod_init(void **state)
+{
+        (void)state;
+        rkl_error err = RKL_ERROR_INIT;
+        pid_t init = 0, child;
+        assert_int_equal(rkl_poddir_pod_init(0, &init, &err), -ESRCH);
+        assert_int_equal(
+            posix_spawn(&child, "/bin/sleep", NULL, NULL, RKL_STRV("sleep", "30"), NULL), 0);
+        assert_int_equal(rkl_poddir_pod_init((uint32_t)getpid(), &init, &err), 0);
+        assert_int_equal(init, child);
+        /* The child has no child of its own. */
+        err = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(rkl_poddir_pod_init((uint32_t)child, &init, &err), -ESRCH);
+        assert_non_null(strstr(err.msg, "no child"));
+        assert_int_equal(kill(child, SIGKILL), 0);
+        assert_int_equal(waitpid(child, NULL, 0), child);
+        /* Reaped: its PID names no process now (until reused, which a test cannot wait on). */
+        err = (rkl_error)RKL_ERROR_INIT;
+        assert_int_equal(rkl_poddir_pod_init((uint32_t)child, &init, &err), -ESRCH);
+        assert_non_null(strstr(err.msg, "not running"));
+        assert_int_equal(init, child); /* ret_ untouched on failure */
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -658,6 +683,7 @@ int main(void)
             cmocka_unit_test(test_parse_netinfo),
             cmocka_unit_test(test_parse_manifest),
             cmocka_unit_test(test_names),
+            cmocka_unit_test(test_pod_init),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

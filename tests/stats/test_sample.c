@@ -30,9 +30,9 @@ static void test_detect(void **state)
 {
         (void)state;
         int v1 = fixture("cgroup/v1"), v2 = fixture("cgroup/v2");
-        assert_int_equal(rkl_cgroup_mode_detect(v1), RKL_CGROUP_V1);
-        assert_int_equal(rkl_cgroup_mode_detect(v2), RKL_CGROUP_V2);
-        assert_string_equal(rkl_cgroup_mode_to_string(RKL_CGROUP_V2), "v2");
+        assert_int_equal(rkl_stats_cgroup_mode_detect(v1), RKL_STATS_CGROUP_V1);
+        assert_int_equal(rkl_stats_cgroup_mode_detect(v2), RKL_STATS_CGROUP_V2);
+        assert_string_equal(rkl_stats_cgroup_mode_to_string(RKL_STATS_CGROUP_V2), "v2");
         close(v1);
         close(v2);
 }
@@ -43,9 +43,9 @@ static void test_v1_app(void **state)
         int cpu = fixture("cgroup/v1/cpuacct/app"), mem = fixture("cgroup/v1/memory/app");
         uint64_t ns, kills;
         rkl_stats_memory m;
-        assert_int_equal(rkl_stats_read_cpu(cpu, RKL_CGROUP_V1, &ns), 0);
+        assert_int_equal(rkl_stats_read_cpu(cpu, RKL_STATS_CGROUP_V1, &ns), 0);
         assert_int_equal(ns, 1500000000);
-        assert_int_equal(rkl_stats_read_memory(mem, RKL_CGROUP_V1, &m), 0);
+        assert_int_equal(rkl_stats_read_memory(mem, RKL_STATS_CGROUP_V1, &m), 0);
         assert_int_equal(m.usage, 10485760);
         assert_int_equal(m.working_set,
                          10485760 - 2097152); /* total_inactive_file, not inactive_file */
@@ -54,10 +54,10 @@ static void test_v1_app(void **state)
         assert_int_equal(m.major_page_faults, 5);
         assert_int_equal(m.limit, 33554432);
         assert_int_equal(m.available, 33554432 - m.working_set);
-        assert_int_equal(rkl_stats_read_oom_kills(mem, RKL_CGROUP_V1, &kills), 0);
+        assert_int_equal(rkl_stats_read_oom_kills(mem, RKL_STATS_CGROUP_V1, &kills), 0);
         assert_int_equal(kills, 2);
         /* No cpuacct file in the memory hierarchy. */
-        assert_int_equal(rkl_stats_read_cpu(mem, RKL_CGROUP_V1, &ns), -ENOENT);
+        assert_int_equal(rkl_stats_read_cpu(mem, RKL_STATS_CGROUP_V1, &ns), -ENOENT);
         close(cpu);
         close(mem);
 }
@@ -68,7 +68,7 @@ static void test_v1_pod_no_limit(void **state)
         int mem = fixture("cgroup/v1/memory/pod"), pids = fixture("cgroup/v1/pids/pod");
         rkl_stats_memory m;
         uint64_t n;
-        assert_int_equal(rkl_stats_read_memory(mem, RKL_CGROUP_V1, &m), 0);
+        assert_int_equal(rkl_stats_read_memory(mem, RKL_STATS_CGROUP_V1, &m), 0);
         assert_int_equal(m.limit, 0); /* v1's "unlimited" page-rounded LONG_MAX */
         assert_int_equal(m.available, 0);
         assert_int_equal(m.working_set, 20971520);
@@ -84,20 +84,20 @@ static void test_v2(void **state)
         int app = fixture("cgroup/v2/app"), pod = fixture("cgroup/v2/pod");
         uint64_t ns, kills, n;
         rkl_stats_memory m;
-        assert_int_equal(rkl_stats_read_cpu(app, RKL_CGROUP_V2, &ns), 0);
+        assert_int_equal(rkl_stats_read_cpu(app, RKL_STATS_CGROUP_V2, &ns), 0);
         assert_int_equal(ns, UINT64_C(2500000000));
-        assert_int_equal(rkl_stats_read_memory(app, RKL_CGROUP_V2, &m), 0);
+        assert_int_equal(rkl_stats_read_memory(app, RKL_STATS_CGROUP_V2, &m), 0);
         assert_int_equal(m.usage, 10485760);
         assert_int_equal(m.working_set, 10485760 - 2097152);
         assert_int_equal(m.rss, 6291456);
         assert_int_equal(m.page_faults, 1234);
         assert_int_equal(m.major_page_faults, 5);
         assert_int_equal(m.limit, 33554432);
-        assert_int_equal(rkl_stats_read_oom_kills(app, RKL_CGROUP_V2, &kills), 0);
+        assert_int_equal(rkl_stats_read_oom_kills(app, RKL_STATS_CGROUP_V2, &kills), 0);
         assert_int_equal(kills, 1);
         assert_int_equal(rkl_stats_read_pids(app, &n), 0);
         assert_int_equal(n, 3);
-        assert_int_equal(rkl_stats_read_memory(pod, RKL_CGROUP_V2, &m), 0);
+        assert_int_equal(rkl_stats_read_memory(pod, RKL_STATS_CGROUP_V2, &m), 0);
         assert_int_equal(m.limit, 0); /* "max" */
         close(app);
         close(pod);

@@ -65,7 +65,7 @@ static rkl_stats_target *targets(size_t *n, bool with_b)
 static void test_collect_v1(void **state)
 {
         (void)state;
-        rkl_stats_config cfg = {.mode = RKL_CGROUP_V1, .resolve = resolve_v1};
+        rkl_stats_config cfg = {.mode = RKL_STATS_CGROUP_V1, .resolve = resolve_v1};
         size_t n;
         rkl_stats_target *t = targets(&n, true);
         _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
@@ -92,7 +92,7 @@ static void test_collect_v1(void **state)
 static void test_collect_v2_rate(void **state)
 {
         (void)state;
-        rkl_stats_config cfg = {.mode = RKL_CGROUP_V2, .resolve = resolve_v2};
+        rkl_stats_config cfg = {.mode = RKL_STATS_CGROUP_V2, .resolve = resolve_v2};
         size_t n;
         rkl_stats_target *t = targets(&n, false);
         _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s1 =
@@ -119,12 +119,12 @@ static void test_collect_v2_rate(void **state)
 static void test_refresh_drops_gone(void **state)
 {
         (void)state;
-        rkl_stats_config cfg = {.mode = RKL_CGROUP_V1, .resolve = resolve_v1};
+        rkl_stats_config cfg = {.mode = RKL_STATS_CGROUP_V1, .resolve = resolve_v1};
         _cleanup_(rkl_stats_freep) rkl_stats *st = NULL;
         rkl_error err = RKL_ERROR_INIT;
         size_t n;
         assert_int_equal(rkl_stats_new(&cfg, &st, &err), 0);
-        assert_int_equal(rkl_stats_mode(st), RKL_CGROUP_V1);
+        assert_int_equal(rkl_stats_mode(st), RKL_STATS_CGROUP_V1);
         {
                 _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = rkl_stats_get(st);
                 assert_int_equal(rkl_stats_snapshot_size(s), 0);

@@ -75,7 +75,7 @@ static int run(const char *dir, bool full, unsigned n)
          * reconciler's last write of a sandbox's start costs. */
         rkl_pod_observed o = {.phase = RKL_POD_PHASE_RUNNING, .pid = 101};
         for (size_t k = 0; k < _RKL_POD_STEP_MAX; k++)
-                o.timeline.us[k] = (int64_t)(k + 1) * 123457;
+                o.timeline.usec[k] = (int64_t)(k + 1) * 123457;
         for (unsigned i = 0; i < n; i++) {
                 char id[RKL_ID_LEN + 1];
                 (void)snprintf(id, sizeof(id), "%064x", i + 1);

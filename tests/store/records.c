@@ -49,7 +49,7 @@ void records_container_create(rkl_store *st, unsigned n, unsigned pod, rkl_conta
                 c->name = rkl_xasprintf("ctr-%u", n);
         if (!c->image)
                 c->image = rkl_xstrdup("busybox");
-        _cleanup_free_ char *app = rkl_app_name_from_id(id);
+        _cleanup_free_ char *app = rkl_container_app_name(id);
         if (rkl_store_container_create(st, id, pid, app, NULL, c, &err) < 0)
                 fail_msg("container create: %s", err.msg);
         rkl_container_spec_done(c);

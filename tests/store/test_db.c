@@ -675,9 +675,9 @@ static void test_pod_roundtrip(void **state)
         rkl_pod_record *p = NULL;
 
         fill_pod_spec(&spec, "web-0", UINT32_MAX);
-        int64_t before = rkl_realtime_nsec();
+        int64_t before = rkl_realtime_ns();
         OK(rkl_db_pod_create(f->s, id, &spec, NULL, &e_));
-        int64_t after = rkl_realtime_nsec();
+        int64_t after = rkl_realtime_ns();
         OK(rkl_db_pod_get(f->s, id, &p, &e_));
         assert_string_equal(p->id, id);
         assert_pod_spec_eq(&p->spec, &spec);
@@ -1218,8 +1218,9 @@ static void test_invalid_input(void **state)
         FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.pid = -1}, &e_));
         FAILS(-EINVAL,
               rkl_db_pod_set_observed(f->s, pod, &(rkl_pod_observed){.started_ns = -5}, &e_));
-        FAILS(-EINVAL, rkl_db_container_set_observed(f->s, container,
-                                                     &(rkl_container_observed){.phase = -22}, &e_));
+        FAILS(-EINVAL, rkl_db_container_set_observed(
+                           f->s, container,
+                           &(rkl_container_observed){.phase = _RKL_CONTAINER_PHASE_INVALID}, &e_));
         FAILS(-EINVAL, rkl_db_pod_set_rkt_uuid(f->s, pod, "not-a-uuid", &e_));
         FAILS(-EINVAL,
               rkl_db_pod_set_rkt_uuid(f->s, pod, "8D6B1A0E-3C2F-4E5D-9A8B-7C6D5E4F3A2B", &e_));
@@ -1749,9 +1750,9 @@ static void test_timeline(void **state)
         assert_int_equal(raw_int(db, "SELECT timeline IS NULL FROM sandbox"), 1);
 
         rkl_pod_observed po = {.phase = RKL_POD_PHASE_RUNNING};
-        po.timeline.us[RKL_POD_STEP_UNIT_STARTED] = 1200;
-        po.timeline.us[RKL_POD_STEP_POD_SEEN] = 350000;
-        po.timeline.us[RKL_POD_STEP_RUNNING] = 2300500;
+        po.timeline.usec[RKL_POD_STEP_UNIT_STARTED] = 1200;
+        po.timeline.usec[RKL_POD_STEP_POD_SEEN] = 350000;
+        po.timeline.usec[RKL_POD_STEP_RUNNING] = 2300500;
         OK(rkl_db_pod_set_observed(f->s, pod, &po, &e_));
         OK(rkl_db_pod_get(f->s, pod, &p, &e_));
         assert_memory_equal(&p->observed.timeline, &po.timeline, sizeof(po.timeline));
@@ -1762,8 +1763,8 @@ static void test_timeline(void **state)
         assert_int_equal(raw_int(db, "SELECT net_add_begun_ms IS NULL FROM sandbox_timelines"), 1);
 
         rkl_container_observed co = {.phase = RKL_CONTAINER_PHASE_RUNNING};
-        co.timeline.us[RKL_CONTAINER_STEP_ADD_BEGUN] = 10;
-        co.timeline.us[RKL_CONTAINER_STEP_RUNNING] = 99000;
+        co.timeline.usec[RKL_CONTAINER_STEP_ADD_BEGUN] = 10;
+        co.timeline.usec[RKL_CONTAINER_STEP_RUNNING] = 99000;
         OK(rkl_db_container_set_observed(f->s, ctr, &co, &e_));
         OK(rkl_db_container_get(f->s, ctr, &c, &e_));
         assert_memory_equal(&c->observed.timeline, &co.timeline, sizeof(co.timeline));
@@ -1775,17 +1776,17 @@ static void test_timeline(void **state)
         /* No step: NULL again. A negative time is refused. */
         OK(rkl_db_container_set_observed(f->s, ctr, &(rkl_container_observed){0}, &e_));
         assert_int_equal(raw_int(db, "SELECT timeline IS NULL FROM container"), 1);
-        po.timeline.us[RKL_POD_STEP_STAGE1_READY] = -1;
+        po.timeline.usec[RKL_POD_STEP_STAGE1_READY] = -1;
         FAILS(-EINVAL, rkl_db_pod_set_observed(f->s, pod, &po, &e_));
 
         /* By hand: unknown steps are skipped, a wrong value empties the timeline. */
         raw_exec(db, "UPDATE sandbox SET timeline = '{\"later_step\": [1], \"running\": 7}'");
         OK(rkl_db_pod_get(f->s, pod, &p, &e_));
-        assert_int_equal(p->observed.timeline.us[RKL_POD_STEP_RUNNING], 7);
+        assert_int_equal(p->observed.timeline.usec[RKL_POD_STEP_RUNNING], 7);
         p = rkl_pod_record_free(p);
         raw_exec(db, "UPDATE sandbox SET timeline = '{\"running\": 7, \"pod_seen\": \"soon\"}'");
         OK(rkl_db_pod_get(f->s, pod, &p, &e_));
-        assert_int_equal(p->observed.timeline.us[RKL_POD_STEP_RUNNING], 0);
+        assert_int_equal(p->observed.timeline.usec[RKL_POD_STEP_RUNNING], 0);
         p = rkl_pod_record_free(p);
         sqlite3_close(db);
 }

@@ -176,6 +176,12 @@ static void test_port_forward_session(void **state)
         atomic_bool stopping = false;
         pthread_t st, et;
 
+        /* The session dials in the pod's network namespace: setns(), which wants
+         * CAP_SYS_ADMIN even into the namespace it is in already. */
+        if (geteuid() != 0) {
+                close(lfd);
+                skip();
+        }
         assert_true(lfd >= 0);
         assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(listen(lfd, 4), 0);

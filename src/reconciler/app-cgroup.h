@@ -11,57 +11,58 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/error.h"
+
 typedef struct rkl_stats_dirs rkl_stats_dirs;
 
 /* The app's cgroup directories: in the hierarchy that holds processes (cgroup2, or v1's
  * name=systemd), and its own memory cgroup (on v1 the same relative path in the memory
- * hierarchy, which may not exist yet: see rkl_cgroup_memory_adopt; on cgroup2 the first).
+ * hierarchy, which may not exist yet: see rkl_app_cgroup_memory_adopt; on cgroup2 the first).
  * -ENOENT when the supervisor is gone, -ENXIO when its unit holds no cgroup for the app
  * (no process of it ever ran). app is the unit's name without ".service", or for another
  * unit of the pod its path below the pod's system.slice without it. */
-int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
+int rkl_app_cgroup_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir);
 /* A memory cgroup directory's path from the root of its hierarchy ("/sys/fs/cgroup/memory/a/b"
  * on v1 and "/sys/fs/cgroup/a/b" on cgroup2 give "/a/b"), pointed into dir; NULL for a path
  * outside it. Relative to the daemon's cgroup namespace, so a suffix of what the kernel logs. */
-const char *rkl_cgroup_relative(const char *dir);
+const char *rkl_app_cgroup_relative(const char *dir);
 /* The first process of a cgroup: 0 with *ret = 0 when it has none, -ENOENT when the
  * directory does not exist. */
-int rkl_cgroup_first_pid(const char *dir, pid_t *ret);
+int rkl_app_cgroup_first_pid(const char *dir, pid_t *ret);
 /* On cgroup v1, moves the processes of procs_dir into memory_dir, made when missing: rkt 1.30
  * leaves every app in its pod's memory cgroup, where an OOM kill cannot be told apart. Loops
  * until a pass moves nothing, so children forked meanwhile follow. A no-op on cgroup2. Returns
  * how many processes it moved. */
-int rkl_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir);
-/* Removes an app's own memory cgroup made by rkl_cgroup_memory_adopt (ENOENT is fine). */
-int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
+int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir);
+/* Removes an app's own memory cgroup made by rkl_app_cgroup_memory_adopt (ENOENT is fine). */
+int rkl_app_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
 /* Removes what is left of a unit's cgroup (slice/unit, e.g. "system.slice/rktlet-X.service")
  * in every v1 hierarchy once its processes are gone: systemd 252 cleans only the controllers
  * it manages, and rkt's stage1 leaves the pod's cpuset cgroup behind. Busy ones stay. */
-void rkl_cgroup_unit_remove(const char *unit_path);
+void rkl_app_cgroup_unit_remove(const char *unit_path);
 /* Whether any hierarchy still holds that unit's cgroup. */
-bool rkl_cgroup_unit_left(const char *unit_path);
+bool rkl_app_cgroup_unit_left(const char *unit_path);
 /* The OOM kill counter of a cgroup (memory.events "oom_kill" on cgroup2, memory.oom_control
  * "oom_kill" on v1), or -ENOENT / -ENODATA. */
-int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret);
+int rkl_app_cgroup_oom_kills(const char *memory_dir, unsigned *ret);
 /* On cgroup v1, moves the app's processes into cgroups of its own in the cpu and cpuacct
  * hierarchies too (the same relative path as its memory cgroup): rkt 1.30 and the pod's
  * systemd leave apps at the hierarchies' root here, where neither their CPU time can be read
  * nor a quota set. A no-op on cgroup2. */
-int rkl_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir);
-void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
+int rkl_app_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir);
+void rkl_app_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
 
 /* What CreateContainer and UpdateContainerResources ask of an app; 0: unset. */
-typedef struct rkl_cgroup_limits {
+typedef struct rkl_app_cgroup_limits {
         int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;
         const char *cpuset_cpus; /* NULL: unset */
-} rkl_cgroup_limits;
+} rkl_app_cgroup_limits;
 /* Writes the limits into the app's cgroups (v1: memory.limit_in_bytes and memsw, cpu.shares,
  * cpu.cfs_period_us/cfs_quota_us and cpuset.cpus in its own cgroups; cgroup2: memory.max,
  * cpu.weight, cpu.max, cpuset.cpus) and oom_score_adj into /proc/<pid>/ of each of its
- * processes. Returns the first failure,
- * described in err. */
-int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
-                            const rkl_cgroup_limits *l, char *err, size_t errlen);
+ * processes, all it can. Returns the first failure, which reterr names ("cpu shares: ..."). */
+int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
+                                const rkl_app_cgroup_limits *l, rkl_error *reterr);
 /* The stats module's resolve callback (stats.h): an app's (app set) or a pod's cgroups. */
-int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret);
+int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret);

@@ -1,4 +1,4 @@
-#include "conf.h"
+#include "config-file.h"
 
 #include <ctype.h>
 
@@ -28,8 +28,8 @@ static bool key_is_valid(const char *k)
         return true;
 }
 
-int rkl_conf_parse(const char *path, const char *text, rkl_conf_fn fn, void *userdata,
-                   rkl_error *reterr)
+int rkl_config_file_parse(const char *path, const char *text, rkl_config_file_fn fn, void *userdata,
+                          rkl_error *reterr)
 {
         _cleanup_free_ char *copy = rkl_xstrdup(text);
         unsigned line = 0;
@@ -64,7 +64,7 @@ int rkl_conf_parse(const char *path, const char *text, rkl_conf_fn fn, void *use
         return 0;
 }
 
-int rkl_conf_load(const char *path, rkl_conf_fn fn, void *userdata, rkl_error *reterr)
+int rkl_config_file_load(const char *path, rkl_config_file_fn fn, void *userdata, rkl_error *reterr)
 {
         _cleanup_free_ char *text = NULL;
         size_t n;
@@ -73,5 +73,5 @@ int rkl_conf_load(const char *path, rkl_conf_fn fn, void *userdata, rkl_error *r
                 return rkl_error_set(reterr, r, "cannot read '%s': %s", path, strerror(-r));
         if (memchr(text, 0, n))
                 return rkl_error_set(reterr, -EINVAL, "'%s' is not text", path);
-        return rkl_conf_parse(path, text, fn, userdata, reterr);
+        return rkl_config_file_parse(path, text, fn, userdata, reterr);
 }

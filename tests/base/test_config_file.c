@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/conf.h"
+#include "base/config-file.h"
 #include "base/macro.h"
 
 typedef struct seen {
@@ -42,7 +42,7 @@ static void test_pairs(void **state)
                            "net =\n"
                            "registry-mirror = docker.io=http://127.0.0.1:5000\n"
                            "sync-full = true"; /* no final newline */
-        assert_int_equal(rkl_conf_parse("f.conf", text, collect, &s, &err), 0);
+        assert_int_equal(rkl_config_file_parse("f.conf", text, collect, &s, &err), 0);
         assert_string_equal(s.buf, "[listen=/run/x.sock][max-actions=8][net=]"
                                    "[registry-mirror=docker.io=http://127.0.0.1:5000]"
                                    "[sync-full=true]");
@@ -52,7 +52,8 @@ static void expect_error(const char *text, int code, const char *msg)
 {
         seen s = {{0}};
         rkl_error err = RKL_ERROR_INIT;
-        assert_int_equal(rkl_conf_parse("/etc/rktlet/rktlet.conf", text, collect, &s, &err), code);
+        assert_int_equal(rkl_config_file_parse("/etc/rktlet/rktlet.conf", text, collect, &s, &err),
+                         code);
         assert_int_equal(err.code, code);
         if (!streq(err.msg, msg))
                 fail_msg("got '%s', want '%s'", err.msg, msg);
@@ -80,15 +81,15 @@ static void test_load(void **state)
         (void)state;
         rkl_error err = RKL_ERROR_INIT;
         seen s = {{0}};
-        char path[] = "/tmp/test_conf.XXXXXX";
+        char path[] = "/tmp/test_config_file.XXXXXX";
         int fd = mkstemp(path);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "a = 1\nb = 2\n", 12), 12);
         close(fd);
-        assert_int_equal(rkl_conf_load(path, collect, &s, &err), 0);
+        assert_int_equal(rkl_config_file_load(path, collect, &s, &err), 0);
         assert_string_equal(s.buf, "[a=1][b=2]");
         unlink(path);
-        assert_int_equal(rkl_conf_load(path, collect, &s, &err), -ENOENT);
+        assert_int_equal(rkl_config_file_load(path, collect, &s, &err), -ENOENT);
         assert_non_null(strstr(err.msg, path));
 }
 

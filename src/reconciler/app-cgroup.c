@@ -1,4 +1,4 @@
-#include "cgroup.h"
+#include "app-cgroup.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,11 +11,13 @@
 #include "base/alloc.h"
 #include "base/cgroup.h"
 #include "base/fileio.h"
+#include "base/model.h"
 #include "base/parse.h"
 #include "stats/stats.h"
 #include "base/banned.h"
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP_ROOT    "/sys/fs/cgroup"
+#define CPU_WEIGHT_MAX 10000 /* cgroup2's cpu.weight: 1 to 10000 */
 
 static bool is_dir(const char *p)
 {
@@ -65,7 +67,7 @@ static int find_dir(const char *dir, const char *name, int depth, char **ret)
         return -ENXIO;
 }
 
-int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
+int rkl_app_cgroup_paths(pid_t supervisor, const char *app, char **ret_procs_dir,
                          char **ret_memory_dir)
 {
         _cleanup_free_ char *own = NULL, *unit = NULL, *base = NULL, *rel = NULL;
@@ -105,7 +107,7 @@ int rkl_cgroup_app_paths(pid_t supervisor, const char *app, char **ret_procs_dir
         return 0;
 }
 
-const char *rkl_cgroup_relative(const char *dir)
+const char *rkl_app_cgroup_relative(const char *dir)
 {
         /* cgroup2 has cgroup.controllers at its root; v1 mounts a tmpfs there. */
         bool v2 = access(CGROUP_ROOT "/cgroup.controllers", F_OK) == 0;
@@ -113,7 +115,7 @@ const char *rkl_cgroup_relative(const char *dir)
         return rel && rel[0] == '/' && rel[1] ? rel : NULL;
 }
 
-int rkl_cgroup_first_pid(const char *dir, pid_t *ret)
+int rkl_app_cgroup_first_pid(const char *dir, pid_t *ret)
 {
         _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
         _cleanup_free_ char *text = NULL;
@@ -146,7 +148,7 @@ static bool pid_listed(const char *text, unsigned pid)
         return false;
 }
 
-int rkl_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
+int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
 {
         if (!memory_dir || streq(procs_dir, memory_dir))
                 return 0;
@@ -187,7 +189,7 @@ int rkl_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
         return moved;
 }
 
-int rkl_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
+int rkl_app_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
 {
         if (!memory_dir || streq(procs_dir, memory_dir))
                 return 0;
@@ -216,17 +218,17 @@ static bool remove_one(const char *path)
         return false;
 }
 
-void rkl_cgroup_unit_remove(const char *unit_path)
+void rkl_app_cgroup_unit_remove(const char *unit_path)
 {
         (void)unit_in_hierarchies(unit_path, remove_one);
 }
 
-bool rkl_cgroup_unit_left(const char *unit_path)
+bool rkl_app_cgroup_unit_left(const char *unit_path)
 {
         return unit_in_hierarchies(unit_path, is_dir);
 }
 
-int rkl_cgroup_oom_kills(const char *memory_dir, unsigned *ret)
+int rkl_app_cgroup_oom_kills(const char *memory_dir, unsigned *ret)
 {
         static const char *const files[] = {"memory.events", "memory.oom_control"};
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
@@ -254,7 +256,7 @@ static char *v1_sibling(const char *memory_dir, const char *controller)
         return rkl_xasprintf(CGROUP_ROOT "/%s/%s", controller, memory_dir + sizeof(prefix) - 1);
 }
 
-int rkl_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir)
+int rkl_app_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir)
 {
         int r = 0;
         if (!memory_dir || streq(procs_dir, memory_dir))
@@ -264,15 +266,16 @@ int rkl_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir)
         static const char *const controllers[] = {"cpu", "cpuacct"};
         for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
                 _cleanup_free_ char *dir = v1_sibling(memory_dir, controllers[i]);
-                int k =
-                    dir && is_dir(CGROUP_ROOT "/cpu") ? rkl_cgroup_memory_adopt(procs_dir, dir) : 0;
+                int k = dir && is_dir(CGROUP_ROOT "/cpu")
+                            ? rkl_app_cgroup_memory_adopt(procs_dir, dir)
+                            : 0;
                 if (k < 0 && r == 0)
                         r = k;
         }
         return r;
 }
 
-void rkl_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
+void rkl_app_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
 {
         if (!memory_dir || streq(procs_dir, memory_dir))
                 return;
@@ -297,12 +300,10 @@ static int write_at(const char *dir, const char *file, const char *value)
 }
 
 /* Keeps the first failure, with what failed. */
-static int note(int r, int k, const char *what, char *err, size_t errlen)
+static int note(int r, int k, const char *what, rkl_error *reterr)
 {
-        if (k < 0 && r == 0) {
-                snprintf(err, errlen, "%s: %s", what, strerror(-k));
-                return k;
-        }
+        if (k < 0 && r == 0)
+                return rkl_error_set(reterr, k, "%s: %s", what, strerror(-k));
         return r;
 }
 
@@ -350,12 +351,12 @@ static int apply_cpuset(const char *procs_dir, const char *memory_dir, bool v1, 
         if (r >= 0)
                 r = write_at(dir, "cpuset.cpus", cpus);
         if (r >= 0)
-                r = rkl_cgroup_memory_adopt(procs_dir, dir);
+                r = rkl_app_cgroup_memory_adopt(procs_dir, dir);
         return r < 0 ? r : 0;
 }
 
-int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
-                            const rkl_cgroup_limits *l, char *err, size_t errlen)
+int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
+                                const rkl_app_cgroup_limits *l, rkl_error *reterr)
 {
         bool v1 = memory_dir && !streq(procs_dir, memory_dir);
         _cleanup_free_ char *cpu = v1 ? v1_sibling(memory_dir, "cpu") : rkl_xstrdup(procs_dir);
@@ -375,39 +376,38 @@ int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                                 k = write_at(mem, "memory.limit_in_bytes", buf);
                 } else
                         (void)write_at(mem, "memory.swap.max", "0");
-                r = note(r, k, "memory limit", err, errlen);
+                r = note(r, k, "memory limit", reterr);
         }
         if (cpu && l->cpu_shares > 0) {
                 if (v1)
                         snprintf(buf, sizeof(buf), "%" PRId64, l->cpu_shares);
-                else /* shares 2..262144 onto weight 1..10000, as runc does */
+                else /* shares onto cgroup2's weight, as runc does */
                         snprintf(buf, sizeof(buf), "%" PRId64,
-                                 1 + ((l->cpu_shares - 2) * 9999) / 262142);
-                r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares", err,
-                         errlen);
+                                 1 + ((l->cpu_shares - RKL_MIN_CPU_SHARES) * (CPU_WEIGHT_MAX - 1)) /
+                                         (RKL_MAX_CPU_SHARES - RKL_MIN_CPU_SHARES));
+                r = note(r, write_at(cpu, v1 ? "cpu.shares" : "cpu.weight", buf), "cpu shares",
+                         reterr);
         }
         if (cpu && (l->cpu_quota > 0 || l->cpu_period > 0)) {
-                int64_t period = l->cpu_period > 0 ? l->cpu_period : 100000;
+                int64_t period = l->cpu_period > 0 ? l->cpu_period : RKL_DEFAULT_CPU_PERIOD_USEC;
                 if (v1) {
                         snprintf(buf, sizeof(buf), "%" PRId64, period);
-                        r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", err,
-                                 errlen);
+                        r = note(r, write_at(cpu, "cpu.cfs_period_us", buf), "cpu period", reterr);
                         snprintf(buf, sizeof(buf), "%" PRId64,
                                  l->cpu_quota > 0 ? l->cpu_quota : -1);
-                        r = note(r, write_at(cpu, "cpu.cfs_quota_us", buf), "cpu quota", err,
-                                 errlen);
+                        r = note(r, write_at(cpu, "cpu.cfs_quota_us", buf), "cpu quota", reterr);
                 } else {
                         if (l->cpu_quota > 0)
                                 snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64, l->cpu_quota,
                                          period);
                         else
                                 snprintf(buf, sizeof(buf), "max %" PRId64, period);
-                        r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", err, errlen);
+                        r = note(r, write_at(cpu, "cpu.max", buf), "cpu quota", reterr);
                 }
         }
         if (l->cpuset_cpus)
-                r = note(r, apply_cpuset(procs_dir, memory_dir, v1, l->cpuset_cpus), "cpuset", err,
-                         errlen);
+                r = note(r, apply_cpuset(procs_dir, memory_dir, v1, l->cpuset_cpus), "cpuset",
+                         reterr);
         if (l->oom_score_adj != 0) {
                 /* Every process the app has now; its children inherit the value. */
                 _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", procs_dir);
@@ -421,18 +421,18 @@ int rkl_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                                 _cleanup_free_ char *p = rkl_xasprintf("/proc/%s", line);
                                 int k = write_at(p, "oom_score_adj", buf);
                                 if (k != -ENOENT && k != -ESRCH)
-                                        r = note(r, k, "oom_score_adj", err, errlen);
+                                        r = note(r, k, "oom_score_adj", reterr);
                         }
         }
         return r;
 }
 
-int rkl_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
+int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 {
         rkl_stats_dirs d = {0};
         if (app) {
                 _cleanup_free_ char *procs = NULL, *memory = NULL;
-                int r = rkl_cgroup_app_paths(supervisor, app, &procs, &memory);
+                int r = rkl_app_cgroup_paths(supervisor, app, &procs, &memory);
                 if (r < 0)
                         return r;
                 if (memory && !streq(procs, memory)) { /* v1 */

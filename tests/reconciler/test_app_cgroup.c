@@ -1,4 +1,4 @@
-/* The reconciler's cgroup helpers (reconciler/cgroup.c) over directories that look like
+/* The reconciler's cgroup helpers (reconciler/app-cgroup.c) over directories that look like
  * cgroups: a temporary directory whose control files are plain files, written as the kernel
  * would be. What needs the machine's own hierarchy (an app's cgroup found from its
  * supervisor's) is checked for what holds everywhere: that a process with no app finds none. */
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reconciler/cgroup.h"
+#include "reconciler/app-cgroup.h"
 #include "base/alloc.h"
 #include "base/fileio.h"
 
@@ -66,12 +66,12 @@ static void test_first_pid(void **state)
 {
         fixture *f = *state;
         pid_t pid = -1;
-        assert_int_equal(rkl_cgroup_first_pid(f->procs, &pid), -ENOENT);
+        assert_int_equal(rkl_app_cgroup_first_pid(f->procs, &pid), -ENOENT);
         put(f->procs, "cgroup.procs", "");
-        assert_int_equal(rkl_cgroup_first_pid(f->procs, &pid), 0);
+        assert_int_equal(rkl_app_cgroup_first_pid(f->procs, &pid), 0);
         assert_int_equal(pid, 0); /* empty: no process yet */
         put(f->procs, "cgroup.procs", "4242\n4243\n");
-        assert_int_equal(rkl_cgroup_first_pid(f->procs, &pid), 0);
+        assert_int_equal(rkl_app_cgroup_first_pid(f->procs, &pid), 0);
         assert_int_equal(pid, 4242);
 }
 
@@ -85,24 +85,24 @@ static void test_memory_adopt(void **state)
         put(f->memory, "cgroup.procs", "");
         /* A plain file does not list what was written as the kernel would: the count is the
          * writes, the content what matters. */
-        assert_true(rkl_cgroup_memory_adopt(f->procs, f->memory) > 0);
+        assert_true(rkl_app_cgroup_memory_adopt(f->procs, f->memory) > 0);
         assert_file(f->memory, "cgroup.procs", "4242");
         put(f->memory, "cgroup.procs", "4242\n"); /* as the kernel lists it */
-        assert_int_equal(rkl_cgroup_memory_adopt(f->procs, f->memory), 0);
+        assert_int_equal(rkl_app_cgroup_memory_adopt(f->procs, f->memory), 0);
         /* cgroup2: one cgroup for all, nothing to move or release. */
-        assert_int_equal(rkl_cgroup_memory_adopt(f->procs, f->procs), 0);
-        assert_int_equal(rkl_cgroup_memory_adopt(f->procs, NULL), 0);
-        assert_int_equal(rkl_cgroup_memory_release(f->procs, f->procs), 0);
+        assert_int_equal(rkl_app_cgroup_memory_adopt(f->procs, f->procs), 0);
+        assert_int_equal(rkl_app_cgroup_memory_adopt(f->procs, NULL), 0);
+        assert_int_equal(rkl_app_cgroup_memory_release(f->procs, f->procs), 0);
         /* Released: the directory goes (once empty, as the kernel wants). */
         _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", f->memory);
         assert_int_equal(unlink(procs), 0);
-        assert_int_equal(rkl_cgroup_memory_release(f->procs, f->memory), 0);
+        assert_int_equal(rkl_app_cgroup_memory_release(f->procs, f->memory), 0);
         assert_int_equal(access(f->memory, F_OK), -1);
-        assert_int_equal(rkl_cgroup_memory_release(f->procs, f->memory), 0); /* gone: fine */
+        assert_int_equal(rkl_app_cgroup_memory_release(f->procs, f->memory), 0); /* gone: fine */
         /* Not under /sys/fs/cgroup/memory: no cpu or cpuacct sibling to adopt or release. */
-        assert_int_equal(rkl_cgroup_cpu_adopt(f->procs, f->memory), 0);
-        rkl_cgroup_cpu_release(f->procs, f->memory);
-        rkl_cgroup_cpu_release(f->procs, NULL);
+        assert_int_equal(rkl_app_cgroup_cpu_adopt(f->procs, f->memory), 0);
+        rkl_app_cgroup_cpu_release(f->procs, f->memory);
+        rkl_app_cgroup_cpu_release(f->procs, NULL);
 }
 
 /* OOM kills as cgroup2 (memory.events) and v1 (memory.oom_control) count them. */
@@ -111,13 +111,13 @@ static void test_oom_kills(void **state)
         fixture *f = *state;
         unsigned n = 99;
         _cleanup_free_ char *gone = rkl_xasprintf("%s/gone", f->dir);
-        assert_int_equal(rkl_cgroup_oom_kills(gone, &n), -ENOENT);
-        assert_int_equal(rkl_cgroup_oom_kills(f->procs, &n), -ENODATA);
+        assert_int_equal(rkl_app_cgroup_oom_kills(gone, &n), -ENOENT);
+        assert_int_equal(rkl_app_cgroup_oom_kills(f->procs, &n), -ENODATA);
         put(f->procs, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
-        assert_int_equal(rkl_cgroup_oom_kills(f->procs, &n), 0);
+        assert_int_equal(rkl_app_cgroup_oom_kills(f->procs, &n), 0);
         assert_int_equal(n, 2);
         put(f->procs, "memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
-        assert_int_equal(rkl_cgroup_oom_kills(f->procs, &n), 0);
+        assert_int_equal(rkl_app_cgroup_oom_kills(f->procs, &n), 0);
         assert_int_equal(n, 1);
 }
 
@@ -129,15 +129,15 @@ static void test_limits_v2(void **state)
                                             "cpu.max", "cpuset.cpus"};
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 put(f->procs, files[i], "");
-        rkl_cgroup_limits l = {
+        rkl_app_cgroup_limits l = {
             .memory_limit = 64 << 20,
             .cpu_shares = 1024,
             .cpu_quota = 50000,
             .cpu_period = 100000,
             .cpuset_cpus = "0-1",
         };
-        char err[256] = "";
-        assert_int_equal(rkl_cgroup_apply_limits(f->procs, NULL, &l, err, sizeof(err)), 0);
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, &err), 0);
         assert_file(f->procs, "memory.max", "67108864");
         assert_file(f->procs, "memory.swap.max", "0");
         assert_file(f->procs, "cpu.weight", "39"); /* runc's mapping of 1024 shares */
@@ -146,8 +146,8 @@ static void test_limits_v2(void **state)
         /* No quota: no ceiling, the period kept. (A plain file is not replaced by a write
          * as a control file is: emptied first.) */
         put(f->procs, "cpu.max", "");
-        l = (rkl_cgroup_limits){.cpu_period = 200000};
-        assert_int_equal(rkl_cgroup_apply_limits(f->procs, f->procs, &l, err, sizeof(err)), 0);
+        l = (rkl_app_cgroup_limits){.cpu_period = 200000};
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->procs, &l, &err), 0);
         assert_file(f->procs, "cpu.max", "max 200000");
 }
 
@@ -156,10 +156,10 @@ static void test_limits_error(void **state)
 {
         fixture *f = *state;
         put(f->procs, "cpu.weight", "");
-        rkl_cgroup_limits l = {.memory_limit = 1 << 20, .cpu_shares = 2};
-        char err[256] = "";
-        assert_int_equal(rkl_cgroup_apply_limits(f->procs, NULL, &l, err, sizeof(err)), -ENOENT);
-        assert_non_null(strstr(err, "memory limit"));
+        rkl_app_cgroup_limits l = {.memory_limit = 1 << 20, .cpu_shares = 2};
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, NULL, &l, &err), -ENOENT);
+        assert_non_null(strstr(err.msg, "memory limit"));
         assert_file(f->procs, "cpu.weight", "1");
 }
 
@@ -172,11 +172,10 @@ static void test_limits_v1(void **state)
         assert_int_equal(rkl_mkdir_p(f->memory, 0755), 0);
         put(f->memory, "memory.limit_in_bytes", "");
         put(f->memory, "memory.memsw.limit_in_bytes", "");
-        rkl_cgroup_limits l = {.memory_limit = 32 << 20, .cpu_shares = 512, .cpuset_cpus = "0"};
-        char err[256] = "";
-        assert_int_equal(rkl_cgroup_apply_limits(f->procs, f->memory, &l, err, sizeof(err)),
-                         -EOPNOTSUPP);
-        assert_non_null(strstr(err, "cpuset"));
+        rkl_app_cgroup_limits l = {.memory_limit = 32 << 20, .cpu_shares = 512, .cpuset_cpus = "0"};
+        rkl_error err = RKL_ERROR_INIT;
+        assert_int_equal(rkl_app_cgroup_apply_limits(f->procs, f->memory, &l, &err), -EOPNOTSUPP);
+        assert_non_null(strstr(err.msg, "cpuset"));
         assert_file(f->memory, "memory.limit_in_bytes", "33554432");
         assert_file(f->memory, "memory.memsw.limit_in_bytes", "33554432");
 }
@@ -185,10 +184,10 @@ static void test_limits_v1(void **state)
 static void test_app_paths_none(void **state)
 {
         char *procs = NULL, *memory = NULL;
-        assert_true(rkl_cgroup_app_paths(getpid(), "no-such-app", &procs, &memory) < 0);
+        assert_true(rkl_app_cgroup_paths(getpid(), "no-such-app", &procs, &memory) < 0);
         assert_null(procs);
         assert_null(memory);
-        assert_null(rkl_cgroup_relative("/elsewhere/x"));
+        assert_null(rkl_app_cgroup_relative("/elsewhere/x"));
 }
 
 int main(void)
