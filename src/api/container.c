@@ -192,11 +192,14 @@ static Runtime__V1__ContainerMetadata *metadata_pb(rkl_arena *a, Runtime__V1__Co
         return m;
 }
 
-static Runtime__V1__ImageSpec *image_pb(Runtime__V1__ImageSpec *img, char *image)
+/* The image by the name the pod's spec gives it when the client said: kubelet shows this
+ * one as the container's image, and names the image by its ID in CreateContainer. */
+static Runtime__V1__ImageSpec *image_pb(rkl_arena *a, const rkl_container_spec *s)
 {
+        Runtime__V1__ImageSpec *img = rkl_arena_newa(Runtime__V1__ImageSpec, a, 1);
         *img = (Runtime__V1__ImageSpec)RUNTIME__V1__IMAGE_SPEC__INIT;
-        img->image = image;
-        img->user_specified_image = image;
+        img->image = img->user_specified_image =
+            rkl_api_pb_str(a, rkl_container_spec_image_name(s));
         return img;
 }
 
@@ -249,7 +252,7 @@ Runtime__V1__ContainerStatus *rkl_api_container_status_pb(rkl_arena *a, const rk
         st->finished_at = o->finished_ns;
         st->exit_code = o->has_exit_code ? o->exit_code : 0;
         char *image = rkl_api_pb_str(a, c->spec.image);
-        st->image = image_pb(rkl_arena_newa(Runtime__V1__ImageSpec, a, 1), image);
+        st->image = image_pb(a, &c->spec);
         st->image_ref = st->image_id = image_ref(a, c, image);
         st->reason = rkl_api_pb_text(a, exit_reason(v));
         st->message = rkl_api_pb_text(a, o->message);
@@ -316,7 +319,7 @@ static const ProtobufCMessage *container_item(rkl_arena *a, const void *view, un
         m->name = (char *)c->spec.name;
         m->attempt = c->spec.attempt;
         p->metadata = m;
-        p->image = image_pb(rkl_arena_newa(Runtime__V1__ImageSpec, a, 1), (char *)c->spec.image);
+        p->image = image_pb(a, &c->spec);
         p->image_ref = p->image_id = isempty(c->observed.image_ref)
                                          ? (char *)c->spec.image
                                          : rkl_api_pb_text(a, c->observed.image_ref);

@@ -358,6 +358,14 @@ int rkl_api_container_spec_from_pb(const Runtime__V1__ContainerConfig *c, rkl_co
         if (r < 0)
                 return r;
         s.image = rkl_xstrdup(c->image->image);
+        /* kubelet names the image by its ID here, and the pod's spec's name beside it: the
+         * one it shows as the container's image is what ContainerStatus answers. */
+        r = rkl_api__check("config.image.user_specified_image", c->image->user_specified_image,
+                           RKL_MAX_PATH, CHECK_NO_SPACE, reterr);
+        if (r < 0)
+                return r;
+        if (!isempty(c->image->user_specified_image))
+                s.user_image = rkl_xstrdup(c->image->user_specified_image);
 
         if ((r = rkl_api__strv_from("config.command", c->command, c->n_command, RKL_MAX_ARGS,
                                     RKL_MAX_ARG, 0, &s.command, reterr)) < 0 ||

@@ -61,12 +61,18 @@ void rkl_pod_spec_done(rkl_pod_spec *s)
         *s = (rkl_pod_spec){0};
 }
 
+const char *rkl_container_spec_image_name(const rkl_container_spec *s)
+{
+        return s->user_image ? s->user_image : s->image;
+}
+
 void rkl_container_spec_done(rkl_container_spec *s)
 {
         if (!s)
                 return;
         free(s->name);
         free(s->image);
+        free(s->user_image);
         rkl_strv_free(s->command);
         rkl_strv_free(s->args);
         free(s->working_dir);

@@ -112,7 +112,8 @@ typedef enum rkl_seccomp {
 typedef struct rkl_container_spec {
         char *name;
         uint32_t attempt;
-        char *image; /* the image as the client named it */
+        char *image;      /* the image as the client named it */
+        char *user_image; /* as the pod's spec names it (user_specified_image), or NULL */
         char **command, **args;
         char *working_dir;
         rkl_kvs envs;
@@ -141,6 +142,8 @@ typedef struct rkl_container_spec {
 } rkl_container_spec;
 
 void rkl_container_spec_done(rkl_container_spec *s);
+/* The image by the name a user gave it: user_image when the client said, else image. */
+const char *rkl_container_spec_image_name(const rkl_container_spec *s);
 
 /* The kernel's bounds for a container's resources: cgroup v1's cpu.shares (cgroup2's
  * cpu.weight is mapped from them), CFS's period and quota in microseconds, oom_score_adj. */

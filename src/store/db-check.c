@@ -191,6 +191,8 @@ int rkl_db__check_container_spec(const rkl_container_spec *c, rkl_error *reterr)
                 return rkl_error_set(reterr, -EINVAL, "config: missing");
         if ((r = rkl_db__check_str("metadata.name", c->name, RKL_MAX_NAME, true, reterr)) < 0 ||
             (r = rkl_db__check_str("image", c->image, RKL_MAX_STRING, true, reterr)) < 0 ||
+            (r = rkl_db__check_str("user_specified_image", c->user_image, RKL_MAX_STRING, false,
+                                   reterr)) < 0 ||
             (r = check_strv("command", c->command, RKL_MAX_ARGS, RKL_MAX_ARG, reterr)) < 0 ||
             (r = check_strv("args", c->args, RKL_MAX_ARGS, RKL_MAX_ARG, reterr)) < 0 ||
             (r = rkl_db__check_str("working_dir", c->working_dir, RKL_MAX_PATH, false, reterr)) <

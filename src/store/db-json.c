@@ -160,6 +160,7 @@ char *rkl_db__container_config_to_json(const rkl_container_spec *spec)
 
         put_strv(o, "command", spec->command);
         put_strv(o, "args", spec->args);
+        put_str(o, "user_specified_image", spec->user_image);
         put_str(o, "working_dir", spec->working_dir);
         put_pairs(o, "envs", &spec->envs);
         if (spec->mounts) {
@@ -458,6 +459,7 @@ int rkl_db__container_config_from_json(const char *json, rkl_container_spec *spe
 
         if ((r = get_strv(o, "command", &spec->command, reterr)) < 0 ||
             (r = get_strv(o, "args", &spec->args, reterr)) < 0 ||
+            (r = get_str(o, "user_specified_image", &spec->user_image, reterr)) < 0 ||
             (r = get_str(o, "working_dir", &spec->working_dir, reterr)) < 0 ||
             (r = get_pair_list(o, "envs", &spec->envs, reterr)) < 0 ||
             (r = get_str(o, "log_path", &spec->log_path, reterr)) < 0 ||

@@ -199,6 +199,8 @@ static void test_container_ok(void **state)
         assert_string_equal(s.name, "app");
         assert_int_equal(s.attempt, 1);
         assert_string_equal(s.image, "busybox");
+        assert_null(s.user_image); /* not said: the image is shown as named */
+        assert_string_equal(rkl_container_spec_image_name(&s), "busybox");
         assert_string_equal(s.args[1], "");
         assert_string_equal(rkl_kvs_get(&s.envs, "GREETING"), "a=b,c");
         assert_string_equal(s.log_path, "app/1.log");

@@ -202,6 +202,7 @@ typedef struct containercfg {
         const char *name;
         uint32_t attempt;
         const char *image;
+        const char *user_image; /* user_specified_image */
         const char *const *labels;
         const char *const *annotations;
         const char *log_path;
@@ -219,6 +220,7 @@ static Runtime__V1__ContainerConfig *container_config(rkl_arena *a, const contai
         c->image = rkl_arena_newa(Runtime__V1__ImageSpec, a, 1);
         runtime__v1__image_spec__init(c->image);
         c->image->image = (char *)(p->image ? p->image : "busybox:1.36");
+        c->image->user_specified_image = (char *)p->user_image;
         static char *cmd[] = {(char *)"sleep", (char *)"1000"};
         c->command = cmd;
         c->n_command = 2;
@@ -1099,6 +1101,33 @@ static void test_observed(void **state)
                      -EBADFD, GRPC_STATUS_FAILED_PRECONDITION, "not ready");
 }
 
+/* kubelet names the image by its ID and gives the pod's spec's name beside it; the name is
+ * what it shows as the container's image (and compares to the spec on an image update). */
+static void test_user_specified_image(void **state)
+{
+        fixture *f = *state;
+        rkl_error err = RKL_ERROR_INIT;
+        Runtime__V1__ContainerStatusResponse cst;
+        char *pod = run_pod(f, &(podcfg){0});
+        char *named = create_container(
+            f, pod, &(containercfg){.name = "a", .image = "sha512-0123", .user_image = "busybox"});
+        char *plain =
+            create_container(f, pod, &(containercfg){.name = "b", .image = "busybox:1.36"});
+
+        expect_ok(container_status(f, named, false, &cst, &err));
+        assert_string_equal(cst.status->image->image, "busybox");
+        assert_string_equal(cst.status->image->user_specified_image, "busybox");
+        assert_string_equal(cst.status->image_ref, "sha512-0123"); /* not run yet: as named */
+        expect_ok(container_status(f, plain, false, &cst, &err));
+        assert_string_equal(cst.status->image->image, "busybox:1.36");
+
+        Runtime__V1__ListContainersResponse l = list_containers(f, NULL);
+        assert_int_equal(l.n_containers, 2);
+        for (size_t i = 0; i < l.n_containers; i++)
+                assert_string_equal(l.containers[i]->image->image,
+                                    streq(l.containers[i]->id, named) ? "busybox" : "busybox:1.36");
+}
+
 /* An exit rkt gave no reason for is named as containerd and CRI-O name it: kubelet shows the
  * runtime's reason as it is. */
 static void test_exit_reasons(void **state)
@@ -1432,6 +1461,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_container_invalid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_container_filters, setup, teardown),
             cmocka_unit_test_setup_teardown(test_observed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_user_specified_image, setup, teardown),
             cmocka_unit_test_setup_teardown(test_exit_reasons, setup, teardown),
             cmocka_unit_test_setup_teardown(test_pod_status_containers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_update_runtime_config, setup, teardown),

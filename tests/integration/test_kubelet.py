@@ -215,6 +215,10 @@ class KubeletBase:
         self.assertEqual([c["restartCount"] for c in p["status"]["containerStatuses"]],
                          [0, 0], p["status"])
         self.assertEqual([s.metadata.attempt for s in self.sandboxes("web")], [0])
+        # kubelet creates containers by the image's ID; each shows the image as the pod names
+        # it (the runtime's user_specified_image), as on containerd.
+        self.assertEqual({c["name"]: c["image"] for c in p["status"]["containerStatuses"]},
+                         {c["name"]: c["image"] for c in p["spec"]["containers"]}, p["status"])
         with open("/proc/%d/cgroup" % self.env.pid1) as f:
             own = [line.split(":", 2)[2].strip() for line in f if ":cpuset:" in line]
         with open(os.path.join(self.env.dir, "host", "cgroup-name")) as f:

@@ -142,6 +142,7 @@ static void fill_container_spec(rkl_container_spec *c, const char *name, uint32_
         c->name = S(name);
         c->attempt = attempt;
         c->image = S("docker.io/library/busybox:1.36");
+        c->user_image = S("busybox:1.36");
         c->command = rkl_strv_copy(RKL_STRV("/bin/sh", "-c"));
         c->args = rkl_strv_copy(RKL_STRV("echo ✓ \"$HOME\"; sleep 1", ""));
         c->working_dir = S("/srv");
@@ -196,6 +197,7 @@ static void assert_container_spec_eq(const rkl_container_spec *a, const rkl_cont
         assert_str_eq(a->name, b->name);
         assert_int_equal(a->attempt, b->attempt);
         assert_str_eq(a->image, b->image);
+        assert_str_eq(a->user_image, b->user_image);
         assert_strv_eq(a->command, b->command);
         assert_strv_eq(a->args, b->args);
         assert_str_eq(a->working_dir, b->working_dir);
