@@ -218,6 +218,26 @@ class RealRktSecurityTest(unittest.TestCase):
         self.assertEqual(self.exec(cid, "touch", "/data/g")[0], 0)
         self.assertTrue(os.path.exists(os.path.join(data, "g")))
         self.assertNotEqual(self.exec(cid, "touch", "/ro/h")[0], 0)
+        # Bound recursively, as runc binds: a file system mounted below the host path is
+        # seen too (packaging/rkt/volume-rbind.patch). Privately: what the host mounts there
+        # after the container started is not.
+        sub = os.path.join(data, "sub")
+        os.makedirs(os.path.join(data, "later"))
+        os.makedirs(sub)
+        self.env.run("mount", "-t", "tmpfs", "-o", "size=1m", "rktlet-test-sub", sub)
+        self.addCleanup(self.env.run, "umount", "-l", sub, check=False)
+        self.env.run("sh", "-c", "echo below > %s/f" % sub)
+        cc = self.config("rbind")
+        cc.mounts.add(container_path="/data", host_path=data)
+        cc.mounts.add(container_path="/ro", host_path=data, readonly=True)
+        cid, _ = self.start(pod, cc)
+        self.assertEqual(self.exec(cid, "cat", "/data/sub/f")[1], "below\n")
+        self.assertEqual(self.exec(cid, "cat", "/ro/sub/f")[1], "below\n")
+        later = os.path.join(data, "later")
+        self.env.run("mount", "-t", "tmpfs", "-o", "size=1m", "rktlet-test-later", later)
+        self.addCleanup(self.env.run, "umount", "-l", later, check=False)
+        self.assertEqual(self.exec(cid, "grep", "-c", "rktlet-test-later", "/proc/mounts")[1],
+                         "0\n")
         # Propagation other than private is refused, naming the mount.
         for prop in (pb.PROPAGATION_HOST_TO_CONTAINER, pb.PROPAGATION_BIDIRECTIONAL):
             cc = self.config("prop")
