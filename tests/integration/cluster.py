@@ -133,9 +133,9 @@ class Cluster:
                             "--image-endpoint", sock, "--timeout", "60s", *args)
 
     def sandboxes(self, node, namespace="default"):
-        """The node's sandboxes of that namespace, as CRI lists them."""
-        out = json.loads(self.crictl(node, "pods", "--namespace", namespace,
-                                     "-o", "json").stdout)
+        """The node's sandboxes of that namespace (None: all), as CRI lists them."""
+        ns = ["--namespace", namespace] if namespace else []
+        out = json.loads(self.crictl(node, "pods", *ns, "-o", "json").stdout)
         return out.get("items") or []
 
     def wait_rollout(self, name, timeout=300):

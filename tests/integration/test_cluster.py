@@ -20,9 +20,11 @@ rolling update; kubelet restarted; node2's host restarted as a reboot would (try
 --reboot); node2's wire cut for longer than the node grace period. Figures (FiguresTest):
 20 pods from one kubectl apply to Ready, by node, and the API-visible pod startup latency.
 Times are printed, never asserted."""
+import calendar
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -361,6 +363,213 @@ class UserTest(ClusterCase):
         self.assertGreater(cpu, 0.05e9)
         self.assertLess(mem, 64 << 20)
         c.kubectl("delete", "pod/limited", "--wait=false")
+
+
+def parse_time(s):
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def percentile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+
+
+class FaultsTest(ClusterCase):
+    """Faults on a cluster of its own, in their numbered order; each ends with the Deployment
+    roll at 4 ready pods and both nodes Ready."""
+
+    def setUp(self):
+        super().setUp()
+        if not self.c.pods("app=roll"):
+            self.c.apply(web("roll", 4))
+            self.c.wait_rollout("roll")
+
+    def node_ready(self, node):
+        conds = self.c.get("node", node)["status"]["conditions"]
+        return {x["type"]: x["status"] for x in conds}["Ready"]
+
+    def check_one_sandbox_per_pod(self):
+        """On each node, CRI's ready sandboxes of the namespace are the API's running pods
+        there: none doubled, none left of a pod that is gone."""
+        c = self.c
+        for node in cluster.NODES:
+            def same():
+                cri = sorted(s["metadata"]["name"] for s in c.sandboxes(node)
+                             if s["state"] == "SANDBOX_READY")
+                api = sorted(p["metadata"]["name"] for p in c.pods()
+                             if p["spec"].get("nodeName") == node and
+                             p["status"].get("phase") == "Running" and
+                             not p["metadata"].get("deletionTimestamp"))
+                return cri == api or None
+            harness.wait_for("%s's sandboxes those of its running pods" % node, same, 120, 1)
+
+    def all_ready(self, pods):
+        return len(pods) == 4 and all(ready(p) and not p["metadata"].get("deletionTimestamp")
+                                      for p in pods)
+
+    def test_1_rktlet_killed_during_rolling_update(self):
+        c = self.c
+        before = {p["metadata"]["name"] for p in c.pods("app=roll")}
+        t0 = time.monotonic()
+        c.kubectl("set", "env", "deployment/roll", "VERSION=2")
+        # Once the new pods are on their way: SIGKILL to rktlet's main process (its pods are
+        # units of their own and run on); systemd starts it again, as a node's does.
+        harness.wait_for("the rollout under way", lambda: len(c.pods("app=roll")) > 4, 60, 0.2)
+        c.in_node("node1", "systemctl", "kill", "--signal=KILL", "--kill-whom=main",
+                  "rktlet.service")
+        c.wait_rollout("roll")
+        pods = self.wait_pods("app=roll", "4 new pods ready", self.all_ready)
+        print("\n[figure] rolling update with rktlet SIGKILLed on node1: done in %.1f s" % (
+            time.monotonic() - t0))
+        self.assertFalse(before & {p["metadata"]["name"] for p in pods})
+        restarted = c.in_node("node1", "systemctl", "show", "-p", "NRestarts", "--value",
+                              "rktlet.service").stdout.strip()
+        self.assertGreaterEqual(int(restarted), 1)
+        self.check_one_sandbox_per_pod()
+
+    def test_2_kubelet_restarted(self):
+        c = self.c
+        pods = c.pods("app=roll")
+        ids = {p["metadata"]["name"]: [s["containerID"] for s in
+                                       p["status"]["containerStatuses"]] for p in pods}
+        sandboxes = {s["id"] for s in c.sandboxes("node2")}
+        c.in_node("node2", "systemctl", "restart", "kubelet.service")
+        harness.wait_for("node2 Ready", lambda: self.node_ready("node2") == "True", 120, 1)
+        time.sleep(15)  # a few of kubelet's syncs
+        after = c.pods("app=roll")
+        self.assertEqual({p["metadata"]["name"]: [s["containerID"] for s in
+                                                  p["status"]["containerStatuses"]]
+                          for p in after}, ids)
+        self.assertTrue(all(ready(p) for p in after))
+        self.assertEqual({s["id"] for s in c.sandboxes("node2")}, sandboxes)
+
+    def reboot_seconds(self, r):
+        m = re.search(r"booted in (\d+) s", r.stdout)
+        return float(m.group(1)) if m else float("nan")
+
+    def test_3_node_rebooted(self):
+        c = self.c
+        on2 = {p["metadata"]["name"]: p["metadata"]["uid"] for p in c.pods("app=roll")
+               if p["spec"]["nodeName"] == "node2"}
+        self.assertTrue(on2)
+        old = {s["id"] for s in c.sandboxes("node2")}
+        old_containers = {s["containerID"] for p in c.pods("app=roll")
+                          for s in p["status"]["containerStatuses"]}
+        t0 = time.monotonic()
+        r = c.script("--reboot", "node2", c.dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+        def recreated(ps):
+            return self.all_ready(ps) and all(
+                s.get("containerID") not in old_containers and s.get("ready")
+                for p in ps if p["metadata"]["name"] in on2
+                for s in p["status"]["containerStatuses"])
+        pods = self.wait_pods("app=roll", "node2's pods running again in new containers",
+                              recreated, timeout=300)
+        print("\n[figure] node2 rebooted (try-cluster --reboot: %.1f s): its pods running "
+              "again after %.1f s, restart counts %s" % (
+                  self.reboot_seconds(r), time.monotonic() - t0,
+                  [restarts(p) for p in pods if p["metadata"]["name"] in on2]))
+        self.assertEqual({p["metadata"]["name"] for p in pods} & set(on2), set(on2))
+        # The same pods (the API's), each in a new sandbox; the old boot's reported exited.
+        self.check_one_sandbox_per_pod()
+        sandboxes = c.sandboxes("node2")
+        for s in sandboxes:
+            if s["id"] in old:
+                self.assertEqual(s["state"], "SANDBOX_NOTREADY", s)
+        # Nothing of the old boot left: rkt runs the ready sandboxes' pods only, host-local
+        # holds their addresses only, and one veth each.
+        ready_n = len([s for s in c.sandboxes("node2", None) if s["state"] == "SANDBOX_READY"])
+
+        def leftovers():
+            ipam = os.path.join(c.dir, "node2", "cni", "ipam")
+            leases = [f for _, _, fs in os.walk(ipam) for f in fs
+                      if not f.startswith("last_reserved_ip") and f != "lock"]
+            veths = [x for x in c.in_node("node2", "ip", "-o", "link", "show", "type",
+                                          "veth").stdout.splitlines() if ": veth" in x]
+            running = [x for x in c.in_node("node2", harness.real_rkt()[0], "--dir=" +
+                                            os.path.join(c.dir, "node2", "rkt"), "list",
+                                            "--no-legend").stdout.splitlines()
+                       if "running" in x]
+            return (len(leases), len(veths), len(running)) == (ready_n,) * 3 or \
+                (len(leases), len(veths), len(running), ready_n)
+        harness.wait_for("node2 holding its ready sandboxes only", lambda: leftovers() is True,
+                         120, 2)
+
+    def test_4_wire_cut(self):
+        c = self.c
+        on2 = {p["metadata"]["name"] for p in c.pods("app=roll")
+               if p["spec"]["nodeName"] == "node2"}
+        self.assertTrue(on2)
+        t0 = time.monotonic()
+        c.in_control("ip", "link", "set", "node2", "down")
+        try:
+            harness.wait_for("node2 not Ready", lambda: self.node_ready("node2") != "True",
+                             120, 1)
+            t_notready = time.monotonic() - t0
+            pods = self.wait_pods("app=roll", "4 pods ready on node1", lambda ps: len(
+                [p for p in ps if ready(p) and p["spec"]["nodeName"] == "node1" and
+                 not p["metadata"].get("deletionTimestamp")]) == 4, timeout=300)
+            t_moved = time.monotonic() - t0
+            stuck = {p["metadata"]["name"] for p in pods if p["metadata"].get(
+                "deletionTimestamp")}
+            self.assertEqual(stuck, on2)  # terminating until node2 says they are gone
+        finally:
+            c.in_control("ip", "link", "set", "node2", "up")
+        t1 = time.monotonic()
+        harness.wait_for("node2 Ready again", lambda: self.node_ready("node2") == "True", 180, 1)
+        self.wait_pods("app=roll", "node2's old pods gone", lambda ps: len(ps) == 4, 180)
+        print("\n[figure] wire to node2 cut: NotReady after %.0f s, its pods ready on node1 "
+              "after %.0f s; rejoined and cleaned %.0f s after the wire came back" % (
+                  t_notready, t_moved, time.monotonic() - t1))
+        self.check_one_sandbox_per_pod()
+
+
+class FiguresTest(ClusterCase):
+    """20 pods from one kubectl apply to Ready, on a fresh cluster whose nodes pulled busybox
+    already: the time to all Ready, by node, and each pod's startup latency as the API server
+    records it (creation to its container running, whole seconds: the SLO's definition),
+    and as kubectl saw it (apply to Ready, polled every 0.25 s)."""
+
+    def test_twenty_pods(self):
+        c = self.c
+        for node in cluster.NODES:
+            self.running_pod("warm-" + node, "exec sleep 3600", node=node)
+        c.kubectl("delete", "pod", "warm-node1", "warm-node2", "--wait=true", timeout=120)
+        pods = [dict(pod("p%02d" % i, "exec sleep 3600"), metadata={
+            "name": "p%02d" % i, "labels": {"app": "density"}}) for i in range(20)]
+        t0 = time.monotonic()
+        c.apply({"apiVersion": "v1", "kind": "List", "items": pods})
+        seen = {}
+        deadline = t0 + 300
+        while len(seen) < 20 and time.monotonic() < deadline:
+            now = time.monotonic()
+            for p in c.pods("app=density"):
+                if ready(p) and p["metadata"]["name"] not in seen:
+                    seen[p["metadata"]["name"]] = (now - t0, p["spec"]["nodeName"])
+            time.sleep(0.25)
+        self.assertEqual(len(seen), 20)
+        final = c.pods("app=density")
+        api = []
+        for p in final:
+            started = [parse_time(s["state"]["running"]["startedAt"])
+                       for s in p["status"]["containerStatuses"]]
+            api.append(max(started) - parse_time(p["metadata"]["creationTimestamp"]))
+        lines = ["\n[figure] 20 pods, one kubectl apply: all Ready after %.1f s" % max(
+            t for t, _ in seen.values())]
+        for node in cluster.NODES:
+            ts = sorted(t for t, n in seen.values() if n == node)
+            if ts:
+                lines.append("[figure]   %s: %d pods, the last Ready after %.1f s" % (
+                    node, len(ts), ts[-1]))
+        lines.append("[figure] startup latency as the API records it (creation to running, "
+                     "whole seconds): p50 %d s, p99 %d s" % (
+                         percentile(api, 50), percentile(api, 99)))
+        client = [t for t, _ in seen.values()]
+        lines.append("[figure] as kubectl saw it (apply to Ready): p50 %.1f s, p99 %.1f s" % (
+            percentile(client, 50), percentile(client, 99)))
+        print("\n".join(lines))
+        c.kubectl("delete", "pods", "-l", "app=density", "--wait=true", timeout=300)
 
 
 if __name__ == "__main__":
