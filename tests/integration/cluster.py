@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,14 +22,6 @@ SCRIPT = os.path.join(harness.SOURCE_DIR, "scripts", "try-cluster")
 NODES = ("node1", "node2")
 # What the script names in its own namespaces; none may appear in the machine's.
 LINKS = {"wire", "wire0", "node1", "node2", "cni0"}
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def machine_links():
@@ -56,7 +47,7 @@ class Cluster:
             raise unittest.SkipTest("Kubernetes cannot be built here: " +
                                     kubelet.real_kubernetes()[1])
         self.dir = tempfile.mkdtemp(prefix="rktlet-cluster-", dir=os.environ.get("RKL_TEST_TMPDIR"))
-        self.port = free_port()
+        self.port = harness.free_port()
         self.env = dict(os.environ, RKTLET_CLUSTER_PORT=str(self.port),
                         RKTLET_BUILD_DIR=harness.BUILD_DIR)
         self.started = None

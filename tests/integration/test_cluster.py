@@ -21,13 +21,16 @@ rolling update; kubelet restarted; node2's host restarted as a reboot would (try
 20 pods from one kubectl apply to Ready, by node, and the API-visible pod startup latency.
 Times are printed, never asserted."""
 import calendar
+import fcntl
 import json
 import os
 import pty
 import re
 import select
 import signal
+import struct
 import subprocess
+import termios
 import time
 import unittest
 import urllib.request
@@ -193,12 +196,13 @@ class UserTest(ClusterCase):
         c = self.c
         self.running_pod("shell", "exec sleep 3600", node="node1")
         master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
         p = c.popen("exec", "-it", "shell", "--", "sh", stdin=slave, stdout=slave,
                     stderr=slave, start_new_session=True)
         os.close(slave)
         out = b""
         try:
-            os.write(master, b"tty; echo answer=$((6*7)); exit\n")
+            os.write(master, b"tty; stty size; echo answer=$((6*7)); exit\n")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 r, _, _ = select.select([master], [], [], 1)
@@ -222,6 +226,7 @@ class UserTest(ClusterCase):
         text = out.decode(errors="replace")
         self.assertRegex(text, r"/dev/pts/\d+")
         self.assertIn("answer=42", text)
+        self.assertIn("33 101", text)  # the terminal's size, passed on
         self.assertEqual(p.returncode, 0, text)
         c.kubectl("delete", "pod/shell", "--wait=false")
 
@@ -255,7 +260,7 @@ class UserTest(ClusterCase):
         c = self.c
         pods = c.pods("app=web")
         name = pods[0]["metadata"]["name"]
-        port = cluster.free_port()
+        port = harness.free_port()
         p = c.popen("port-forward", "--address", "127.0.0.1", "pod/" + name, "%d:8080" % port,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
