@@ -201,10 +201,15 @@ class UserTest(ClusterCase):
                     stderr=slave, start_new_session=True)
         os.close(slave)
         out = b""
+        typed = False
         try:
-            os.write(master, b"tty; stty size; echo answer=$((6*7)); exit\n")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
+                # Typed at the shell's prompt, as one does: kubectl has passed the terminal's
+                # size on by then.
+                if not typed and b"# " in out:
+                    os.write(master, b"tty; stty size; echo answer=$((6*7)); exit\n")
+                    typed = True
                 r, _, _ = select.select([master], [], [], 1)
                 if not r:
                     if p.poll() is not None:
