@@ -55,25 +55,6 @@ static void exec_cgroups_releasep(exec_cgroups *c)
         (void)exec_cgroups_release(c);
 }
 
-/* A v1 cpuset cgroup starts with no CPUs and no memory nodes, and no process can join it
- * before it has some: it gets the app's. */
-static int cpuset_inherit(const char *parent, const char *child)
-{
-        static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                _cleanup_free_ char *from = rkl_xasprintf("%s/%s", parent, files[i]);
-                _cleanup_free_ char *to = rkl_xasprintf("%s/%s", child, files[i]);
-                _cleanup_free_ char *v = NULL;
-                int r = rkl_read_file_at(AT_FDCWD, from, 64 * 1024, &v, NULL);
-                if (r < 0)
-                        return r;
-                _cleanup_close_ int fd = open(to, O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, v, strlen(v)) < 0)
-                        return -errno;
-        }
-        return 0;
-}
-
 /* Whether a cgroup2 cgroup may have a child that holds processes: not when it hands
  * controllers down, as the app's own processes would then break cgroup2's "no internal
  * processes" rule. */
@@ -86,8 +67,12 @@ static bool v2_child_allowed(const char *dir)
 
 /* In every hierarchy mounted here: a child of the app's cgroup, rktlet-exec-<random>, to
  * hold the command and all it starts. The app's cgroup itself where no child can be made
- * (cgroup2 handing controllers down) and where it is a hierarchy's root (which the app
- * shares with every process not placed elsewhere: no cgroup of rktlet's goes there). */
+ * (cgroup2 handing controllers down), where it is a hierarchy's root (which the app shares
+ * with every process not placed elsewhere: no cgroup of rktlet's goes there), and in v1's
+ * cpuset hierarchy: systemd does not manage it there but removes any empty directory of it
+ * below a unit it realizes again, and a child made there can be gone before the helper joins
+ * it ("No such device"; docs/cluster.md, 'cgroup v1 and cpuset'). The other hierarchies
+ * hold what the exec owns. */
 static int cgroups_make(pid_t pid, exec_cgroups *c, rkl_error *reterr)
 {
         rkl_cgroup_entry *e = NULL;
@@ -104,7 +89,8 @@ static int cgroups_make(pid_t pid, exec_cgroups *c, rkl_error *reterr)
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (!e[i].dir)
                         continue; /* not mounted here: the helper stays where it is */
-                if (streq(e[i].path, "/") || (e[i].unified && !v2_child_allowed(e[i].dir))) {
+                if (streq(e[i].path, "/") || (e[i].unified && !v2_child_allowed(e[i].dir)) ||
+                    rkl_cgroup_entry_has(&e[i], "cpuset")) {
                         rkl_strv_push(&c->join, e[i].dir);
                         continue;
                 }
@@ -118,12 +104,6 @@ static int cgroups_make(pid_t pid, exec_cgroups *c, rkl_error *reterr)
                         break;
                 }
                 rkl_strv_push(&c->owned, child);
-                if (rkl_cgroup_entry_has(&e[i], "cpuset") &&
-                    (r = cpuset_inherit(e[i].dir, child)) < 0) {
-                        r = rkl_error_set(reterr, r, "cannot set up cgroup '%s': %s", child,
-                                          strerror(-r));
-                        break;
-                }
                 rkl_strv_push(&c->join, child);
         }
         rkl_cgroup_entries_free(e, n);

@@ -337,6 +337,46 @@ static int cpuset_mkdir(const char *dir)
         return 0;
 }
 
+/* Moves every process of the tree below dir into target. */
+static int adopt_tree(const char *dir, const char *target)
+{
+        int moved = rkl_app_cgroup_memory_adopt(dir, target);
+        if (moved < 0)
+                return moved == -ENOENT ? 0 : moved; /* gone meanwhile */
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+                        _cleanup_free_ char *sub = rkl_xasprintf("%s/%s", dir, de->d_name);
+                        int k = adopt_tree(sub, target);
+                        if (k < 0)
+                                return k;
+                        moved += k;
+                }
+        return moved;
+}
+
+int rkl_app_cgroup_cpuset_join(const char *cgroup_parent, const char *unit)
+{
+        if (!cgroup_parent || cgroup_parent[0] != '/' || strstr(cgroup_parent, "/..") || !unit ||
+            strchr(unit, '/') || !is_dir(CGROUP_ROOT "/cpuset"))
+                return 0;
+        _cleanup_free_ char *dir = rkl_xasprintf(CGROUP_ROOT "/cpuset%s/%s", cgroup_parent, unit);
+        int r = cpuset_mkdir(dir);
+        if (r < 0)
+                return r;
+        /* The unit's processes, in the hierarchy that tracks them: v1's name=systemd, or the
+         * unified one of a hybrid machine. */
+        static const char *const trackers[] = {"systemd", "unified"};
+        for (size_t i = 0; i < ELEMENTSOF(trackers); i++) {
+                _cleanup_free_ char *procs =
+                    rkl_xasprintf(CGROUP_ROOT "/%s%s/%s", trackers[i], cgroup_parent, unit);
+                if (is_dir(procs))
+                        return adopt_tree(procs, dir);
+        }
+        return 0;
+}
+
 /* The CPUs the app may run on: on v1 in a cpuset cgroup of its own (the same relative path as
  * its memory cgroup, made here and its processes moved in: rkt leaves apps in the pod's);
  * on cgroup2 in its own cgroup's cpuset.cpus, where the cpuset controller is enabled. */

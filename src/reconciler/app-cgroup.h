@@ -53,6 +53,17 @@ int rkl_app_cgroup_oom_kills(const char *memory_dir, unsigned *ret);
 int rkl_app_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir);
 void rkl_app_cgroup_cpu_release(const char *procs_dir, const char *memory_dir);
 
+/* On cgroup v1, moves every process of the sandbox's unit into the cpuset cgroup
+ * <cgroup_parent>/<unit> (made, with each missing level above it, from its parent's CPUs and
+ * memory nodes), as runc places a container: kubelet's systemd driver makes each pod's slice in
+ * the cpuset hierarchy itself, which systemd 252 does not manage on v1 but trims (removes) as
+ * soon as it realizes the slice again, for a unit started in it or a property kubelet sets;
+ * kubelet, finding a path of the pod's cgroup missing, then kills the pod (docs/cluster.md,
+ * 'cgroup v1 and cpuset'). A slice that holds processes cannot be removed. cgroup_parent is
+ * kubelet's ("/kubepods.slice/.../kubepods-besteffort-pod<uid>.slice"); anything else, or no
+ * v1 cpuset hierarchy, is a no-op. Returns how many processes moved. */
+int rkl_app_cgroup_cpuset_join(const char *cgroup_parent, const char *unit);
+
 /* What CreateContainer and UpdateContainerResources ask of an app; 0: unset. */
 typedef struct rkl_app_cgroup_limits {
         int64_t cpu_period, cpu_quota, cpu_shares, memory_limit, oom_score_adj;

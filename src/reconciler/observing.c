@@ -181,8 +181,17 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
                 return;
         bool started =
             o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase == RKL_POD_PHASE_PENDING;
-        if (started)
+        if (started) {
                 rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_RUNNING);
+                int k = rec->unit_name
+                            ? rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, rec->unit_name)
+                            : 0;
+                if (k < 0)
+                        rkl_log_object_warning(POD_OBJECT(rec),
+                                               "sandbox %.12s: cannot place it in its slice's "
+                                               "cpuset cgroup: %s",
+                                               rec->id, strerror(-k));
+        }
         if (o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase != RKL_POD_PHASE_RUNNING)
                 r->stats_new = true;
         if (o->phase != RKL_POD_PHASE_PENDING)

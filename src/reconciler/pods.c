@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 
+#include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/crash.h"
@@ -223,6 +224,13 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 return;
         }
         rkl_crash_point("unit-started");
+        /* Before RunPodSandbox answers, and again once the pod runs (observing.c): what its
+         * first processes fork follows them. */
+        if ((k = rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, unit)) < 0)
+                rkl_log_object_warning(POD_OBJECT(rec),
+                                       "sandbox %.12s: cannot place it in its slice's cpuset "
+                                       "cgroup: %s",
+                                       rec->id, strerror(-k));
         rkl_reconciler__pod_limits_forget(r, rec->id); /* a new unit has none of them yet */
         rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
         free(rkl_hashmap_remove(r->unit_looks, rec->id)); /* a new unit: its first look later */

@@ -377,6 +377,15 @@ def processes():
             continue
 
 
+def free_port():
+    """A TCP port free on the machine's 127.0.0.1 now (the kernel's pick)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def wait_for(what, fn, timeout=30, interval=0.05):
     """Polls fn until it returns something true; fails the wait with what."""
     deadline = time.monotonic() + timeout

@@ -24,15 +24,9 @@ HEALTHZ_PORT = 10248
 # host's network namespace has none of its own, so one end of a veth pair carries it (what is
 # sent there reaches the other end, which has no address, and goes no further).
 NODE_IP = "10.87.0.1"
-# The values kubelet's container manager wants of these (its setupKernelTunables).
-KERNEL_TUNABLES = {
-    "vm/overcommit_memory": "1",
-    "vm/panic_on_oom": "0",
-    "kernel/panic": "10",
-    "kernel/panic_on_oops": "1",
-    "kernel/keys/root_maxkeys": "1000000",
-    "kernel/keys/root_maxbytes": "25000000",
-}
+# Binds /var/log/containers and shadows the kernel tunables, in a host's mount namespace (the
+# cluster's nodes are made the same way: scripts/try-cluster).
+KUBELET_HOST = os.path.join(harness.SOURCE_DIR, "scripts", "lib", "kubelet-host")
 
 _real_kubernetes = None
 
@@ -64,17 +58,8 @@ def host_node(env, directory):
     env.run("sh", "-c", "ip link add node0 type veth peer name node0-end && "
             "ip addr add %s/24 dev node0 && ip link set node0-end up && ip link set node0 up && "
             "ip route add default dev node0" % NODE_IP)
-    os.makedirs(os.path.join(directory, "containers"), exist_ok=True)
-    tun = os.path.join(directory, "sysctl")
-    os.makedirs(tun, exist_ok=True)
-    script = ["set -e", "mkdir -p /var/log/containers",
-              "mount --bind %s /var/log/containers" % os.path.join(directory, "containers")]
-    for name, value in KERNEL_TUNABLES.items():
-        f = os.path.join(tun, name.replace("/", "."))
-        with open(f, "w") as out:
-            out.write(value + "\n")
-        script.append("mount --bind %s /proc/sys/%s" % (f, name))
-    env.run("sh", "-c", "\n".join(script))
+    subprocess.run([KUBELET_HOST, str(env.pid1), directory], check=True, capture_output=True,
+                   cwd="/")
 
 
 class Kubelet:

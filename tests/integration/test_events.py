@@ -6,7 +6,6 @@ that was acknowledged), the simulator's faults, and the real rkt."""
 import json
 import os
 import signal
-import socket
 import threading
 import time
 import unittest
@@ -26,14 +25,6 @@ NAMES = {CREATED: "created", STARTED: "started", STOPPED: "stopped", DELETED: "d
 # What each object goes through, in this order; a step may be missing (a sandbox that never
 # ran, a container never started), never repeated.
 ORDER = [CREATED, STARTED, STOPPED, DELETED]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Subscriber:
@@ -109,7 +100,7 @@ class EventsSimTest(unittest.TestCase):
     """On the rkt simulator."""
 
     def setUp(self):
-        self.port = free_port()
+        self.port = harness.free_port()
         self.env = harness.SimEnv(self, extra=["--metrics-address", "127.0.0.1:%d" % self.port])
         self.env.start()
         self.env.fetch("docker://" + IMAGE)

@@ -19,14 +19,6 @@ import harness
 pb, pbg = harness.stubs()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def scrape(port):
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
         assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
@@ -180,7 +172,7 @@ class OperationsTest(harness.FakeRktCase):
             self.assertTrue(os.path.exists(sock))
 
     def test_metrics(self):
-        port = free_port()
+        port = harness.free_port()
         d = self.daemon(extra=["--metrics-address", "127.0.0.1:%d" % port]).start()
         ch = d.channel()
         self.addCleanup(ch.close)
@@ -224,7 +216,7 @@ class OperationsTest(harness.FakeRktCase):
         self.assertNotIn("metrics on", d.log())
 
     def test_config_file(self):
-        port = free_port()
+        port = harness.free_port()
         w = harness.workdir(self)
         conf = os.path.join(w, "rktlet.conf")
         with open(conf, "w") as f:
