@@ -55,7 +55,7 @@ static void test_parse_real_record(void **state)
                           "nspawn-incoming, ",
                           rkl_rkt_n_patches_wanted);
         assert_true(startswith(s, head));
-        assert_non_null(strstr(s, ", stream-drain, supervisor-ready)"));
+        assert_non_null(strstr(s, ", stream-drain, supervisor-ready, volume-rbind)"));
         rkl_rkt_build_done(&b);
 }
 
