@@ -117,7 +117,10 @@ size_t rkl_logs_convert(rkl_logs_conv *c, const char *in, size_t n, bool final, 
                         c->in_record = false;
                         used += (size_t)(nl - p) + 1;
                 } else if (final) {
-                        rkl_logs_append(out, c->time, c->time_len, c->stream, p, left, true);
+                        /* The app's output ended without a newline: partial, as containerd
+                         * writes it, so that kubelet (a termination message taken from the
+                         * log, `kubectl logs`) adds none. */
+                        rkl_logs_append(out, c->time, c->time_len, c->stream, p, left, false);
                         c->in_record = false;
                         used = n;
                 } else {

@@ -95,9 +95,11 @@ static void check_output(const char *src, size_t n, const char *out, size_t out_
                 line want = oracle(s, len);
                 s += len + (nl ? 1 : 0);
 
-                /* Its pieces: P..., then F. */
+                /* Its pieces: P..., then F; all P for a last line without a newline (the
+                 * app's output ended so), but an empty one. */
+                bool open_end = !nl && want.content_len > 0;
                 size_t got = 0;
-                for (bool full = false; !full;) {
+                for (bool done = false; !done;) {
                         CHECK(o < o_end);
                         const char *eol = memchr(o, '\n', (size_t)(o_end - o));
                         CHECK(eol);
@@ -107,7 +109,8 @@ static void check_output(const char *src, size_t n, const char *out, size_t out_
                         CHECK(eol - sp >= 10);
                         CHECK(!memcmp(sp, " stdout ", 8) || !memcmp(sp, " stderr ", 8));
                         CHECK((sp[8] == 'P' || sp[8] == 'F') && sp[9] == ' ');
-                        full = sp[8] == 'F';
+                        bool full = sp[8] == 'F';
+                        CHECK(!(open_end && full));
                         const char *content = sp + 10;
                         size_t piece = (size_t)(eol - content);
                         CHECK(piece <= RKL_LOGS_MAX_CONTENT);
@@ -120,6 +123,7 @@ static void check_output(const char *src, size_t n, const char *out, size_t out_
                         CHECK(!memcmp(content, want.content + got, piece));
                         got += piece;
                         o = eol + 1;
+                        done = full || (open_end && got == want.content_len);
                 }
                 CHECK(got == want.content_len);
         }

@@ -431,7 +431,7 @@ static void test_exited(void **state)
         f->t.exited = true;
         rkl_logs_sync(f->logs, &f->t, 1);
         _cleanup_free_ char *b =
-            expected(0, 2, "2024-01-01T00:00:09.000000009Z stderr F the last words\n");
+            expected(0, 2, "2024-01-01T00:00:09.000000009Z stderr P the last words\n");
         wait_content(f->log, b);
         wait_committed(f, true);
 
@@ -469,7 +469,7 @@ static void test_finish(void **state)
         rkl_logs_finish(f->logs, &t);
         wait_finished(f);
         _cleanup_free_ char *want =
-            expected(0, 500, "2024-01-01T00:00:09.000000009Z stdout F no newline\n");
+            expected(0, 500, "2024-01-01T00:00:09.000000009Z stdout P no newline\n");
         _cleanup_free_ char *got = slurp(f->log, NULL);
         assert_string_equal(got, want);
         assert_false(rkl_logs_finished(f->logs, "another"));
