@@ -210,7 +210,8 @@ static Runtime__V1__ContainerMetrics *container_metrics_pb(rkl_arena *a, const r
         char *id = rkl_api_pb_str(a, c->id);
         metrics l = {.a = a,
                      .base = {rkl_api_pb_text(a, c->spec.name), id,
-                              rkl_api_pb_text(a, rkl_container_spec_image_name(&c->spec)), rkl_api_pb_text(a, c->app_name),
+                              rkl_api_pb_text(a, rkl_container_spec_image_name(&c->spec)),
+                              rkl_api_pb_text(a, c->app_name),
                               rkl_api_pb_text(a, pod->rec->spec.namespace),
                               rkl_api_pb_text(a, pod->rec->spec.name)}};
 

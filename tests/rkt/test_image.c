@@ -157,8 +157,9 @@ static void test_manifest_bad(void **state)
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"app\":{\"exec\":[1]}}",
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"app\":{\"user\":0}}",
             "{\"acKind\":\"ImageManifest\",\"name\":\"x\\u0000y\"}",
-            "{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"annotations\":[{\"name\":"
-            "\"appc.io/docker/entrypoint\",\"value\":\"/bin/sh\"}]}",
+            /* One string (the parentheses say so to clang's -Wstring-concatenation). */
+            ("{\"acKind\":\"ImageManifest\",\"name\":\"x\",\"annotations\":[{\"name\":"
+             "\"appc.io/docker/entrypoint\",\"value\":\"/bin/sh\"}]}"),
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 rkl_rkt_image_manifest m = {0};
