@@ -4,24 +4,31 @@ saying why, when rkt cannot be built here). The client is our own (wsclient.py),
 channel protocols of kubelet's library (wsstream) as client-go and the e2e suite do:
 v5.channel.k8s.io (the close message), v4.channel.k8s.io (the exit status as a JSON Status),
 the base64 ones, channel.k8s.io (the status as text), and port-forward's v4.channel.k8s.io
-(the port on each channel first). Attach needs rkt's iottymux: the real rkt only."""
+(the port on each channel first). Attach needs rkt's iottymux: the real rkt only. And
+through the real kubelet (standalone), as a client that reaches kubelet directly: kubelet
+proxies the WebSocket request to rktlet as it came."""
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 import unittest
 
 import harness
+import kubelet
 import spdyclient
 import wsclient
-from wsclient import ERROR, RESIZE, STDERR, STDIN, STDOUT
+from wsclient import ERROR, STDERR, STDIN, STDOUT
 
 pb, pbg = harness.stubs()
 
 BUSYBOX = "docker.io/library/busybox:latest"
+
+
 def listen_in(netns, port):
     """A listening socket on 127.0.0.1:port made in the network namespace netns (a path)."""
+
     def listen():
         s = socket.socket()
         s.bind(("127.0.0.1", port))
@@ -299,6 +306,67 @@ class RealRktWebSocketTest(WebSocketCases, unittest.TestCase):
         self.assertTrue(c.eof())
         self.assertEqual(self.rs.ContainerStatus(pb.ContainerStatusRequest(
             container_id=cid), timeout=10).status.state, pb.CONTAINER_RUNNING)
+
+
+class RealKubeletWebSocketTest(unittest.TestCase):
+    """The real kubelet (v1.34, standalone: kubelet.py) between our client and rktlet, as a
+    client that reaches kubelet directly speaks to it: kubelet asks rktlet for the URL and
+    proxies the WebSocket request there as it came, so what answers is rktlet's."""
+
+    def setUp(self):
+        self.env = harness.RktEnv(self, extra=["--wait"]).start()
+        self.kubelet = kubelet.Kubelet(self, self.env)
+
+    def client(self, path, query, protocols):
+        """Our client on kubelet's authenticated port (TLS, its own certificate)."""
+        netns = "/proc/%d/ns/net" % self.env.pid1
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        raw = spdyclient.connect_in(netns, "127.0.0.1", kubelet.PORT)
+        c = wsclient.Client("https://127.0.0.1:%d%s" % (kubelet.PORT, path), netns,
+                            protocols=protocols, query=query,
+                            sock=ctx.wrap_socket(raw, server_hostname="127.0.0.1"))
+        self.addCleanup(c.close)
+        return c
+
+    def test_through_kubelet(self):
+        k = self.kubelet.start()
+        k.put_manifest("wsk", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "wsk", "namespace": "default"},
+            "spec": {"terminationGracePeriodSeconds": 2, "containers": [
+                {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]},
+                {"name": "web", "image": "busybox:1.36", "command": HTTPD}]}})
+        k.wait_pod("wsk", "running", kubelet.running, timeout=240)
+        name = "wsk-" + k.node
+        # The e2e suite's request: channel.k8s.io, stdout and stderr.
+        c = self.client("/exec/default/%s/main" % name,
+                        "?command=echo&command=remote+execution+test&output=1&error=1",
+                        ["channel.k8s.io"])
+        self.assertEqual((c.status, c.protocol), (101, "channel.k8s.io"))
+        self.assertEqual(c.until_closed()[STDOUT], b"remote execution test\n")
+        # v5 as kubectl offers it, stdin ended by the close message; a non-zero exit.
+        c = self.client("/exec/default/%s/main" % name,
+                        "?command=sh&command=-c&command=tr+a-z+A-Z%3B+exit+5&input=1&output=1",
+                        ["v5.channel.k8s.io"])
+        self.assertEqual((c.status, c.protocol), (101, "v5.channel.k8s.io"))
+        c.send(STDIN, b"through kubelet\n")
+        c.close_channel(STDIN)
+        out = c.until_closed()
+        self.assertEqual(out[STDOUT], b"THROUGH KUBELET\n")
+        self.assertEqual(json.loads(out[ERROR])["details"]["causes"][0]["message"], "5")
+
+        # Port-forward: kubelet takes the ports from its query and asks rktlet for them.
+        def answered():
+            c = self.client("/portForward/default/%s" % name, "?port=8080",
+                            ["v4.channel.k8s.io"])
+            self.assertEqual(c.status, 101)
+            c.send(0, b"GET /index.html HTTP/1.0\r\n\r\n")
+            out = c.until_closed()
+            return out if b"hello-ws" in out.get(0, b"") else None
+        out = harness.wait_for("httpd answering through kubelet", answered, timeout=30,
+                               interval=0.5)
+        self.assertEqual(out[1], (8080).to_bytes(2, "little"))
 
 
 if __name__ == "__main__":
