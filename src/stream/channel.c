@@ -1,5 +1,6 @@
-/* Exec and Attach over the channel protocols (v1 to v4 of remotecommand): the client opens
- * an error stream, then stdin, stdout and stderr as asked, and resize for a terminal; once
+/* Exec and Attach over the channel protocols (v1 to v5 of remotecommand): the client opens
+ * an error stream, then stdin, stdout and stderr as asked, and resize for a terminal (over
+ * WebSocket the transport opens them all at once, as channels); once
  * all are there the command starts (src/exec/, on a thread of its own that waits for it),
  * with pipes or a terminal, which the helper makes in the container and whose master it
  * sends back on a console socket; its output goes out as the peer takes it, and at its end
@@ -34,7 +35,7 @@ enum { ST_ERROR, ST_STDIN, ST_STDOUT, ST_STDERR, ST_RESIZE, _ST_MAX };
 static const char *const st_names[_ST_MAX] = {"error", "stdin", "stdout", "stderr", "resize"};
 
 typedef struct exec_state {
-        rkl_stream_spdy *st[_ST_MAX];
+        rkl_stream_channel *st[_ST_MAX];
         uint64_t deadline_usec;
         bool started, exited, finished;
         bool attached;
@@ -85,11 +86,12 @@ static exec_state *state(rkl_stream_session *s)
         return x;
 }
 
-static int exec_syn(rkl_stream_session *s, rkl_stream_spdy *st, const rkl_spdy_frame *f)
+static int exec_open(rkl_stream_session *s, rkl_stream_channel *st, const rkl_stream_header *hs,
+                     size_t n)
 {
         exec_state *x = state(s);
-        const rkl_spdy_header *h = rkl_spdy_frame_header(f, "streamtype");
-        bool tty_proto = rkl_stream__session_proto(s) <= RKL_STREAM_PROTO_V3;
+        const rkl_stream_header *h = rkl_stream__header(hs, n, "streamtype");
+        bool tty_proto = rkl_stream__proto_resize(rkl_stream__session_proto(s));
         if (!h || x->started)
                 return -EINVAL;
         for (int t = 0; t < _ST_MAX; t++) {
@@ -113,7 +115,7 @@ static void resize_apply(exec_state *x)
 }
 
 /* client-go sends one JSON object a line: {"Width":80,"Height":24}. */
-static void resize_parse(rkl_stream_session *s, exec_state *x, rkl_stream_spdy *st)
+static void resize_parse(rkl_stream_session *s, exec_state *x, rkl_stream_channel *st)
 {
         for (;;) {
                 uint8_t *nl = memchr(st->in, '\n', st->in_len);
@@ -164,7 +166,7 @@ static void stdin_close(exec_state *x)
 
 static void stdin_pump(rkl_stream_session *s, exec_state *x)
 {
-        rkl_stream_spdy *st = x->st[ST_STDIN];
+        rkl_stream_channel *st = x->st[ST_STDIN];
         /* Before the terminal is there, the client's input waits for it. */
         if (!st || !x->started || x->console >= 0)
                 return;
@@ -191,7 +193,7 @@ static void stdin_pump(rkl_stream_session *s, exec_state *x)
         }
 }
 
-static void exec_input(rkl_stream_session *s, rkl_stream_spdy *st, bool reset)
+static void exec_input(rkl_stream_session *s, rkl_stream_channel *st, bool reset)
 {
         exec_state *x = state(s);
         if (reset && st->type != ST_STDIN) {
@@ -410,13 +412,13 @@ static int start(rkl_stream_session *s, exec_state *x)
 /* The status on the error stream, and the end of every stream. */
 static void finish(rkl_stream_session *s, exec_state *x)
 {
-        rkl_stream_spdy *e = x->st[ST_ERROR];
+        rkl_stream_channel *e = x->st[ST_ERROR];
         for (int t = ST_STDOUT; t <= ST_STDERR; t++)
                 if (x->st[t])
                         rkl_stream__send(s, x->st[t], NULL, 0, true);
         if (e) {
                 _cleanup_free_ char *msg = NULL;
-                bool v4 = rkl_stream__session_proto(s) == RKL_STREAM_PROTO_V4;
+                bool v4 = rkl_stream__proto_json_status(rkl_stream__session_proto(s));
                 if (x->exec_r < 0 && v4)
                         msg = rkl_xasprintf("{\"metadata\":{},\"status\":\"Failure\","
                                             "\"message\":\"%s\",\"reason\":\"InternalError\"}",
@@ -460,7 +462,7 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
 {
         exec_state *x = state(s);
         rkl_stream_request *r = rkl_stream__session_request(s);
-        bool tty_proto = rkl_stream__session_proto(s) <= RKL_STREAM_PROTO_V3;
+        bool tty_proto = rkl_stream__proto_resize(rkl_stream__session_proto(s));
         int n = 0;
 
         if (!x->started && !x->finished) {
@@ -490,7 +492,7 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
         maybe_finish(s, x);
         if (x->finished)
                 return 0;
-        rkl_stream_spdy *out = x->st[ST_STDOUT], *err = x->st[ST_STDERR];
+        rkl_stream_channel *out = x->st[ST_STDOUT], *err = x->st[ST_STDERR];
         if (x->out_r >= 0 && (!out || rkl_stream__send_room(s, out) > 0))
                 pfd[n++] = (struct pollfd){.fd = x->out_r, .events = POLLIN};
         if (x->err_r >= 0 && (!err || rkl_stream__send_room(s, err) > 0))
@@ -505,7 +507,7 @@ static int exec_poll(rkl_stream_session *s, struct pollfd *pfd, int max, int *ti
 }
 
 /* Reads what the command wrote on fd and sends it on st (dropped when st is gone). */
-static void pump_out(rkl_stream_session *s, int *fd, rkl_stream_spdy *st, bool is_pty)
+static void pump_out(rkl_stream_session *s, int *fd, rkl_stream_channel *st, bool is_pty)
 {
         char buf[32 << 10];
         size_t room = st ? rkl_stream__send_room(s, st) : sizeof(buf);
@@ -584,7 +586,7 @@ static void exec_end(rkl_stream_session *s)
 }
 
 const rkl_stream_ops rkl_stream__exec_ops = {
-    .syn = exec_syn,
+    .open = exec_open,
     .input = exec_input,
     .poll = exec_poll,
     .events = exec_events,

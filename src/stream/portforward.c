@@ -1,5 +1,6 @@
 /* Port-forward over portforward.k8s.io: each forwarded connection is a pair of streams with
- * the same requestid, error (opened first) and data; the data stream is joined to a TCP
+ * the same requestid, error (opened first) and data (over WebSocket the transport opens a
+ * pair per port of the request, at the start); the data stream is joined to a TCP
  * connection to localhost:PORT made inside the pod's network namespace. Both directions
  * are copied with half-close kept: the peer's FIN shuts our write side, the socket's EOF is
  * our FIN. A failed connect is told on the error stream. */
@@ -25,7 +26,7 @@ enum { PF_ERROR = 1, PF_DATA };
 typedef struct pf_pair {
         char id[32];
         uint16_t port;
-        rkl_stream_spdy *err, *data;
+        rkl_stream_channel *err, *data;
         int fd;
         bool shut_wr; /* the peer's FIN passed on */
         bool closed;  /* finished: waiting to be dropped */
@@ -47,12 +48,12 @@ static pf_state *state(rkl_stream_session *s)
         return p;
 }
 
-static bool header_is(const rkl_spdy_header *h, const char *v)
+static bool header_is(const rkl_stream_header *h, const char *v)
 {
         return h && h->value_len == strlen(v) && memcmp(h->value, v, h->value_len) == 0;
 }
 
-static int port_parse(const rkl_spdy_header *h, const rkl_stream_request *r, uint16_t *ret)
+static int port_parse(const rkl_stream_header *h, const rkl_stream_request *r, uint16_t *ret)
 {
         char buf[8];
         unsigned v;
@@ -155,7 +156,7 @@ static void pair_free(pf_pair *p)
         free(p);
 }
 
-static pf_pair *pair_find(pf_state *ps, const rkl_spdy_header *id)
+static pf_pair *pair_find(pf_state *ps, const rkl_stream_header *id)
 {
         for (size_t i = 0; i < ps->n; i++)
                 if (strlen(ps->pairs[i]->id) == id->value_len &&
@@ -164,16 +165,17 @@ static pf_pair *pair_find(pf_state *ps, const rkl_spdy_header *id)
         return NULL;
 }
 
-static int pf_syn(rkl_stream_session *s, rkl_stream_spdy *st, const rkl_spdy_frame *f)
+static int pf_open(rkl_stream_session *s, rkl_stream_channel *st, const rkl_stream_header *h,
+                   size_t n)
 {
         pf_state *ps = state(s);
         rkl_stream_request *r = rkl_stream__session_request(s);
-        const rkl_spdy_header *type = rkl_spdy_frame_header(f, "streamtype");
-        const rkl_spdy_header *id = rkl_spdy_frame_header(f, "requestid");
+        const rkl_stream_header *type = rkl_stream__header(h, n, "streamtype");
+        const rkl_stream_header *id = rkl_stream__header(h, n, "requestid");
         uint16_t port;
         if (!id || id->value_len == 0 || id->value_len >= sizeof(ps->pairs[0]->id))
                 return -EINVAL;
-        if (port_parse(rkl_spdy_frame_header(f, "port"), r, &port) < 0)
+        if (port_parse(rkl_stream__header(h, n, "port"), r, &port) < 0)
                 return -EINVAL;
         pf_pair *p = pair_find(ps, id);
         if (header_is(type, "error")) {
@@ -209,7 +211,7 @@ static int pf_syn(rkl_stream_session *s, rkl_stream_spdy *st, const rkl_spdy_fra
 
 static void pump_in(rkl_stream_session *s, pf_pair *p)
 {
-        rkl_stream_spdy *st = p->data;
+        rkl_stream_channel *st = p->data;
         while (st->in_len > 0 && p->fd >= 0 && !p->shut_wr) {
                 ssize_t k = send(p->fd, st->in, st->in_len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (k < 0 && errno == EINTR)
@@ -231,7 +233,7 @@ static void pump_in(rkl_stream_session *s, pf_pair *p)
         }
 }
 
-static void pf_input(rkl_stream_session *s, rkl_stream_spdy *st, bool reset)
+static void pf_input(rkl_stream_session *s, rkl_stream_channel *st, bool reset)
 {
         pf_pair *p = st->data;
         if (!p || st->type == PF_ERROR) {
@@ -328,8 +330,10 @@ static void pf_events(rkl_stream_session *s, const struct pollfd *pfd, int n)
 
 static bool pf_done(rkl_stream_session *s)
 {
-        (void)s;
-        return false; /* until the peer closes: it opens a pair per connection it accepts */
+        /* Over SPDY the peer opens a pair per connection it accepts: until it closes. Over
+         * WebSocket the pairs are the ports of the request, one connection each. */
+        pf_state *ps = rkl_stream__session_data(s);
+        return rkl_stream__session_fixed(s) && (!ps || ps->n == 0);
 }
 
 static void pf_end(rkl_stream_session *s)
@@ -344,7 +348,7 @@ static void pf_end(rkl_stream_session *s)
 }
 
 const rkl_stream_ops rkl_stream__port_forward_ops = {
-    .syn = pf_syn,
+    .open = pf_open,
     .input = pf_input,
     .poll = pf_poll,
     .events = pf_events,

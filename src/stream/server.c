@@ -2,7 +2,11 @@
  * path names the kind and the token, the token is spent, and the upgraded socket goes to a
  * session thread of its own. Anything else is refused without a word about why a token was
  * not good: 404 for any path or token that serves nothing, 400 for a request that is no
- * SPDY/3.1 upgrade, 403 when no protocol fits, 503 past the session limit. */
+ * upgrade to SPDY/3.1 or a WebSocket handshake (RFC 6455 4.2.1) that is not whole, 426 for
+ * a WebSocket version other than 13, 403 when no protocol fits, 503 past the session
+ * limit. All of these but 404 are told before the token is looked at, so they do not spend
+ * it; a WebSocket port-forward naming a port its token does not allow is refused (403)
+ * after. */
 #include "stream-internal.h"
 
 #include <arpa/inet.h>
@@ -20,6 +24,7 @@
 #include "base/parse.h"
 #include "base/strv.h"
 #include "base/time-util.h"
+#include "websocket.h"
 #include "base/banned.h"
 
 #define DEFAULT_TTL_USEC  (60 * USEC_PER_SEC)
@@ -27,7 +32,9 @@
 #define DEFAULT_SESSIONS  64
 #define DEFAULT_IDLE_USEC (4 * 3600 * USEC_PER_SEC)
 #define MAX_OFFERED       16
+#define MAX_WS_PORTS      128 /* two channels each, numbered by a byte */
 #define PROTOCOL_HEADER   "X-Stream-Protocol-Version"
+#define WS_PROTOCOL       "Sec-WebSocket-Protocol"
 
 struct rkl_stream_server {
         struct MHD_Daemon *mhd;
@@ -124,23 +131,26 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         if (!resp)
                 return MHD_NO;
         (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        if (status == MHD_HTTP_UPGRADE_REQUIRED) /* what it would take (RFC 6455 4.4) */
+                (void)MHD_add_response_header(resp, "Sec-WebSocket-Version", "13");
         enum MHD_Result r = MHD_queue_response(conn, status, resp);
         MHD_destroy_response(resp);
         return r;
 }
 
 typedef struct offered {
+        const char *header;
         char *v[MAX_OFFERED];
         size_t n;
 } offered;
 
-/* Every X-Stream-Protocol-Version value, also comma-separated ones. */
+/* Every value of o->header, also comma-separated ones. */
 static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *key,
                                const char *value)
 {
         offered *o = cls;
         (void)kind;
-        if (!key || !value || strcasecmp(key, PROTOCOL_HEADER) != 0)
+        if (!key || !value || strcasecmp(key, o->header) != 0)
                 return MHD_YES;
         for (const char *p = value; *p && o->n < MAX_OFFERED;) {
                 p += strspn(p, " \t,");
@@ -175,9 +185,129 @@ static bool reserve(rkl_stream_server *s)
         return true;
 }
 
-static enum MHD_Result handle(rkl_stream_server *s, struct MHD_Connection *conn, const char *url)
+/* The protocols offered in header, and the one chosen of them. */
+static rkl_stream_proto choose(struct MHD_Connection *conn, rkl_stream_kind kind, bool ws,
+                               bool *ret_offered)
+{
+        offered o = {.header = ws ? WS_PROTOCOL : PROTOCOL_HEADER};
+        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect, &o);
+        rkl_stream_proto p = ws ? rkl_stream__proto_choose_ws(kind, (const char *const *)o.v, o.n)
+                                : rkl_stream__proto_choose(kind, (const char *const *)o.v, o.n);
+        for (size_t i = 0; i < o.n; i++)
+                free(o.v[i]);
+        *ret_offered = o.n > 0;
+        return p;
+}
+
+typedef struct query_ports {
+        int32_t v[MAX_WS_PORTS];
+        size_t n;
+        bool bad;
+} query_ports;
+
+/* The port-forward's ports from the query: kubelet's library reads `port` (as kubelet's own
+ * URLs name it); the API server's pod URL says `ports`. Each may be a comma-separated list
+ * and be repeated. */
+static enum MHD_Result collect_ports(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+        query_ports *p = cls;
+        (void)kind;
+        if (!key || (!streq(key, "port") && !streq(key, "ports")))
+                return MHD_YES;
+        if (!value || !*value) {
+                p->bad = true;
+                return MHD_YES;
+        }
+        for (const char *v = value; !p->bad;) {
+                char num[8];
+                unsigned port;
+                size_t k = strcspn(v, ",");
+                if (k == 0 || k >= sizeof(num) || p->n >= MAX_WS_PORTS) {
+                        p->bad = true;
+                        break;
+                }
+                memcpy(num, v, k);
+                num[k] = 0;
+                if (rkl_safe_atou(num, &port) < 0 || port == 0 || port > RKL_MAX_PORT)
+                        p->bad = true;
+                else
+                        p->v[p->n++] = (int32_t)port;
+                if (!v[k])
+                        break;
+                v += k + 1;
+        }
+        return MHD_YES;
+}
+
+/* A WebSocket port-forward forwards the query's ports, which the token must allow, or else
+ * the token's (the URL kubelet proxies to carries no query). 0, or the status to refuse it
+ * with and *why. */
+static unsigned ws_ports(rkl_stream_request *req, const query_ports *q, const char **why)
+{
+        for (size_t i = 0; i < q->n; i++) {
+                bool allowed = req->n_ports == 0;
+                for (size_t j = 0; j < req->n_ports; j++)
+                        allowed = allowed || req->ports[j] == q->v[i];
+                if (!allowed) {
+                        *why = "forbidden: a port the request did not name\n";
+                        return MHD_HTTP_FORBIDDEN;
+                }
+        }
+        if (q->n > 0) {
+                free(req->ports);
+                req->ports = rkl_xnew(int32_t, q->n);
+                memcpy(req->ports, q->v, q->n * sizeof(*req->ports));
+                req->n_ports = q->n;
+        }
+        if (req->n_ports == 0 || req->n_ports > MAX_WS_PORTS) {
+                *why = req->n_ports ? "bad request: too many ports\n"
+                                    : "bad request: query parameter \"port\" is required\n";
+                return MHD_HTTP_BAD_REQUEST;
+        }
+        return 0;
+}
+
+/* What the 101 says besides the status. */
+typedef struct answer {
+        const char *upgrade;
+        const char *protocol_header, *protocol; /* protocol NULL: none named */
+        char accept[RKL_WS_ACCEPT_LEN + 1];
+} answer;
+
+/* A WebSocket handshake's checks (RFC 6455 4.2.1): 0, or the status to refuse it with and
+ * *why. */
+static unsigned ws_check(struct MHD_Connection *conn, const char *method, answer *a,
+                         const char **why)
+{
+        const char *version =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+        const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+        if (!streq(method, "GET")) {
+                *why = "bad request: a WebSocket handshake is a GET\n";
+                return MHD_HTTP_BAD_REQUEST;
+        }
+        if (!version || !streq(version, "13")) {
+                *why = "upgrade required: only WebSocket version 13 is served here\n";
+                return MHD_HTTP_UPGRADE_REQUIRED;
+        }
+        if (!key || !rkl_ws_key_valid(key, strlen(key))) {
+                *why = "bad request: Sec-WebSocket-Key is not the base64 of 16 bytes\n";
+                return MHD_HTTP_BAD_REQUEST;
+        }
+        rkl_ws_accept(key, strlen(key), a->accept);
+        a->upgrade = "websocket";
+        a->protocol_header = WS_PROTOCOL;
+        return 0;
+}
+
+static enum MHD_Result handle(rkl_stream_server *s, struct MHD_Connection *conn, const char *url,
+                              const char *method)
 {
         static const char not_found[] = "not found\n";
+        answer a = {.upgrade = "SPDY/3.1", .protocol_header = PROTOCOL_HEADER};
+        query_ports q = {0};
+        const char *why = NULL;
         /* "/KIND/TOKEN", nothing else. */
         if (url[0] != '/')
                 return reply(conn, MHD_HTTP_NOT_FOUND, not_found);
@@ -187,17 +317,28 @@ static enum MHD_Result handle(rkl_stream_server *s, struct MHD_Connection *conn,
         rkl_stream_kind kind = rkl_stream__kind_from_name(url + 1, (size_t)(slash - url - 1));
         if (kind < 0)
                 return reply(conn, MHD_HTTP_NOT_FOUND, not_found);
-        if (!header_has(conn, "Connection", "upgrade") || !header_has(conn, "Upgrade", "SPDY/3.1"))
+        bool ws = header_has(conn, "Upgrade", "websocket");
+        if (!header_has(conn, "Connection", "upgrade") ||
+            (!ws && !header_has(conn, "Upgrade", "SPDY/3.1")))
                 return reply(conn, MHD_HTTP_BAD_REQUEST,
-                             "bad request: only an upgrade to SPDY/3.1 is served here\n");
-        offered o = {0};
-        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect, &o);
-        rkl_stream_proto proto = rkl_stream__proto_choose(kind, (const char *const *)o.v, o.n);
-        for (size_t i = 0; i < o.n; i++)
-                free(o.v[i]);
+                             "bad request: only an upgrade to SPDY/3.1 or to websocket is "
+                             "served here\n");
+        unsigned status = ws ? ws_check(conn, method, &a, &why) : 0;
+        if (status)
+                return reply(conn, status, why);
+        bool named;
+        rkl_stream_proto proto = choose(conn, kind, ws, &named);
         if (proto < 0)
                 return reply(conn, MHD_HTTP_FORBIDDEN,
-                             "none of the offered " PROTOCOL_HEADER " values is served\n");
+                             ws ? "none of the offered " WS_PROTOCOL " values is served\n"
+                                : "none of the offered " PROTOCOL_HEADER " values is served\n");
+        a.protocol = !ws || named ? rkl_stream__proto_name(proto) : NULL;
+        if (ws && kind == RKL_STREAM_PORT_FORWARD) {
+                (void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_ports, &q);
+                if (q.bad)
+                        return reply(conn, MHD_HTTP_BAD_REQUEST,
+                                     "bad request: a port that is not 1 to 65535\n");
+        }
         if (!reserve(s))
                 return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                              "too many streaming sessions: try again later\n");
@@ -208,6 +349,11 @@ static enum MHD_Result handle(rkl_stream_server *s, struct MHD_Connection *conn,
                 session_release(s);
                 return reply(conn, MHD_HTTP_NOT_FOUND, not_found);
         }
+        if (ws && kind == RKL_STREAM_PORT_FORWARD && (status = ws_ports(req, &q, &why))) {
+                rkl_stream__request_free(req);
+                session_release(s);
+                return reply(conn, status, why);
+        }
         upgrade *u = rkl_xnew0(upgrade, 1);
         *u = (upgrade){.server = s, .req = req, .proto = proto, .fd = -1};
         struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, u);
@@ -217,8 +363,11 @@ static enum MHD_Result handle(rkl_stream_server *s, struct MHD_Connection *conn,
                 session_release(s);
                 return MHD_NO;
         }
-        (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "SPDY/3.1");
-        (void)MHD_add_response_header(resp, PROTOCOL_HEADER, rkl_stream__proto_name(proto));
+        (void)MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, a.upgrade);
+        if (a.protocol)
+                (void)MHD_add_response_header(resp, a.protocol_header, a.protocol);
+        if (ws)
+                (void)MHD_add_response_header(resp, "Sec-WebSocket-Accept", a.accept);
         enum MHD_Result r = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
         MHD_destroy_response(resp);
         if (r != MHD_YES) {
@@ -247,7 +396,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         if (!streq(method, "GET") && !streq(method, "POST"))
                 return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and POST\n");
-        return handle(cls, conn, url);
+        return handle(cls, conn, url, method);
 }
 
 typedef struct listen_args {

@@ -1,6 +1,6 @@
 /* The streaming server: Exec, Attach and PortForward answer with a URL on it, and kubelet
- * (or crictl) connects there, upgrades to SPDY/3.1 and speaks the channel protocols of
- * k8s.io/client-go's remotecommand and portforward (docs/streaming.md).
+ * (or crictl) connects there, upgrades to SPDY/3.1 or to a WebSocket and speaks the channel
+ * protocols of k8s.io/client-go's remotecommand and portforward (docs/streaming.md).
  *
  * A URL carries a single-use token of 128 random bits, bound to what it was made for and
  * good for a minute. The HTTP side runs in libmicrohttpd's thread; each upgraded connection

@@ -24,40 +24,12 @@
 #include <zlib.h>
 
 #include "base/alloc.h"
+#include "bytes.h"
 #include "chunks.h"
 #include "stream/spdy.h"
 #include "base/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                                                   \
-        do {                                                                                       \
-                if (!(x)) {                                                                        \
-                        fprintf(stderr, "fuzz_spdy: %s:%d: %s\n", __FILE__, __LINE__, #x);         \
-                        abort();                                                                   \
-                }                                                                                  \
-        } while (0)
-
-typedef struct bytes {
-        uint8_t *p;
-        size_t len, cap;
-} bytes;
-
-static void put(bytes *b, const void *p, size_t n)
-{
-        if (b->len + n > b->cap) {
-                b->cap = (b->len + n) * 2;
-                b->p = rkl_xrealloc(b->p, b->cap);
-        }
-        if (n && p) /* no p: room only */
-                memcpy(b->p + b->len, p, n);
-        b->len += n;
-}
-
-static void put_u64(bytes *b, uint64_t v)
-{
-        put(b, &v, sizeof(v));
-}
 
 /* Every field of f, lengths first, so that two frames compare as bytes. */
 static void canon(bytes *b, const rkl_spdy_frame *f)

@@ -40,9 +40,9 @@ SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDAT
 FIN = 1
 
 
-def connect_in(netns, host, port, timeout=30):
-    """A TCP connection made from inside the network namespace netns (a path), by a thread
-    of its own: setns() moves only the calling thread, and the socket keeps its namespace."""
+def in_netns(netns, fn):
+    """fn() run in the network namespace netns (a path), by a thread of its own: setns()
+    moves only the calling thread, and a socket keeps the namespace it was made in."""
     out = {}
 
     def run():
@@ -54,7 +54,7 @@ def connect_in(netns, host, port, timeout=30):
                     raise OSError(ctypes.get_errno(), "setns " + netns)
             finally:
                 os.close(fd)
-            out["sock"] = socket.create_connection((host, port), timeout=timeout)
+            out["value"] = fn()
         except OSError as e:
             out["error"] = e
 
@@ -63,7 +63,28 @@ def connect_in(netns, host, port, timeout=30):
     t.join()
     if "error" in out:
         raise out["error"]
-    return out["sock"]
+    return out["value"]
+
+
+def connect_in(netns, host, port, timeout=30):
+    """A TCP connection made from inside the network namespace netns (a path)."""
+    return in_netns(netns, lambda: socket.create_connection((host, port), timeout=timeout))
+
+
+def read_head(sock):
+    """An HTTP answer's head: (status, {lower-case name: value}, the bytes after it)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    status = int(lines[0].split()[1]) if lines[0] else 0
+    headers = {k.strip().lower(): v.strip()
+               for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+    return status, headers, rest
 
 
 class Client:
@@ -78,17 +99,7 @@ class Client:
             head += ["Connection: Upgrade", "Upgrade: " + upgrade]
         head += ["X-Stream-Protocol-Version: " + p for p in protocols]
         self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
-        self.buf = b""
-        while b"\r\n\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                break
-            self.buf += chunk
-        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
-        lines = head.decode(errors="replace").split("\r\n")
-        self.status = int(lines[0].split()[1]) if lines[0] else 0
-        self.headers = {k.strip().lower(): v.strip()
-                        for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+        self.status, self.headers, self.buf = read_head(self.sock)
         self.deflate = zlib.compressobj(zdict=SPDY3_DICT)
         self.inflate = zlib.decompressobj(zdict=SPDY3_DICT)
         self.next_id = 1

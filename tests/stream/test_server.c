@@ -20,35 +20,43 @@
 #include "base/alloc.h"
 #include "stream/stream.h"
 
-/* Sends an upgrade request for url's path to the server; the status code it answers, and
- * the connection (left open) in *ret_fd. */
-static int request(const rkl_stream_server *s, const char *path, const char *extra, int *ret_fd)
+/* Sends a request for path to the server; the status code it answers, its head at buf (of
+ * 4096 bytes), and the connection (left open) in *ret_fd. */
+static int send_request(const rkl_stream_server *s, const char *method, const char *path,
+                        const char *extra, char *buf, int *ret_fd)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET};
         const char *addr = rkl_stream_server_address(s);
         unsigned port;
-        char host[32], buf[4096];
+        char host[32];
         assert_int_equal(sscanf(addr, "%31[^:]:%u", host, &port), 2);
         sa.sin_port = htons((uint16_t)port);
         assert_int_equal(inet_pton(AF_INET, host, &sa.sin_addr), 1);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        int n = snprintf(buf, sizeof(buf),
-                         "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n%s\r\n", path, addr,
-                         extra);
+        int n = snprintf(buf, 4096, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n%s\r\n",
+                         method, path, addr, extra);
         assert_int_equal(write(fd, buf, (size_t)n), n);
         size_t len = 0;
         while (!memmem(buf, len, "\r\n\r\n", 4)) {
-                ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+                ssize_t k = read(fd, buf + len, 4096 - 1 - len);
                 assert_true(k > 0);
                 len += (size_t)k;
         }
         buf[len] = 0;
         int status = 0;
         assert_int_equal(sscanf(buf, "HTTP/1.1 %d", &status), 1);
+        *ret_fd = fd;
+        return status;
+}
+
+/* An upgrade request (POST, as kubelet's SPDY client sends it). */
+static int request(const rkl_stream_server *s, const char *path, const char *extra, int *ret_fd)
+{
+        char buf[4096];
+        int status = send_request(s, "POST", path, extra, buf, ret_fd);
         if (status == 101)
                 assert_non_null(strstr(buf, "X-Stream-Protocol-Version: portforward.k8s.io"));
-        *ret_fd = fd;
         return status;
 }
 
@@ -123,6 +131,87 @@ static void test_server(void **state)
         free(u3);
 }
 
+#define WS_UPGRADE                                                                                 \
+        "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"               \
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+
+/* The WebSocket handshake: what RFC 6455 4.2.1 asks, the protocols in the client's order, the
+ * port-forward's ports; the refusals that keep the token and those that spend it. */
+static void test_websocket_handshake(void **state)
+{
+        rkl_stream_server *s = NULL;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_stream_config c = {.address = "127.0.0.1:0"};
+        const int32_t allowed[] = {80, 8080};
+        char *url = NULL, buf[4096];
+        int fd;
+
+        assert_int_equal(rkl_stream_server_new(&c, &s, &err), 0);
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), allowed, 2, &url, &err), 0);
+        const char *p = path_of(url);
+        /* Refused before the token is looked at. */
+        assert_int_equal(send_request(s, "POST", p, WS_UPGRADE, buf, &fd), 400);
+        close(fd);
+        assert_int_equal(send_request(s, "GET", p,
+                                      "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+                                      "Sec-WebSocket-Version: 8\r\n"
+                                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                                      buf, &fd),
+                         426);
+        assert_non_null(strstr(buf, "Sec-WebSocket-Version: 13"));
+        close(fd);
+        assert_int_equal(send_request(s, "GET", p,
+                                      "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+                                      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: abc\r\n",
+                                      buf, &fd),
+                         400);
+        close(fd);
+        assert_int_equal(send_request(s, "GET", p,
+                                      WS_UPGRADE "Sec-WebSocket-Protocol: channel.k8s.io\r\n", buf,
+                                      &fd),
+                         403);
+        close(fd);
+        char path[128];
+        snprintf(path, sizeof(path), "%s?port=0", p);
+        assert_int_equal(send_request(s, "GET", path, WS_UPGRADE, buf, &fd), 400);
+        close(fd);
+        /* The client's first choice that is served; the ports from the query. */
+        snprintf(path, sizeof(path), "%s?ports=8080", p);
+        assert_int_equal(send_request(s, "GET", path,
+                                      WS_UPGRADE
+                                      "Sec-WebSocket-Protocol: x, v4.base64.channel.k8s.io"
+                                      "\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n",
+                                      buf, &fd),
+                         101);
+        assert_non_null(strstr(buf, "Upgrade: websocket"));
+        assert_non_null(strstr(buf, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+        assert_non_null(strstr(buf, "Sec-WebSocket-Protocol: v4.base64.channel.k8s.io"));
+        close(fd);
+        free(url);
+        /* A port the token does not allow: refused, and the token is spent. */
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), allowed, 2, &url, &err), 0);
+        snprintf(path, sizeof(path), "%s?port=80,22", path_of(url));
+        assert_int_equal(send_request(s, "GET", path, WS_UPGRADE, buf, &fd), 403);
+        close(fd);
+        assert_int_equal(send_request(s, "GET", path_of(url), WS_UPGRADE, buf, &fd), 404);
+        close(fd);
+        free(url);
+        /* Without a protocol: the binary one, named in no header. A port-forward token for
+         * any port needs the query to say which. */
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), NULL, 0, &url, &err), 0);
+        assert_int_equal(send_request(s, "GET", path_of(url), WS_UPGRADE, buf, &fd), 400);
+        assert_non_null(strstr(buf, "query parameter"));
+        close(fd);
+        free(url);
+        assert_int_equal(rkl_stream_port_forward_url(s, getpid(), NULL, 0, &url, &err), 0);
+        snprintf(path, sizeof(path), "%s?port=1", path_of(url));
+        assert_int_equal(send_request(s, "GET", path, WS_UPGRADE, buf, &fd), 101);
+        assert_null(strstr(buf, "Sec-WebSocket-Protocol"));
+        close(fd);
+        rkl_stream_server_free(s);
+        free(url);
+}
+
 /* A connection to the server's port from this thread's network namespace: 0, or -errno. */
 static int dial(const rkl_stream_server *s)
 {
@@ -189,6 +278,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_server),
+            cmocka_unit_test(test_websocket_handshake),
             cmocka_unit_test(test_server_in_other_netns),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
