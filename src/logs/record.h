@@ -36,10 +36,10 @@ typedef struct rkl_logs_conv {
 
 /* Appends to out the CRI records for the rkt records in in[0, n) and returns how many input
  * bytes they took: whole records, the pieces of one longer than RKL_LOGS_LONG_LINE, and with
- * final (the writer is gone) the trailing record without a newline, as P records. What is not taken is to
- * be given again, with more after it. A line that is not an rkt record (no time and stream
- * words) is kept as stdout content, stamped with now_ns. Never fails: every byte comes out,
- * NUL, CR and invalid UTF-8 included, as the app printed them. */
+ * final (the writer is gone) the trailing record without a newline, as P records. What is not
+ * taken is to be given again, with more after it. A line that is not an rkt record (no time and
+ * stream words) is kept as stdout content, stamped with now_ns. Never fails: every byte comes
+ * out, NUL, CR and invalid UTF-8 included, as the app printed them. */
 size_t rkl_logs_convert(rkl_logs_conv *c, const char *in, size_t n, bool final, int64_t now_ns,
                         rkl_logs_buf *out);
 
