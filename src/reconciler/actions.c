@@ -179,6 +179,7 @@ static int run_app_add(action *a)
             .log_file = a->log_file,
             .pod_sysctls = &a->sysctls,
             .pod_pid = a->pod_pid,
+            .hosts_file = a->node_hosts ? "/etc/hosts" : NULL,
         };
         rkl_error err = RKL_ERROR_INIT;
         return failed(a, RKL_OPS(a->r, app_add, a->uuid, &c->spec, &o, a->timeout_usec, &err),

@@ -156,6 +156,7 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
                 rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
                 a->pod_pid = p ? p->ppid : 0;
+                a->node_hosts = pod->spec.host_network;
                 rkl_reconciler__pod_add_submitted(r, p);
         } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
                 if (!rkl_reconciler__can_start(r, c->id) ||

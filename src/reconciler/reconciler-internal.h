@@ -86,6 +86,7 @@ typedef struct action {
         char **entrypoint; /* ACT_APP_ADD: the image's own, for a spec of args alone */
         rkl_kvs sysctls;   /* ACT_APP_ADD: the pod's */
         uint32_t pod_pid;  /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
+        bool node_hosts;   /* ACT_APP_ADD: a host-network pod's app sees the node's /etc/hosts */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */

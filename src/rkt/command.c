@@ -51,8 +51,10 @@ int rkl_rkt_sandbox_args(const rkl_pod_spec *spec, const rkl_rkt_sandbox_opts *o
         if (spec->host_network) {
                 /* rkt refuses other --dns flags next to --dns=host; kubelet writes the
                  * node's resolv.conf into dns_config for host-network pods anyway. */
+                /* No --hosts-entry=host: rkt would bind the node's /etc/hosts over every
+                 * app's, kubelet's own (hostAliases) too; rkl_rkt_app_opts.hosts_file binds
+                 * it where kubelet gives none. */
                 rkl_strv_push(&a, "--net=host");
-                rkl_strv_push(&a, "--hosts-entry=host");
                 const char *h = !isempty(spec->hostname) ? spec->hostname : o->node_hostname;
                 if (!isempty(h))
                         pushf(&a, "--hostname=%s", h);
@@ -486,11 +488,18 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                 rkl_strv_consume(
                     &a, default_seccomp(spec, "--seccomp=mode=remove,errno=EPERM,", ',', ""));
 
+        bool hosts_mounted = false;
         for (size_t i = 0; i < spec->n_mounts; i++) {
                 const rkl_mount *m = &spec->mounts[i];
                 pushf(&a, "--mnt-volume=name=vol-%zu,kind=host,source=%s,target=%s,readOnly=%s", i,
                       m->host_path, m->container_path, m->readonly ? "true" : "false");
+                if (streq(m->container_path, "/etc/hosts"))
+                        hosts_mounted = true;
         }
+        if (o->hosts_file && !hosts_mounted)
+                pushf(&a, "--mnt-volume=name=etc-hosts,kind=host,source=%s,target=/etc/hosts,"
+                          "readOnly=true",
+                      o->hosts_file);
 
         push_exec(&a, spec, o);
         *ret = TAKE_PTR(a);

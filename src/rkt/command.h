@@ -47,6 +47,8 @@ typedef struct rkl_rkt_app_opts {
         const rkl_rkt_ids *ids;        /* NULL or unset: run_as_* as the spec says */
         const rkl_kvs *pod_sysctls;    /* set in the pod's namespaces before the app is added */
         uint32_t pod_pid;              /* the pod's nspawn (its ppid file) */
+        const char *hosts_file;        /* NULL, or bound read-only at /etc/hosts unless the
+                                        * spec mounts a file there (host-network pods) */
 } rkl_rkt_app_opts;
 
 /* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod

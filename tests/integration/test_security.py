@@ -638,6 +638,20 @@ class RealRktPodNetworkTest(unittest.TestCase):
             cid, "cat", "/proc/net/dev")[1].splitlines()[2:]), sorted(
             ln.split(":")[0].strip() for ln in self.env.run("cat", "/proc/net/dev").stdout
             .splitlines()[2:]))
+        # The node's /etc/hosts, read-only, where kubelet mounts none; kubelet's file (a
+        # host-network pod with hostAliases) where it does.
+        self.assertEqual(self.exec(cid, "cat", "/etc/hosts")[1],
+                         self.env.run("cat", "/etc/hosts").stdout)
+        self.assertNotEqual(self.exec(cid, "sh", "-c", "echo x >> /etc/hosts")[0], 0)
+        managed = os.path.join(self.env.dir, "etc-hosts")
+        with open(managed, "w") as f:
+            f.write("# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n"
+                    "123.45.67.89 foo.local\n")
+        aliased = self.config("aliased", "true")
+        aliased.linux.security_context.namespace_options.network = pb.NODE
+        aliased.mounts.add(container_path="/etc/hosts", host_path=managed)
+        aliased_cid, _ = self.start(pod, aliased)
+        self.assertIn("123.45.67.89 foo.local", self.exec(aliased_cid, "cat", "/etc/hosts")[1])
 
         def bad(field, change):
             c = pb.PodSandboxConfig()

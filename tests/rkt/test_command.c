@@ -116,7 +116,10 @@ static void test_sandbox_host_network(void **state)
         s.hostname = mfree(s.hostname);
         assert_int_equal(rkl_rkt_sandbox_args(&s, &sandbox_opts, &a, &insecure, &err), 0);
         assert_true(has(a, "--net=host"));
-        assert_true(has(a, "--hosts-entry=host"));
+        /* The node's /etc/hosts comes by app (rkl_rkt_app_opts.hosts_file), not rkt's flag,
+         * which would hide kubelet's own file. */
+        for (char **p = a; *p; p++)
+                assert_false(strncmp(*p, "--hosts-entry", 13) == 0);
         assert_true(has(a, "--hostname=node1"));
         assert_false(has(a, "--net=k8s"));
         /* Host ports are the host's own: no forwarding. */
@@ -201,6 +204,8 @@ static void test_app_add(void **state)
         assert_true(has(a, "--mnt-volume=name=vol-0,kind=host,source=/srv/data,target=/data,"
                            "readOnly=true"));
         assert_true(has(a, "--user-annotation=rktlet.io/container-id=ffee"));
+        for (char **p = a; *p; p++)
+                assert_null(strstr(*p, "target=/etc/hosts"));
         /* Docker's defaults, minus the drops, plus the adds: the drop-in's bound alone. */
         RKL_STRV_FOREACH (p, a)
                 assert_true(strncmp(*p, "--caps-", 7) != 0);
@@ -221,6 +226,31 @@ static void test_app_add(void **state)
         assert_string_equal(a[n - 3], "-c");
         assert_string_equal(a[n - 2], "echo hi; sleep 1");
         assert_string_equal(a[n - 1], "---");
+        rkl_container_spec_done(&c);
+}
+
+static void test_app_add_hosts_file(void **state)
+{
+        rkl_container_spec c = {.command = strv("/bin/true", NULL, NULL)};
+        rkl_rkt_app_opts o = app_opts;
+        rkl_error err = RKL_ERROR_INIT;
+        const char *node = "--mnt-volume=name=etc-hosts,kind=host,source=/etc/hosts,"
+                           "target=/etc/hosts,readOnly=true";
+
+        o.hosts_file = "/etc/hosts";
+        _cleanup_strv_free_ char **a = NULL;
+        assert_int_equal(rkl_rkt_app_add_args("uuid-1", &c, &o, &a, &err), 0);
+        assert_true(has(a, node));
+
+        /* kubelet's file (hostAliases on a host-network pod) wins over the node's. */
+        c.mounts = rkl_xnew0(rkl_mount, 1);
+        c.mounts[0] = (rkl_mount){rkl_xstrdup("/etc/hosts"), rkl_xstrdup("/k/etc-hosts"), false};
+        c.n_mounts = 1;
+        _cleanup_strv_free_ char **b = NULL;
+        assert_int_equal(rkl_rkt_app_add_args("uuid-1", &c, &o, &b, &err), 0);
+        assert_false(has(b, node));
+        assert_true(has(b, "--mnt-volume=name=vol-0,kind=host,source=/k/etc-hosts,"
+                           "target=/etc/hosts,readOnly=false"));
         rkl_container_spec_done(&c);
 }
 
@@ -431,6 +461,7 @@ int main(void)
             cmocka_unit_test(test_sandbox_host_network),
             cmocka_unit_test(test_sandbox_sctp_refused),
             cmocka_unit_test(test_app_add),
+            cmocka_unit_test(test_app_add_hosts_file),
             cmocka_unit_test(test_app_add_stdin_once),
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
