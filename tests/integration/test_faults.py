@@ -436,7 +436,12 @@ class SandboxFaultsTest(FaultsBase):
         sid = self.run_pod("dirless")
         uuid = self.wait_running(sid)
         # The simulator removes its own cgroups: the one rkt's stage1 would leave is made.
-        left = "/sys/fs/cgroup/cpuset/system.slice/rktlet-%s.service" % sid
+        # Its parent too, where no pod has run in the machine's own cpuset tree yet.
+        parent = "/sys/fs/cgroup/cpuset/system.slice"
+        if not os.path.isdir(parent):
+            os.mkdir(parent)
+            self.addCleanup(os.rmdir, parent)
+        left = os.path.join(parent, "rktlet-%s.service" % sid)
         os.mkdir(left)
         self.addCleanup(lambda: os.path.isdir(left) and os.rmdir(left))
         self.env.set_faults("rm fail 254 simulated rm failure\n")
