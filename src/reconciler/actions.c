@@ -448,13 +448,11 @@ static void pod_stop_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
         rkl_pods_failed_attempt(r, rec, msg);
 }
 
-/* The result of a finished action, back on the reconciler thread. */
-static void apply_result(rkl_reconciler *r, action *a)
+/* ---- The result of a finished action, back on the reconciler thread, in steps ---- */
+
+/* The action no longer runs: its key and its slot are free. */
+static void out_of_flight(rkl_reconciler *r, const action *a)
 {
-        rkl_error err = RKL_ERROR_INIT;
-
-        rkl_crash_point(act_crash_points[a->kind]);
-
         rkl_action_queue *q = r->actions;
         rkl_hashmap_remove(q->in_flight, a->key);
         if (is_net(a->kind))
@@ -462,81 +460,108 @@ static void apply_result(rkl_reconciler *r, action *a)
         else
                 q->n_in_flight--;
         atomic_store(&q->count, q->n_in_flight + q->n_net_in_flight);
+}
 
-        if (is_net(a->kind)) {
+/* Nothing to record: the pod's readiness is observed as ever. */
+static void boot_result(const action *a)
+{
+        if (a->result >= 0)
+                rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd idle, "
+                             "default.target inactive): started it again",
+                             a->key, a->uuid);
+        else if (a->result != -EAGAIN && a->result != -ESRCH)
+                rkl_log_debug("sandbox %.12s: cannot check the boot of pod %s: %s", a->key, a->uuid,
+                              a->error);
+}
+
+/* A sandbox's stop or rm: a failure counted, a success ends the failures counted. */
+static void sandbox_result(rkl_reconciler *r, const action *a)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, a->key);
+        rkl_error err = RKL_ERROR_INIT;
+        if (!v)
+                return;
+        if (a->result < 0 && a->kind == ACT_POD_STOP)
+                pod_stop_failed(r, v->rec, a);
+        else if (a->result < 0)
+                rkl_pods_failed_attempt(r, v->rec, a->error);
+        else if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
+                int k = rkl_store_pod_clear_error(r->store, a->key, &err);
+                rkl_reconciler__write_failed("sandbox", a->key, "its success", k, &err);
+        }
+}
+
+/* A container's app verb: the undo it owes, its timeline, its failure or its success. */
+static void container_result(rkl_reconciler *r, const action *a)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+            rkl_cache_container_get(r->cache, a->key);
+        rkl_error err = RKL_ERROR_INIT;
+        if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
+                rkl_containers_undo_mark(r, a->key);
+        else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
+                rkl_containers_undo_clear(r, a->key);
+        if (!v)
+                return;
+        if (a->result >= 0 && a->kind == ACT_APP_ADD)
+                rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
+        else if (a->result >= 0 && a->kind == ACT_APP_START)
+                rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
+        if (a->result < 0) {
+                rkl_containers_failed_attempt(r, v->rec, a->error);
+        } else if ((v->rec->book.attempts > 0 || v->rec->book.last_error) &&
+                   reaches_goal(a->kind, v->rec)) {
+                int k = rkl_store_container_clear_error(r->store, a->key, &err);
+                rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
+        }
+}
+
+/* A pod rm'd: what its unit left in the hierarchies, its limits, and for a sandbox's own pod
+ * (its network gone with it) the last statuses it had, without its addresses. */
+static void pod_removed(rkl_reconciler *r, const action *a)
+{
+        if (a->unit_name)
+                rkl_app_cgroup_unit_remove(a->unit_name);
+        rkl_limits_pod_forget(r, a->key);
+        if (a->orphan)
+                return;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, a->key);
+        if (!v)
+                return;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_pod_observed o;
+        rkl_pod_observed_copy(&o, &v->rec->observed);
+        if (o.phase != RKL_POD_PHASE_FAILED)
+                o.phase = RKL_POD_PHASE_STOPPED;
+        o.ip = mfree(o.ip);
+        o.additional_ips = rkl_strv_free(o.additional_ips);
+        rkl_observing_set_pod(r, v->rec, &o);
+        rkl_pod_observed_done(&o);
+        int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
+        rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k, &err);
+}
+
+static void apply_result(rkl_reconciler *r, action *a)
+{
+        rkl_crash_point(act_crash_points[a->kind]);
+        out_of_flight(r, a);
+        if (is_net(a->kind))
                 rkl_network_apply(r, a);
-        } else if (a->kind == ACT_POD_BOOT) {
-                /* Nothing to record: the pod's readiness is observed as ever. */
-                if (a->result >= 0)
-                        rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd "
-                                     "idle, default.target inactive): started it again",
-                                     a->key, a->uuid);
-                else if (a->result != -EAGAIN && a->result != -ESRCH)
-                        rkl_log_debug("sandbox %.12s: cannot check the boot of pod %s: %s", a->key,
-                                      a->uuid, a->error);
-        } else if (a->orphan) {
+        else if (a->kind == ACT_POD_BOOT)
+                boot_result(a);
+        else if (a->orphan)
                 /* An app's rm or stop fails while its pod goes down ("supervisor is not
                  * ready", the pod file gone): the pod's own removal takes it along. */
                 rkl_orphans_result(r, a,
                                    a->result < 0 &&
                                        (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
                                        pod_going_down(r, a->uuid));
-        } else if (a->is_pod) {
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
-                    rkl_cache_pod_get(r->cache, a->key);
-                if (v && a->result < 0 && a->kind == ACT_POD_STOP) {
-                        pod_stop_failed(r, v->rec, a);
-                } else if (v && a->result < 0) {
-                        rkl_pods_failed_attempt(r, v->rec, a->error);
-                } else if (v) {
-                        if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
-                                int k = rkl_store_pod_clear_error(r->store, a->key, &err);
-                                rkl_reconciler__write_failed("sandbox", a->key, "its success", k,
-                                                             &err);
-                        }
-                }
-        } else {
-                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-                    rkl_cache_container_get(r->cache, a->key);
-                if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
-                        rkl_containers_undo_mark(r, a->key);
-                else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
-                        rkl_containers_undo_clear(r, a->key);
-                if (v && a->result >= 0 && a->kind == ACT_APP_ADD)
-                        rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
-                else if (v && a->result >= 0 && a->kind == ACT_APP_START)
-                        rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
-                if (v && a->result < 0) {
-                        rkl_containers_failed_attempt(r, v->rec, a->error);
-                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
-                           reaches_goal(a->kind, v->rec)) {
-                        int k = rkl_store_container_clear_error(r->store, a->key, &err);
-                        rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
-                }
-        }
-
-        if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
-                rkl_app_cgroup_unit_remove(a->unit_name);
+        else if (a->is_pod)
+                sandbox_result(r, a);
+        else
+                container_result(r, a);
         if (a->kind == ACT_POD_RM && a->result >= 0)
-                rkl_limits_pod_forget(r, a->key);
-        if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
-                /* The pod and its network are gone; its last statuses are in the store. */
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
-                    rkl_cache_pod_get(r->cache, a->key);
-                if (v) {
-                        rkl_pod_observed o;
-                        rkl_pod_observed_copy(&o, &v->rec->observed);
-                        if (o.phase != RKL_POD_PHASE_FAILED)
-                                o.phase = RKL_POD_PHASE_STOPPED;
-                        o.ip = mfree(o.ip);
-                        o.additional_ips = rkl_strv_free(o.additional_ips);
-                        rkl_observing_set_pod(r, v->rec, &o);
-                        rkl_pod_observed_done(&o);
-                        int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
-                        rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k,
-                                                     &err);
-                }
-        }
+                pod_removed(r, a);
         if (a->uuid[0])
                 rkl_observing_read(r, a->uuid);
         rkl_action_free(a);

@@ -106,26 +106,175 @@ void rkl_containers_failed_attempt(rkl_reconciler *r, const rkl_container_record
         rkl_reconciler__wake_at(r, next);
 }
 
+/* ---- The step: one function per transition ----
+ *
+ * Each takes container c of the running sandbox pod, whose pod p runs and is ready, a step
+ * from what is observed (the record's phase, and st: its app's state in p) towards what is
+ * desired, with the action that does it, or NULL when none can start now. */
+
+typedef enum transition {
+        T_NONE,
+        T_ADD,         /* no app yet: rkt's app add */
+        T_START,       /* an app made, not started: app start (or the undo of a half-made one) */
+        T_START_AGAIN, /* a start that failed after rkt marked the app started */
+        T_STOP,        /* a running app no longer wanted: app stop */
+} transition;
+
+static transition transition_of(const rkl_container_record *c, rkl_pod_app_state st)
+{
+        bool created = c->observed.phase == RKL_CONTAINER_PHASE_CREATED;
+        switch (c->desired) {
+        case RKL_CONTAINER_DESIRED_STOPPED:
+                return st == RKL_POD_APP_RUNNING ? T_STOP : T_NONE;
+        case RKL_CONTAINER_DESIRED_RUNNING:
+                if (st == RKL_POD_APP_UNKNOWN && created)
+                        return T_ADD;
+                if (st == RKL_POD_APP_CREATED)
+                        return T_START;
+                if (st == RKL_POD_APP_RUNNING && created && c->book.last_error)
+                        return T_START_AGAIN;
+                return T_NONE;
+        default: /* created, not asked to run yet */
+                return st == RKL_POD_APP_UNKNOWN && created ? T_ADD : T_NONE;
+        }
+}
+
+/* Stopped before its start was carried out (a stop right after a start, or during its app
+ * add): no start follows, so it is over (such containers once stayed CREATED for good).
+ * RemoveContainer takes the app along. */
+static bool stopped_before_start(const rkl_container_record *c, rkl_pod_app_state st)
+{
+        return c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
+               c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
+               (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED);
+}
+
+/* The image rkt is to add c's app from: its ID, so that what rkt records (and
+ * ContainerStatus reports) is the ID PullImage returned (a reference pulled by hand is found
+ * by one more look at rkt's store); and for args without a command the image's own
+ * entrypoint, which they run with (Kubernetes' rule; rkt would put them after the image's
+ * first word). A failure counts as the attempt's. */
+static int app_image(rkl_reconciler *r, const rkl_container_record *c, char **ret_image,
+                     char ***ret_entrypoint)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *image = NULL;
+        int k;
+        if (!isempty(c->observed.image_ref))
+                image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
+        else if ((k = rkl_images_resolve_refresh(r->images, c->spec.image, &image, &err)) < 0) {
+                rkl_containers_failed_attempt(r, c, err.msg);
+                return k;
+        }
+        _cleanup_strv_free_ char **entrypoint = NULL;
+        if (!c->spec.command && c->spec.args) {
+                _cleanup_(rkl_image_freep) rkl_image *img = NULL;
+                if ((k = rkl_images_status(r->images, image, &img, &err)) < 0) {
+                        rkl_containers_failed_attempt(r, c, err.msg);
+                        return k;
+                }
+                entrypoint = rkl_strv_copy(img->entrypoint);
+        }
+        *ret_image = TAKE_PTR(image);
+        *ret_entrypoint = TAKE_PTR(entrypoint);
+        return 0;
+}
+
+static action *add_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                       const rkl_container_record *c)
+{
+        if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid) ||
+            rkl_orphans_rm_due(r, p))
+                return NULL;
+        _cleanup_free_ char *image = NULL;
+        _cleanup_strv_free_ char **entrypoint = NULL;
+        if (app_image(r, c, &image, &entrypoint) < 0)
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
+        a->container = rkl_cache_container_get(r->cache, c->id);
+        if (!a->container) { /* removed meanwhile: the next pass removes the rest */
+                rkl_action_free(a);
+                return NULL;
+        }
+        a->entrypoint = TAKE_PTR(entrypoint);
+        a->image = TAKE_PTR(image);
+        a->log_file = rkl_xasprintf("%s.log", c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
+        rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
+        a->pod_pid = p ? p->ppid : 0;
+        rkl_orphans_add_submitted(r, p);
+        return a;
+}
+
+static action *start_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                         const rkl_container_record *c)
+{
+        if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
+                return NULL;
+        if (rkl_hashmap_get(r->containers->undo, c->id)) {
+                /* After a failed add or start rkt may hold a half-made app that no start can
+                 * run (docs/rkt.md, 'Quirks'): undo it; a fresh add follows. Once per failure:
+                 * the add that follows starts clean. */
+                action *a = rkl_action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid, c->app_name);
+                a->supervisor = (pid_t)p->ppid;
+                return a;
+        }
+        action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
+        return a;
+}
+
+/* The last start failed after rkt wrote <app>-started (it was killed, or timed out): if no
+ * process came of it, start again. rkt's app start clears that state first, as it does to
+ * restart an exited app. */
+static action *start_again(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                           const rkl_container_record *c)
+{
+        pid_t pid;
+        if (rkl_observing_app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
+            !rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
+        return a;
+}
+
+/* By StopContainer's deadline (kept in the store), else after the grace. */
+static action *stop_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                        const rkl_container_record *c, int64_t now)
+{
+        if (!rkl_action_can_start(r, c->id))
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
+        a->deadline_ns = c->stop_deadline_ns
+                             ? c->stop_deadline_ns
+                             : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        a->supervisor = (pid_t)p->ppid;
+        a->timeout_usec = 0;
+        return a;
+}
+
+/* The limits of a running app are kept applied, and forgotten once it exited. */
+static void limits_step(rkl_reconciler *r, const rkl_container_record *c, const rkl_poddir_pod *p,
+                        rkl_pod_app_state st)
+{
+        if (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING && st == RKL_POD_APP_RUNNING)
+                rkl_limits_sync(r, c, p);
+        else if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
+                rkl_limits_forget(r, c->id);
+}
+
 void rkl_containers_step(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
                          const rkl_container_record *c, int64_t now)
 {
-        rkl_error err = RKL_ERROR_INIT;
         const rkl_poddir_app *app = rkl_poddir_pod_find_app(p, c->app_name);
         rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
         action *a = NULL;
 
         if (rkl_action_in_flight(r, c->id) || rkl_container_never_ran(&c->observed))
                 return;
-        if (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING && st == RKL_POD_APP_RUNNING)
-                rkl_limits_sync(r, c, p);
-        else if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
-                rkl_limits_forget(r, c->id);
-        if (c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
-            c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
-            (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
-                /* Stopped before its start was carried out (a stop right after a start, or
-                 * during its app add): no start follows, so it is over (such containers
-                 * once stayed CREATED for good). RemoveContainer takes the app along. */
+        limits_step(r, c, p, st);
+        if (stopped_before_start(c, st)) {
                 rkl_log_object_info(CONTAINER_OBJECT(c),
                                     "container %.12s: stopped before it started", c->id);
                 container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,
@@ -136,79 +285,21 @@ void rkl_containers_step(rkl_reconciler *r, const rkl_pod_record *pod, const rkl
                 rkl_reconciler__wake_at(r, c->book.next_retry_ns);
                 return;
         }
-        if (c->desired != RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
-            c->observed.phase == RKL_CONTAINER_PHASE_CREATED) {
-                if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid) ||
-                    rkl_orphans_rm_due(r, p))
-                        return;
-                _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
-                /* rkt gets the image ID, so that what it records (and ContainerStatus
-                 * reports) is the ID PullImage returned. A reference pulled by hand is
-                 * found by one more look at rkt's store. */
-                _cleanup_free_ char *image = NULL;
-                if (!isempty(c->observed.image_ref))
-                        image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
-                else if (rkl_images_resolve_refresh(r->images, c->spec.image, &image, &err) < 0) {
-                        rkl_containers_failed_attempt(r, c, err.msg);
-                        return;
-                }
-                /* Args without a command run with the image's own entrypoint (Kubernetes'
-                 * rule; rkt would put them after the image's first word). */
-                _cleanup_strv_free_ char **entrypoint = NULL;
-                if (!c->spec.command && c->spec.args) {
-                        _cleanup_(rkl_image_freep) rkl_image *img = NULL;
-                        if (rkl_images_status(r->images, image, &img, &err) < 0) {
-                                rkl_containers_failed_attempt(r, c, err.msg);
-                                return;
-                        }
-                        entrypoint = rkl_strv_copy(img->entrypoint);
-                }
-                a = rkl_action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
-                a->container = rkl_cache_container_get(r->cache, c->id);
-                if (!a->container) { /* removed meanwhile: the next pass removes the rest */
-                        rkl_action_free(a);
-                        return;
-                }
-                a->entrypoint = TAKE_PTR(entrypoint);
-                a->image = TAKE_PTR(image);
-                a->log_file = TAKE_PTR(log_file);
-                rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
-                rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
-                a->pod_pid = p ? p->ppid : 0;
-                rkl_orphans_add_submitted(r, p);
-        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
-                if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
-                        return;
-                if (rkl_hashmap_get(r->containers->undo, c->id)) {
-                        /* After a failed add or start rkt may hold a half-made app that no
-                         * start can run (docs/rkt.md, 'Quirks'): undo it; a fresh add follows.
-                         * Once per failure: the add that follows starts clean. */
-                        a = rkl_action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid, c->app_name);
-                        a->supervisor = (pid_t)p->ppid;
-                } else {
-                        a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
-                        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
-                }
-        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
-                   c->observed.phase == RKL_CONTAINER_PHASE_CREATED && c->book.last_error) {
-                /* The last start failed after rkt wrote <app>-started (it was killed, or timed
-                 * out): if no process came of it, start again. rkt's app start clears that
-                 * state first, as it does to restart an exited app. */
-                pid_t pid;
-                if (rkl_observing_app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
-                    !rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
-                        return;
-                a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
-                rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
-        } else if (c->desired == RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
-                if (!rkl_action_can_start(r, c->id))
-                        return;
-                a = rkl_action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
-                a->deadline_ns = c->stop_deadline_ns
-                                     ? c->stop_deadline_ns
-                                     : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
-                a->supervisor = (pid_t)p->ppid;
-                a->timeout_usec = 0;
+        switch (transition_of(c, st)) {
+        case T_ADD:
+                a = add_app(r, pod, p, c);
+                break;
+        case T_START:
+                a = start_app(r, pod, p, c);
+                break;
+        case T_START_AGAIN:
+                a = start_again(r, pod, p, c);
+                break;
+        case T_STOP:
+                a = stop_app(r, pod, p, c, now);
+                break;
+        case T_NONE:
+                break;
         }
         if (a)
                 rkl_action_submit(r, a);

@@ -201,47 +201,70 @@ static bool old_unit_left(rkl_reconciler *r, const rkl_pod_record *rec, const ch
         return true;
 }
 
-static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
-{
-        rkl_error err = RKL_ERROR_INIT;
-        _cleanup_free_ char *logs = rkl_pods_state_path(r, rec->id, "logs");
-        _cleanup_free_ char *uuid_file = rkl_pods_state_path(r, rec->id, "uuid");
-        _cleanup_free_ char *log = rkl_pods_state_path(r, rec->id, "sandbox.log");
-        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
-        _cleanup_free_ char *slice = NULL;
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-        char hostname[256] = "";
-        int k;
+/* ---- A sandbox's start: its steps, in order; each false (or < 0) when the start stops
+ * there, its failure counted where it is the attempt's ---- */
 
+/* Whether the start can go on now: the manager is reachable, no stage1 is being imported,
+ * and no earlier attempt's unit is left. */
+static bool start_ready(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
         if (!RKL_OPS(r, unit_connected)) {
                 rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + (int64_t)NSEC_PER_SEC);
-                return; /* no systemd yet: the probe reconnects */
+                return false; /* no systemd yet: the probe reconnects */
         }
         if (rkl_probe_stage1_importing(r))
-                return; /* the import's end kicks a pass */
-        if (old_unit_left(r, rec, unit))
-                return;
+                return false; /* the import's end kicks a pass */
+        return !old_unit_left(r, rec, unit);
+}
+
+/* The slice the unit goes in: kubelet's cgroup_parent, which must name one (NULL: the
+ * manager's default). */
+static int start_slice(rkl_reconciler *r, const rkl_pod_record *rec, char **ret_slice)
+{
+        _cleanup_free_ char *slice = NULL;
         if (rec->spec.cgroup_parent &&
             rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
                 creation_attempt_failed(r, rec, -EINVAL,
                                         "cgroup_parent is not a systemd slice: run kubelet "
                                         "with --cgroup-driver=systemd");
-                return;
+                return -EINVAL;
         }
-        if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
+        *ret_slice = TAKE_PTR(slice);
+        return 0;
+}
+
+/* The sandbox's state directory, as this attempt starts it: its logs directory there, and
+ * neither a previous attempt's uuid file (which would name its dead pod; absent is the usual
+ * case) nor its output (the error quoted from its tail is this attempt's). */
+static int start_state_dir(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        _cleanup_free_ char *logs = rkl_pods_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = rkl_pods_state_path(r, rec->id, "uuid");
+        _cleanup_free_ char *log = rkl_pods_state_path(r, rec->id, "sandbox.log");
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_mkdir_p(logs, 0700);
+        if (k < 0) {
                 rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
+                return k;
         }
-        /* A previous attempt's file would name its dead pod; absent is the usual case. */
         if (unlink(uuid_file) < 0 && errno != ENOENT)
                 rkl_log_warning("cannot remove %s: %m", uuid_file);
-        /* Each attempt's output afresh: the error quoted from its tail is this attempt's. */
         if (unlink(log) < 0 && errno != ENOENT)
                 rkl_log_warning("cannot remove %s: %m", log);
+        return 0;
+}
+
+/* `rkt app sandbox`'s command line and environment, for the unit to run. */
+static int start_command(rkl_reconciler *r, const rkl_pod_record *rec, char ***ret_argv,
+                         char ***ret_env)
+{
+        _cleanup_free_ char *logs = rkl_pods_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = rkl_pods_state_path(r, rec->id, "uuid");
+        rkl_error err = RKL_ERROR_INIT;
+        char hostname[256] = "";
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 hostname[0] = 0; /* the pod then gets rkt's default hostname */
-
         rkl_rkt_sandbox_opts o = {
             .sandbox_id = rec->id,
             .uuid_file = uuid_file,
@@ -250,18 +273,29 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .stage1_name = r->cfg.stage1_name,
             .node_hostname = hostname,
         };
-        if ((k = rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, &argv, &env, &err)) < 0) {
+        int k = rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, ret_argv, ret_env, &err);
+        if (k < 0)
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
-        }
+        return k;
+}
 
-        /* Record the unit before starting it: after a crash the name says a unit may
-         * exist, and the derived name makes a second start fail rather than duplicate. */
+/* Records the unit before it is started: after a crash the name says a unit may exist, and
+ * the derived name makes a second start fail rather than duplicate. */
+static int start_record_unit(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int k = 0;
         if (!streq_ptr(rec->unit_name, unit) &&
-            (k = rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err)) < 0) {
+            (k = rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err)) < 0)
                 rkl_reconciler__write_failed("sandbox", rec->id, "its unit", k, &err);
-                return;
-        }
+        return k < 0 ? k : 0;
+}
+
+/* StartTransientUnit. A unit there already is this one: its name was recorded first. */
+static int start_unit(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit,
+                      const char *slice, char **argv, char **env)
+{
+        _cleanup_free_ char *log = rkl_pods_state_path(r, rec->id, "sandbox.log");
         _cleanup_free_ char *desc =
             rkl_xasprintf("rktlet sandbox %s/%s", rec->spec.namespace, rec->spec.name);
         rkl_unit_spec spec = {
@@ -272,8 +306,9 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .slice = slice,
             .log_path = log,
         };
+        rkl_error err = RKL_ERROR_INIT;
         rkl_crash_point("unit-named");
-        k = RKL_OPS(r, unit_start, &spec, 10 * USEC_PER_SEC, &err);
+        int k = RKL_OPS(r, unit_start, &spec, 10 * USEC_PER_SEC, &err);
         if (k < 0 && k != -EEXIST) {
                 /* No unit came of it: the next attempt starts from the top, and this one
                  * is not counted again when the unit is found missing. */
@@ -281,23 +316,43 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 int q = rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &e2);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", q, &e2);
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
+                return k;
         }
         rkl_crash_point("unit-started");
+        return 0;
+}
+
+/* The unit runs: its cpuset cgroup, its limits and its timeline from here, its first look
+ * later. */
+static void start_done(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
         /* Before RunPodSandbox answers, and again once the pod runs (observing.c): what its
          * first processes fork follows them. */
-        if ((k = rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, unit)) < 0)
+        int k = rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, unit);
+        if (k < 0)
                 rkl_log_object_warning(POD_OBJECT(rec),
                                        "sandbox %.12s: cannot place it in its slice's cpuset "
                                        "cgroup: %s",
                                        rec->id, strerror(-k));
         rkl_limits_pod_forget(r, rec->id); /* a new unit has none of them yet */
         rkl_observing_pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
-        free(rkl_hashmap_remove(r->pods->unit_looks,
-                                rec->id)); /* a new unit: its first look later */
+        free(rkl_hashmap_remove(r->pods->unit_looks, rec->id)); /* its first look later */
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
+}
+
+static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
+        _cleanup_free_ char *slice = NULL;
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+
+        if (!start_ready(r, rec, unit) || start_slice(r, rec, &slice) < 0 ||
+            start_state_dir(r, rec) < 0 || start_command(r, rec, &argv, &env) < 0 ||
+            start_record_unit(r, rec, unit) < 0 || start_unit(r, rec, unit, slice, argv, env) < 0)
+                return;
+        start_done(r, rec, unit);
 }
 
 /* The last lines of the sandbox's own output: why it failed, in rkt's words. */
