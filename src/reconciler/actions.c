@@ -1,11 +1,20 @@
-/* Actions: rkt commands run on the worker pool (the only code here that runs off the
- * reconciler thread is run_action()), at most one per object and --max-actions at once,
- * their results handed back through a queue and applied on the reconciler thread. */
-#include "reconciler-internal.h"
+/* Actions (actions.h): rkt commands run on the worker pool (the only code here that runs
+ * off the reconciler thread is run_action()), at most one per object and --max-actions at
+ * once, their results handed back through a queue and applied on the reconciler thread. */
+#include "actions.h"
 
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
 
+#include "reconciler-internal.h"
 #include "app-cgroup.h"
+#include "containers.h"
+#include "limits.h"
+#include "network.h"
+#include "observing.h"
+#include "orphans.h"
+#include "pods.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
@@ -19,8 +28,21 @@
 #include "rkt/boot.h"
 #include "rkt/poddir.h"
 #include "rkt/rkt.h"
+#include "store/cache.h"
 #include "store/store.h"
 #include "base/banned.h"
+
+struct rkl_action_queue {
+        rkl_hashmap *in_flight;   /* object ID -> action* */
+        unsigned n_in_flight;     /* rkt's commands (and the boot check) */
+        unsigned n_net_in_flight; /* CNI plugin runs: slots of their own */
+        atomic_uint count;        /* a copy of both, for rkl_action_count() */
+        /* The workers': finished actions, under lock, and the eventfd they write then
+         * (-errno when it could not be made). */
+        pthread_mutex_t lock;
+        action *done;
+        int done_fd;
+};
 
 /* Forced crash points (base/crash.h): the rkt command ran, its result is not recorded. */
 static const char *const act_crash_points[] = {
@@ -38,14 +60,7 @@ static const char *const act_names[] = {
     [ACT_NET_DEL] = "network DEL",
 };
 
-/* Where the system manager puts a sandbox's unit (transient units go to system.slice). */
-char *rkl_reconciler__unit_cgroup_path(const char *sandbox_id)
-{
-        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(sandbox_id);
-        return rkl_xasprintf("system.slice/%s", unit);
-}
-
-void rkl_reconciler__action_free(action *a)
+void rkl_action_free(action *a)
 {
         if (!a)
                 return;
@@ -61,6 +76,53 @@ void rkl_reconciler__action_free(action *a)
         free(a);
 }
 
+static void action_list_free(action *list)
+{
+        while (list) {
+                action *next = list->next;
+                rkl_action_free(list);
+                list = next;
+        }
+}
+
+rkl_action_queue *rkl_action_queue_new(void)
+{
+        rkl_action_queue *q = rkl_xnew0(rkl_action_queue, 1);
+        q->in_flight = rkl_hashmap_new();
+        pthread_mutex_init(&q->lock, NULL);
+        q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (q->done_fd < 0)
+                q->done_fd = -errno;
+        return q;
+}
+
+rkl_action_queue *rkl_action_queue_free(rkl_action_queue *q)
+{
+        if (!q)
+                return NULL;
+        action_list_free(q->done);
+        rkl_hashmap_free(q->in_flight);
+        pthread_mutex_destroy(&q->lock);
+        safe_close(q->done_fd);
+        free(q);
+        return NULL;
+}
+
+int rkl_action_done_fd(rkl_reconciler *r)
+{
+        return r->actions->done_fd;
+}
+
+unsigned rkl_action_count(rkl_reconciler *r)
+{
+        return atomic_load(&r->actions->count);
+}
+
+const char *rkl_action_name(act_kind kind)
+{
+        return act_names[kind];
+}
+
 /* rkt's words for a failure, kept for apply_result(). */
 static int failed(action *a, int k, const rkl_error *err)
 {
@@ -72,7 +134,7 @@ static int failed(action *a, int k, const rkl_error *err)
 /* Waits until the pod is no longer running; false when it still is at the deadline. */
 static bool wait_pod_exit(action *a, int64_t deadline_ns)
 {
-        if (a->r->pods_dirfd < 0)
+        if (rkl_observing_pods_fd(a->r) < 0)
                 return true;
         for (;;) {
                 rkl_poddir_pod p = {0};
@@ -192,12 +254,12 @@ static int run_app_add(action *a)
 static bool pod_dir_left(action *a, bool *ret_retry)
 {
         *ret_retry = false;
-        if (a->r->pods_dirfd < 0)
+        if (rkl_observing_pods_fd(a->r) < 0)
                 return false;
         _cleanup_(rkl_poddir_pod_done) rkl_poddir_pod p = {0};
         if (RKL_OPS(a->r, pod_read, a->uuid, &p, NULL) < 0)
                 return false;
-        int k = rkl_poddir_drop_empty_netinfo(a->r->pods_dirfd, &p);
+        int k = rkl_poddir_drop_empty_netinfo(rkl_observing_pods_fd(a->r), &p);
         if (k > 0)
                 rkl_log_warning("pod %s: rkt cannot load it, its net-info.json being empty (its "
                                 "network setup was cut short): removed that file for rkt rm",
@@ -238,7 +300,7 @@ static void run_action(void *userdata)
         case ACT_NET_ADD:
         case ACT_NET_CHECK:
         case ACT_NET_DEL:
-                k = rkl_reconciler__net_run(a);
+                k = rkl_network_run(a);
                 break;
         case ACT_POD_RM:
         default: {
@@ -266,20 +328,25 @@ static void run_action(void *userdata)
         }
         a->result = k;
 
-        rkl_reconciler *r = a->r;
-        pthread_mutex_lock(&r->lock);
-        a->next = r->done;
-        r->done = a;
-        pthread_mutex_unlock(&r->lock);
+        rkl_action_queue *q = a->r->actions;
+        pthread_mutex_lock(&q->lock);
+        a->next = q->done;
+        q->done = a;
+        pthread_mutex_unlock(&q->lock);
         uint64_t one = 1;
-        (void)!write(r->done_fd, &one, sizeof(one));
+        (void)!write(q->done_fd, &one, sizeof(one));
 }
 
-bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds)
+bool rkl_action_in_flight(rkl_reconciler *r, const char *key)
+{
+        return rkl_hashmap_get(r->actions->in_flight, key) != NULL;
+}
+
+bool rkl_action_pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned kinds)
 {
         size_t i = 0;
         void *v;
-        while (rkl_hashmap_iterate(r->in_flight, &i, NULL, &v)) {
+        while (rkl_hashmap_iterate(r->actions->in_flight, &i, NULL, &v)) {
                 const action *a = v;
                 if ((kinds & ACT_MASK(a->kind)) && streq(a->uuid, uuid))
                         return true;
@@ -287,15 +354,22 @@ bool rkl_reconciler__pod_in_flight(rkl_reconciler *r, const char *uuid, unsigned
         return false;
 }
 
-bool rkl_reconciler__can_start(rkl_reconciler *r, const char *key)
+bool rkl_action_app_busy(rkl_reconciler *r, const char *uuid)
 {
-        return r->rkt && r->n_in_flight < r->cfg.max_actions && !rkl_hashmap_get(r->in_flight, key);
+        return rkl_action_pod_in_flight(
+            r, uuid, ACT_MASK(ACT_APP_ADD) | ACT_MASK(ACT_APP_START) | ACT_MASK(ACT_APP_RM));
 }
 
-bool rkl_reconciler__can_start_net(rkl_reconciler *r, const char *key)
+bool rkl_action_can_start(rkl_reconciler *r, const char *key)
 {
-        return r->rkt && r->n_net_in_flight < r->cfg.max_actions &&
-               !rkl_hashmap_get(r->in_flight, key);
+        return r->rkt && r->actions->n_in_flight < r->cfg.max_actions &&
+               !rkl_action_in_flight(r, key);
+}
+
+bool rkl_action_can_start_net(rkl_reconciler *r, const char *key)
+{
+        return r->rkt && r->actions->n_net_in_flight < r->cfg.max_actions &&
+               !rkl_action_in_flight(r, key);
 }
 
 static bool is_net(act_kind kind)
@@ -303,8 +377,8 @@ static bool is_net(act_kind kind)
         return kind == ACT_NET_ADD || kind == ACT_NET_CHECK || kind == ACT_NET_DEL;
 }
 
-action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char *key,
-                                   const char *uuid, const char *app)
+action *rkl_action_new(rkl_reconciler *r, act_kind kind, const char *key, const char *uuid,
+                       const char *app)
 {
         action *a = rkl_xnew0(action, 1);
         a->r = r;
@@ -317,7 +391,7 @@ action *rkl_reconciler__action_new(rkl_reconciler *r, act_kind kind, const char 
         return a;
 }
 
-void rkl_reconciler__submit(rkl_reconciler *r, action *a)
+void rkl_action_submit(rkl_reconciler *r, action *a)
 {
         /* Keyed by a sandbox ID, a container ID, or a leftover pod's uuid (orphans.c). */
         bool pod_level = a->kind == ACT_POD_STOP || a->kind == ACT_POD_RM;
@@ -325,20 +399,21 @@ void rkl_reconciler__submit(rkl_reconciler *r, action *a)
                       a->is_pod   ? "sandbox"
                       : pod_level ? "leftover pod"
                                   : "container",
-                      a->key, act_names[a->kind]);
-        rkl_hashmap_put(r->in_flight, a->key, a);
+                      a->key, rkl_action_name(a->kind));
+        rkl_action_queue *q = r->actions;
+        rkl_hashmap_put(q->in_flight, a->key, a);
         if (is_net(a->kind))
-                r->n_net_in_flight++;
+                q->n_net_in_flight++;
         else
-                r->n_in_flight++;
-        atomic_store(&r->in_flight_seen, r->n_in_flight + r->n_net_in_flight);
+                q->n_in_flight++;
+        atomic_store(&q->count, q->n_in_flight + q->n_net_in_flight);
         RKL_OPS(r, submit, run_action, a);
 }
 
 /* Whether the pod is gone or no longer takes app commands, as its directory says now. */
 static bool pod_going_down(rkl_reconciler *r, const char *uuid)
 {
-        if (r->pods_dirfd < 0)
+        if (rkl_observing_pods_fd(r) < 0)
                 return false;
         rkl_poddir_pod p = {0};
         int k = RKL_OPS(r, pod_read, uuid, &p, NULL);
@@ -371,120 +446,144 @@ static void pod_stop_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
                                rec->id, a->uuid, a->error, unit);
         rkl_reconciler__unit_stop(r, unit);
         _cleanup_free_ char *msg = rkl_xasprintf("%s; stopping its unit %s", a->error, unit);
-        rkl_reconciler__pod_failed_attempt(r, rec, msg);
+        rkl_pods_failed_attempt(r, rec, msg);
 }
 
-/* A leftover's action ended. A failure puts its next try off by the backoff (it would come
- * at every pass otherwise) and is warned of at the 1st, 2nd, 4th, 8th... of a row; going_down:
- * it is the pod's going down, no news. A success forgets the failures. */
-static void orphan_result(rkl_reconciler *r, const action *a, bool going_down)
+/* ---- The result of a finished action, back on the reconciler thread, in steps ---- */
+
+/* The action no longer runs: its key and its slot are free. */
+static void out_of_flight(rkl_reconciler *r, const action *a)
 {
-        if (a->result >= 0) {
-                free(rkl_hashmap_remove(r->orphan_retries, a->key));
-                return;
-        }
-        const step_retry *t = rkl_reconciler__retry_failed(r, r->orphan_retries, a->key);
-        double again_s = (double)(t->next_ns - rkl_reconciler__now(r)) / NSEC_PER_SEC;
-        if (going_down)
-                rkl_log_debug("leftover pod %s: %s: %s (the pod is going down)", a->uuid,
-                              act_names[a->kind], a->error);
-        else if ((t->attempts & (t->attempts - 1)) == 0)
-                rkl_log_warning("leftover pod %s: %s: %s (failed %u times in a row; again in "
-                                "%.1f s)",
-                                a->uuid, act_names[a->kind], a->error, t->attempts, again_s);
-        else
-                rkl_log_debug("leftover pod %s: %s: %s (failed %u times in a row)", a->uuid,
-                              act_names[a->kind], a->error, t->attempts);
-}
-
-/* The result of a finished action, back on the reconciler thread. */
-void rkl_reconciler__apply_result(rkl_reconciler *r, action *a)
-{
-        rkl_error err = RKL_ERROR_INIT;
-
-        rkl_crash_point(act_crash_points[a->kind]);
-
-        rkl_hashmap_remove(r->in_flight, a->key);
+        rkl_action_queue *q = r->actions;
+        rkl_hashmap_remove(q->in_flight, a->key);
         if (is_net(a->kind))
-                r->n_net_in_flight--;
+                q->n_net_in_flight--;
         else
-                r->n_in_flight--;
-        atomic_store(&r->in_flight_seen, r->n_in_flight + r->n_net_in_flight);
+                q->n_in_flight--;
+        atomic_store(&q->count, q->n_in_flight + q->n_net_in_flight);
+}
 
-        if (is_net(a->kind)) {
-                rkl_reconciler__net_apply(r, a);
-        } else if (a->kind == ACT_POD_BOOT) {
-                /* Nothing to record: the pod's readiness is observed as ever. */
-                if (a->result >= 0)
-                        rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd "
-                                     "idle, default.target inactive): started it again",
-                                     a->key, a->uuid);
-                else if (a->result != -EAGAIN && a->result != -ESRCH)
-                        rkl_log_debug("sandbox %.12s: cannot check the boot of pod %s: %s", a->key,
-                                      a->uuid, a->error);
-        } else if (a->orphan) {
+/* Nothing to record: the pod's readiness is observed as ever. */
+static void boot_result(const action *a)
+{
+        if (a->result >= 0)
+                rkl_log_info("sandbox %.12s: pod %s had dropped its boot (its systemd idle, "
+                             "default.target inactive): started it again",
+                             a->key, a->uuid);
+        else if (a->result != -EAGAIN && a->result != -ESRCH)
+                rkl_log_debug("sandbox %.12s: cannot check the boot of pod %s: %s", a->key, a->uuid,
+                              a->error);
+}
+
+/* A sandbox's stop or rm: a failure counted, a success ends the failures counted. */
+static void sandbox_result(rkl_reconciler *r, const action *a)
+{
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, a->key);
+        rkl_error err = RKL_ERROR_INIT;
+        if (!v)
+                return;
+        if (a->result < 0 && a->kind == ACT_POD_STOP)
+                pod_stop_failed(r, v->rec, a);
+        else if (a->result < 0)
+                rkl_pods_failed_attempt(r, v->rec, a->error);
+        else if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
+                int k = rkl_store_pod_clear_error(r->store, a->key, &err);
+                rkl_reconciler__write_failed("sandbox", a->key, "its success", k, &err);
+        }
+}
+
+/* A container's app verb: the undo it owes, its timeline, its failure or its success. */
+static void container_result(rkl_reconciler *r, const action *a)
+{
+        _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
+            rkl_cache_container_get(r->cache, a->key);
+        rkl_error err = RKL_ERROR_INIT;
+        if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
+                rkl_containers_undo_mark(r, a->key);
+        else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
+                rkl_containers_undo_clear(r, a->key);
+        if (!v)
+                return;
+        if (a->result >= 0 && a->kind == ACT_APP_ADD)
+                rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
+        else if (a->result >= 0 && a->kind == ACT_APP_START)
+                rkl_observing_container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
+        if (a->result < 0) {
+                rkl_containers_failed_attempt(r, v->rec, a->error);
+        } else if ((v->rec->book.attempts > 0 || v->rec->book.last_error) &&
+                   reaches_goal(a->kind, v->rec)) {
+                int k = rkl_store_container_clear_error(r->store, a->key, &err);
+                rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
+        }
+}
+
+/* A pod rm'd: what its unit left in the hierarchies, its limits, and for a sandbox's own pod
+ * (its network gone with it) the last statuses it had, without its addresses. */
+static void pod_removed(rkl_reconciler *r, const action *a)
+{
+        if (a->unit_name)
+                rkl_app_cgroup_unit_remove(a->unit_name);
+        rkl_limits_pod_forget(r, a->key);
+        if (a->orphan)
+                return;
+        _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, a->key);
+        if (!v)
+                return;
+        rkl_error err = RKL_ERROR_INIT;
+        rkl_pod_observed o;
+        rkl_pod_observed_copy(&o, &v->rec->observed);
+        if (o.phase != RKL_POD_PHASE_FAILED)
+                o.phase = RKL_POD_PHASE_STOPPED;
+        o.ip = mfree(o.ip);
+        o.additional_ips = rkl_strv_free(o.additional_ips);
+        rkl_observing_set_pod(r, v->rec, &o);
+        rkl_pod_observed_done(&o);
+        int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
+        rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k, &err);
+}
+
+static void apply_result(rkl_reconciler *r, action *a)
+{
+        rkl_crash_point(act_crash_points[a->kind]);
+        out_of_flight(r, a);
+        if (is_net(a->kind))
+                rkl_network_apply(r, a);
+        else if (a->kind == ACT_POD_BOOT)
+                boot_result(a);
+        else if (a->orphan)
                 /* An app's rm or stop fails while its pod goes down ("supervisor is not
                  * ready", the pod file gone): the pod's own removal takes it along. */
-                orphan_result(r, a,
-                              a->result < 0 && (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
-                                  pod_going_down(r, a->uuid));
-        } else if (a->is_pod) {
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
-                    rkl_cache_pod_get(r->cache, a->key);
-                if (v && a->result < 0 && a->kind == ACT_POD_STOP) {
-                        pod_stop_failed(r, v->rec, a);
-                } else if (v && a->result < 0) {
-                        rkl_reconciler__pod_failed_attempt(r, v->rec, a->error);
-                } else if (v) {
-                        if (v->rec->book.attempts > 0 || v->rec->book.last_error) {
-                                int k = rkl_store_pod_clear_error(r->store, a->key, &err);
-                                rkl_reconciler__write_failed("sandbox", a->key, "its success", k,
-                                                             &err);
-                        }
-                }
-        } else {
-                _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
-                    rkl_cache_container_get(r->cache, a->key);
-                if (a->result < 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_START))
-                        rkl_reconciler__undo_mark(r, a->key);
-                else if (a->result >= 0 && (a->kind == ACT_APP_ADD || a->kind == ACT_APP_RM))
-                        rkl_reconciler__undo_clear(r, a->key);
-                if (v && a->result >= 0 && a->kind == ACT_APP_ADD)
-                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_ADD_DONE);
-                else if (v && a->result >= 0 && a->kind == ACT_APP_START)
-                        rkl_reconciler__container_step(r, v->rec, RKL_CONTAINER_STEP_START_DONE);
-                if (v && a->result < 0) {
-                        rkl_reconciler__container_failed_attempt(r, v->rec, a->error);
-                } else if (v && (v->rec->book.attempts > 0 || v->rec->book.last_error) &&
-                           reaches_goal(a->kind, v->rec)) {
-                        int k = rkl_store_container_clear_error(r->store, a->key, &err);
-                        rkl_reconciler__write_failed("container", a->key, "its success", k, &err);
-                }
-        }
-
-        if (a->kind == ACT_POD_RM && a->result >= 0 && a->unit_name)
-                rkl_app_cgroup_unit_remove(a->unit_name);
+                rkl_orphans_result(r, a,
+                                   a->result < 0 &&
+                                       (a->kind == ACT_APP_RM || a->kind == ACT_APP_STOP) &&
+                                       pod_going_down(r, a->uuid));
+        else if (a->is_pod)
+                sandbox_result(r, a);
+        else
+                container_result(r, a);
         if (a->kind == ACT_POD_RM && a->result >= 0)
-                rkl_reconciler__pod_limits_forget(r, a->key);
-        if (a->kind == ACT_POD_RM && a->result >= 0 && !a->orphan) {
-                /* The pod and its network are gone; its last statuses are in the store. */
-                _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v =
-                    rkl_cache_pod_get(r->cache, a->key);
-                if (v) {
-                        rkl_pod_observed o;
-                        rkl_pod_observed_copy(&o, &v->rec->observed);
-                        if (o.phase != RKL_POD_PHASE_FAILED)
-                                o.phase = RKL_POD_PHASE_STOPPED;
-                        o.ip = mfree(o.ip);
-                        o.additional_ips = rkl_strv_free(o.additional_ips);
-                        rkl_reconciler__pod_set_observed(r, v->rec, &o);
-                        rkl_pod_observed_done(&o);
-                        int k = rkl_store_pod_set_rkt_uuid(r->store, a->key, NULL, &err);
-                        rkl_reconciler__write_failed("sandbox", a->key, "its pod's removal", k,
-                                                     &err);
-                }
-        }
+                pod_removed(r, a);
         if (a->uuid[0])
-                rkl_reconciler__observe_uuid(r, a->uuid);
-        rkl_reconciler__action_free(a);
+                rkl_observing_read(r, a->uuid);
+        rkl_action_free(a);
+}
+
+void rkl_action_apply_done(rkl_reconciler *r)
+{
+        rkl_action_queue *q = r->actions;
+        uint64_t v;
+        (void)!read(q->done_fd, &v, sizeof(v));
+        pthread_mutex_lock(&q->lock);
+        action *list = TAKE_PTR(q->done);
+        pthread_mutex_unlock(&q->lock);
+        while (list) {
+                action *next = list->next;
+                apply_result(r, list);
+                list = next;
+        }
+}
+
+void rkl_action_drop_done(rkl_reconciler *r)
+{
+        action_list_free(TAKE_PTR(r->actions->done));
 }

@@ -1,12 +1,18 @@
 /* Containers: the step from a container's desired state to rkt's app add, start, stop and
  * rm, the undo of a half-made app, and the failures that make a container never run. */
-#include "reconciler-internal.h"
+#include "containers.h"
 
 #include <unistd.h>
 
+#include "reconciler-internal.h"
+#include "actions.h"
 #include "app-cgroup.h"
+#include "backoff.h"
 #include "images/images.h"
+#include "limits.h"
 #include "observe.h"
+#include "observing.h"
+#include "orphans.h"
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/log.h"
@@ -18,17 +24,45 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-void rkl_reconciler__undo_mark(rkl_reconciler *r, const char *id)
+/* Adds and starts, ~2 min of backoff, before a container fails for good. */
+#define CONTAINER_MAX_ATTEMPTS 8
+/* containerd's exit code for a container that could not start. */
+#define START_ERROR_EXIT 128
+
+struct rkl_containers {
+        /* Container ID -> its own copy: the last add or start failed and may have left a
+         * half-made app that no start can run, to rm before the next start. */
+        rkl_hashmap *undo;
+        uint64_t logs_told; /* what the log follower was last told (rkl_containers_sync_logs) */
+};
+
+rkl_containers *rkl_containers_new(void)
 {
-        if (!rkl_hashmap_get(r->undo, id)) {
+        rkl_containers *c = rkl_xnew0(rkl_containers, 1);
+        c->undo = rkl_hashmap_new();
+        return c;
+}
+
+rkl_containers *rkl_containers_free(rkl_containers *c)
+{
+        if (!c)
+                return NULL;
+        rkl_hashmap_free_values(c->undo, free);
+        free(c);
+        return NULL;
+}
+
+void rkl_containers_undo_mark(rkl_reconciler *r, const char *id)
+{
+        if (!rkl_hashmap_get(r->containers->undo, id)) {
                 char *key = rkl_xstrdup(id);
-                rkl_hashmap_put(r->undo, key, key);
+                rkl_hashmap_put(r->containers->undo, key, key);
         }
 }
 
-void rkl_reconciler__undo_clear(rkl_reconciler *r, const char *id)
+void rkl_containers_undo_clear(rkl_reconciler *r, const char *id)
 {
-        free(rkl_hashmap_remove(r->undo, id));
+        free(rkl_hashmap_remove(r->containers->undo, id));
 }
 
 /* The container will never run (it failed for good, or was stopped before its start was
@@ -48,20 +82,17 @@ static void container_never_runs(rkl_reconciler *r, const rkl_container_record *
         free(o.message);
         o.reason = rkl_xstrdup(reason);
         o.message = message;
-        rkl_reconciler__undo_clear(r, rec->id); /* no start follows; removal takes what is left */
-        rkl_reconciler__container_set_observed(r, rec, &o);
+        rkl_containers_undo_clear(r, rec->id); /* no start follows; removal takes what is left */
+        rkl_observing_set_container(r, rec, &o);
         rkl_container_observed_done(&o);
 }
 
-/* A failed add or start: retried with backoff, and after MAX_ATTEMPTS the container fails
- * for good, EXITED with containerd's StartError and 128, so that kubelet sees it and acts
- * (its restart policy) instead of waiting on a container that never runs. */
-void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
-                                              const char *msg)
+void rkl_containers_failed_attempt(rkl_reconciler *r, const rkl_container_record *rec,
+                                   const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
         int64_t now = rkl_reconciler__now(r);
-        int64_t next = now + rkl_reconciler__backoff_ns(rec->book.attempts);
+        int64_t next = now + rkl_backoff_ns(rec->book.attempts);
         int n = rkl_store_container_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__write_failed("container", rec->id, "its failure", n, &err);
         if (n >= CONTAINER_MAX_ATTEMPTS) {
@@ -75,37 +106,176 @@ void rkl_reconciler__container_failed_attempt(rkl_reconciler *r, const rkl_conta
         rkl_reconciler__wake_at(r, next);
 }
 
-/* rkt's app add, start and rm each rewrite the pod's manifest and reload the pod's systemd;
- * two at once in one pod make one fail with a bare "exit status 254" (seen on rkt 1.30 with
- * two containers created together). One at a time per pod; app stop may overlap them. An
- * add also waits for the removal it owes (rkl_reconciler__pod_rm_due()). */
-bool rkl_reconciler__pod_app_busy(rkl_reconciler *r, const char *uuid)
+/* ---- The step: one function per transition ----
+ *
+ * Each takes container c of the running sandbox pod, whose pod p runs and is ready, a step
+ * from what is observed (the record's phase, and st: its app's state in p) towards what is
+ * desired, with the action that does it, or NULL when none can start now. */
+
+typedef enum transition {
+        T_NONE,
+        T_ADD,         /* no app yet: rkt's app add */
+        T_START,       /* an app made, not started: app start (or the undo of a half-made one) */
+        T_START_AGAIN, /* a start that failed after rkt marked the app started */
+        T_STOP,        /* a running app no longer wanted: app stop */
+} transition;
+
+static transition transition_of(const rkl_container_record *c, rkl_pod_app_state st)
 {
-        return rkl_reconciler__pod_in_flight(
-            r, uuid, ACT_MASK(ACT_APP_ADD) | ACT_MASK(ACT_APP_START) | ACT_MASK(ACT_APP_RM));
+        bool created = c->observed.phase == RKL_CONTAINER_PHASE_CREATED;
+        switch (c->desired) {
+        case RKL_CONTAINER_DESIRED_STOPPED:
+                return st == RKL_POD_APP_RUNNING ? T_STOP : T_NONE;
+        case RKL_CONTAINER_DESIRED_RUNNING:
+                if (st == RKL_POD_APP_UNKNOWN && created)
+                        return T_ADD;
+                if (st == RKL_POD_APP_CREATED)
+                        return T_START;
+                if (st == RKL_POD_APP_RUNNING && created && c->book.last_error)
+                        return T_START_AGAIN;
+                return T_NONE;
+        default: /* created, not asked to run yet */
+                return st == RKL_POD_APP_UNKNOWN && created ? T_ADD : T_NONE;
+        }
 }
 
-void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod,
-                                    const rkl_poddir_pod *p, const rkl_container_record *c,
-                                    int64_t now)
+/* Stopped before its start was carried out (a stop right after a start, or during its app
+ * add): no start follows, so it is over (such containers once stayed CREATED for good).
+ * RemoveContainer takes the app along. */
+static bool stopped_before_start(const rkl_container_record *c, rkl_pod_app_state st)
+{
+        return c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
+               c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
+               (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED);
+}
+
+/* The image rkt is to add c's app from: its ID, so that what rkt records (and
+ * ContainerStatus reports) is the ID PullImage returned (a reference pulled by hand is found
+ * by one more look at rkt's store); and for args without a command the image's own
+ * entrypoint, which they run with (Kubernetes' rule; rkt would put them after the image's
+ * first word). A failure counts as the attempt's. */
+static int app_image(rkl_reconciler *r, const rkl_container_record *c, char **ret_image,
+                     char ***ret_entrypoint)
 {
         rkl_error err = RKL_ERROR_INIT;
+        _cleanup_free_ char *image = NULL;
+        int k;
+        if (!isempty(c->observed.image_ref))
+                image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
+        else if ((k = rkl_images_resolve_refresh(r->images, c->spec.image, &image, &err)) < 0) {
+                rkl_containers_failed_attempt(r, c, err.msg);
+                return k;
+        }
+        _cleanup_strv_free_ char **entrypoint = NULL;
+        if (!c->spec.command && c->spec.args) {
+                _cleanup_(rkl_image_freep) rkl_image *img = NULL;
+                if ((k = rkl_images_status(r->images, image, &img, &err)) < 0) {
+                        rkl_containers_failed_attempt(r, c, err.msg);
+                        return k;
+                }
+                entrypoint = rkl_strv_copy(img->entrypoint);
+        }
+        *ret_image = TAKE_PTR(image);
+        *ret_entrypoint = TAKE_PTR(entrypoint);
+        return 0;
+}
+
+static action *add_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                       const rkl_container_record *c)
+{
+        if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid) ||
+            rkl_orphans_rm_due(r, p))
+                return NULL;
+        _cleanup_free_ char *image = NULL;
+        _cleanup_strv_free_ char **entrypoint = NULL;
+        if (app_image(r, c, &image, &entrypoint) < 0)
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
+        a->container = rkl_cache_container_get(r->cache, c->id);
+        if (!a->container) { /* removed meanwhile: the next pass removes the rest */
+                rkl_action_free(a);
+                return NULL;
+        }
+        a->entrypoint = TAKE_PTR(entrypoint);
+        a->image = TAKE_PTR(image);
+        a->log_file = rkl_xasprintf("%s.log", c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
+        rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
+        a->pod_pid = p ? p->ppid : 0;
+        a->node_hosts = pod->spec.host_network;
+        rkl_orphans_add_submitted(r, p);
+        return a;
+}
+
+static action *start_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                         const rkl_container_record *c)
+{
+        if (!rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
+                return NULL;
+        if (rkl_hashmap_get(r->containers->undo, c->id)) {
+                /* After a failed add or start rkt may hold a half-made app that no start can
+                 * run (docs/rkt.md, 'Quirks'): undo it; a fresh add follows. Once per failure:
+                 * the add that follows starts clean. */
+                action *a = rkl_action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid, c->app_name);
+                a->supervisor = (pid_t)p->ppid;
+                return a;
+        }
+        action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
+        return a;
+}
+
+/* The last start failed after rkt wrote <app>-started (it was killed, or timed out): if no
+ * process came of it, start again. rkt's app start clears that state first, as it does to
+ * restart an exited app. */
+static action *start_again(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                           const rkl_container_record *c)
+{
+        pid_t pid;
+        if (rkl_observing_app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
+            !rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
+        return a;
+}
+
+/* By StopContainer's deadline (kept in the store), else after the grace. */
+static action *stop_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                        const rkl_container_record *c, int64_t now)
+{
+        if (!rkl_action_can_start(r, c->id))
+                return NULL;
+        action *a = rkl_action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
+        a->deadline_ns = c->stop_deadline_ns
+                             ? c->stop_deadline_ns
+                             : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
+        a->supervisor = (pid_t)p->ppid;
+        a->timeout_usec = 0;
+        return a;
+}
+
+/* The limits of a running app are kept applied, and forgotten once it exited. */
+static void limits_step(rkl_reconciler *r, const rkl_container_record *c, const rkl_poddir_pod *p,
+                        rkl_pod_app_state st)
+{
+        if (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING && st == RKL_POD_APP_RUNNING)
+                rkl_limits_sync(r, c, p);
+        else if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
+                rkl_limits_forget(r, c->id);
+}
+
+void rkl_containers_step(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                         const rkl_container_record *c, int64_t now)
+{
         const rkl_poddir_app *app = rkl_poddir_pod_find_app(p, c->app_name);
         rkl_pod_app_state st = app ? app->state : RKL_POD_APP_UNKNOWN;
         action *a = NULL;
 
-        if (rkl_hashmap_get(r->in_flight, c->id) || rkl_container_never_ran(&c->observed))
+        if (rkl_action_in_flight(r, c->id) || rkl_container_never_ran(&c->observed))
                 return;
-        if (c->observed.phase == RKL_CONTAINER_PHASE_RUNNING && st == RKL_POD_APP_RUNNING)
-                rkl_reconciler__limits_sync(r, c, p);
-        else if (c->observed.phase == RKL_CONTAINER_PHASE_EXITED)
-                rkl_reconciler__limits_forget(r, c->id);
-        if (c->desired == RKL_CONTAINER_DESIRED_STOPPED &&
-            c->observed.phase == RKL_CONTAINER_PHASE_CREATED &&
-            (st == RKL_POD_APP_UNKNOWN || st == RKL_POD_APP_CREATED)) {
-                /* Stopped before its start was carried out (a stop right after a start, or
-                 * during its app add): no start follows, so it is over (such containers
-                 * once stayed CREATED for good). RemoveContainer takes the app along. */
+        limits_step(r, c, p, st);
+        if (stopped_before_start(c, st)) {
                 rkl_log_object_info(CONTAINER_OBJECT(c),
                                     "container %.12s: stopped before it started", c->id);
                 container_never_runs(r, c, 0, RKL_CONTAINER_NOT_STARTED,
@@ -116,88 +286,24 @@ void rkl_reconciler__step_container(rkl_reconciler *r, const rkl_pod_record *pod
                 rkl_reconciler__wake_at(r, c->book.next_retry_ns);
                 return;
         }
-        if (c->desired != RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_UNKNOWN &&
-            c->observed.phase == RKL_CONTAINER_PHASE_CREATED) {
-                if (!rkl_reconciler__can_start(r, c->id) ||
-                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid) ||
-                    rkl_reconciler__pod_rm_due(r, p))
-                        return;
-                _cleanup_free_ char *log_file = rkl_xasprintf("%s.log", c->app_name);
-                /* rkt gets the image ID, so that what it records (and ContainerStatus
-                 * reports) is the ID PullImage returned. A reference pulled by hand is
-                 * found by one more look at rkt's store. */
-                _cleanup_free_ char *image = NULL;
-                if (!isempty(c->observed.image_ref))
-                        image = rkl_xstrdup(c->observed.image_ref); /* pinned at create */
-                else if (rkl_images_resolve_refresh(r->images, c->spec.image, &image, &err) < 0) {
-                        rkl_reconciler__container_failed_attempt(r, c, err.msg);
-                        return;
-                }
-                /* Args without a command run with the image's own entrypoint (Kubernetes'
-                 * rule; rkt would put them after the image's first word). */
-                _cleanup_strv_free_ char **entrypoint = NULL;
-                if (!c->spec.command && c->spec.args) {
-                        _cleanup_(rkl_image_freep) rkl_image *img = NULL;
-                        if (rkl_images_status(r->images, image, &img, &err) < 0) {
-                                rkl_reconciler__container_failed_attempt(r, c, err.msg);
-                                return;
-                        }
-                        entrypoint = rkl_strv_copy(img->entrypoint);
-                }
-                a = rkl_reconciler__action_new(r, ACT_APP_ADD, c->id, pod->rkt_uuid, c->app_name);
-                a->container = rkl_cache_container_get(r->cache, c->id);
-                if (!a->container) { /* removed meanwhile: the next pass removes the rest */
-                        rkl_reconciler__action_free(a);
-                        return;
-                }
-                a->entrypoint = TAKE_PTR(entrypoint);
-                a->image = TAKE_PTR(image);
-                a->log_file = TAKE_PTR(log_file);
-                rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
-                rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
-                a->pod_pid = p ? p->ppid : 0;
-                a->node_hosts = pod->spec.host_network;
-                rkl_reconciler__pod_add_submitted(r, p);
-        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_CREATED) {
-                if (!rkl_reconciler__can_start(r, c->id) ||
-                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
-                        return;
-                if (rkl_hashmap_get(r->undo, c->id)) {
-                        /* After a failed add or start rkt may hold a half-made app that no
-                         * start can run (docs/rkt.md, 'Quirks'): undo it; a fresh add follows.
-                         * Once per failure: the add that follows starts clean. */
-                        a = rkl_reconciler__action_new(r, ACT_APP_RM, c->id, pod->rkt_uuid,
-                                                       c->app_name);
-                        a->supervisor = (pid_t)p->ppid;
-                } else {
-                        a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid,
-                                                       c->app_name);
-                        rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
-                }
-        } else if (c->desired == RKL_CONTAINER_DESIRED_RUNNING && st == RKL_POD_APP_RUNNING &&
-                   c->observed.phase == RKL_CONTAINER_PHASE_CREATED && c->book.last_error) {
-                /* The last start failed after rkt wrote <app>-started (it was killed, or timed
-                 * out): if no process came of it, start again. rkt's app start clears that
-                 * state first, as it does to restart an exited app. */
-                pid_t pid;
-                if (rkl_reconciler__app_process(r, c, p, &pid) != RKL_APP_PROC_NONE ||
-                    !rkl_reconciler__can_start(r, c->id) ||
-                    rkl_reconciler__pod_app_busy(r, pod->rkt_uuid))
-                        return;
-                a = rkl_reconciler__action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
-                rkl_reconciler__container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
-        } else if (c->desired == RKL_CONTAINER_DESIRED_STOPPED && st == RKL_POD_APP_RUNNING) {
-                if (!rkl_reconciler__can_start(r, c->id))
-                        return;
-                a = rkl_reconciler__action_new(r, ACT_APP_STOP, c->id, pod->rkt_uuid, c->app_name);
-                a->deadline_ns = c->stop_deadline_ns
-                                     ? c->stop_deadline_ns
-                                     : now + (int64_t)r->stop_grace_usec * (int64_t)NSEC_PER_USEC;
-                a->supervisor = (pid_t)p->ppid;
-                a->timeout_usec = 0;
+        switch (transition_of(c, st)) {
+        case T_ADD:
+                a = add_app(r, pod, p, c);
+                break;
+        case T_START:
+                a = start_app(r, pod, p, c);
+                break;
+        case T_START_AGAIN:
+                a = start_again(r, pod, p, c);
+                break;
+        case T_STOP:
+                a = stop_app(r, pod, p, c, now);
+                break;
+        case T_NONE:
+                break;
         }
         if (a)
-                rkl_reconciler__submit(r, a);
+                rkl_action_submit(r, a);
 }
 
 /* Containers whose app ran: rkt's output file exists, or will. */
@@ -249,9 +355,8 @@ static bool log_writer_pending(rkl_reconciler *r, const rkl_poddir_pod *p,
         return rkl_app_cgroup_first_pid(procs, &pid) == 0 && pid > 0;
 }
 
-void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
-                                     const rkl_container_record *c,
-                                     const rkl_container_observed *co)
+void rkl_containers_log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
+                                    const rkl_container_record *c, const rkl_container_observed *co)
 {
         /* Seen running before, and now: iottymux starts before the app and goes after it. */
         if (!r->logs || !p || !p->ppid || c->spec.tty ||
@@ -275,13 +380,12 @@ void rkl_reconciler__log_writer_look(rkl_reconciler *r, const rkl_poddir_pod *p,
          * gone with an app whose exit rkt has not recorded yet is no news. Asked after the
          * writer, the app's process still there means the writer went first. */
         pid_t app_pid;
-        if (rkl_reconciler__app_process(r, c, p, &app_pid) == RKL_APP_PROC_SEEN)
+        if (rkl_observing_app_process(r, c, p, &app_pid) == RKL_APP_PROC_SEEN)
                 (void)rkl_logs_writer_gone(r->logs, c->id);
 }
 
-bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
-                               const rkl_poddir_pod *p, const rkl_container_record *c,
-                               const rkl_container_observed *co)
+bool rkl_containers_exit_held(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_poddir_pod *p,
+                              const rkl_container_record *c, const rkl_container_observed *co)
 {
         /* A TTY's output goes to no log; an exit long past (the daemon was down) has had
          * its writer's time. */
@@ -301,7 +405,7 @@ bool rkl_reconciler__exit_held(rkl_reconciler *r, const rkl_pod_record *pod,
         return true;
 }
 
-void rkl_reconciler__sync_logs(rkl_reconciler *r)
+void rkl_containers_sync_logs(rkl_reconciler *r)
 {
         rkl_container_view **v;
         size_t n;
@@ -312,11 +416,11 @@ void rkl_reconciler__sync_logs(rkl_reconciler *r)
         uint64_t told = n;
         for (size_t i = 0; i < n; i++)
                 told = told * 1000003 + v[i]->rec->book.version;
-        if (told == r->logs_told) {
+        if (told == r->containers->logs_told) {
                 rkl_container_views_unref(v, n);
                 return;
         }
-        r->logs_told = told;
+        r->containers->logs_told = told;
 
         rkl_logs_target *t = rkl_xnew0(rkl_logs_target, n ? n : 1);
         size_t k = 0;

@@ -14,11 +14,16 @@
  *
  * A failed ADD is undone by a DEL at once and fails the sandbox's creation attempt, which is
  * retried like any other. */
-#include "reconciler-internal.h"
+#include "network.h"
 
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "reconciler-internal.h"
+#include "actions.h"
+#include "backoff.h"
+#include "observing.h"
+#include "pods.h"
 #include "base/alloc.h"
 #include "base/crash.h"
 #include "base/fileio.h"
@@ -34,14 +39,14 @@
 /* DEL failures after which a stopped sandbox's pod is removed all the same. */
 #define DEL_HOLDS_POD 3
 
-struct rkl_reconciler_net {
+struct rkl_network {
         rkl_cni_config *config; /* the directory's; NULL when none is usable */
         char *why;              /* why none is, for Status and the sandboxes' errors */
         rkl_cni_exec exec;
         int inotify_fd;
         sd_event_source *source;
         rkl_hashmap *records; /* sandbox ID -> rkl_pod_network*: sandbox_network's rows */
-        rkl_hashmap *retries; /* sandbox ID -> step_retry*: DELs that failed */
+        rkl_backoff *retries; /* sandbox ID: DELs that failed */
         /* Sandboxes whose ready network was found at the start: their records, whose IDs
          * are the keys (a record is dropped from here before it is freed). */
         rkl_hashmap *unchecked;
@@ -64,7 +69,7 @@ static void health_update(rkl_reconciler *r)
         rkl_cache_get_health(r->cache, &h);
         /* Before the first probe, the probe itself fills it in. */
         if (h.probed_ns != 0) {
-                rkl_reconciler__net_health(r, &h);
+                rkl_network_health(r, &h);
                 rkl_cache_set_health(r->cache, &h);
         }
         rkl_health_done(&h);
@@ -73,7 +78,7 @@ static void health_update(rkl_reconciler *r)
 /* Reads the directory's configuration into r->net, saying what changed. */
 static void config_read(rkl_reconciler *r)
 {
-        rkl_reconciler_net *n = r->net;
+        rkl_network *n = r->net;
         rkl_error err = RKL_ERROR_INIT;
         rkl_cni_config *c = NULL;
 
@@ -115,7 +120,7 @@ static int on_conf_dir(sd_event_source *s, int fd, uint32_t revents, void *userd
  * does not exist is made first, since a cluster network's installer only adds a file. */
 static void watch_conf_dir(rkl_reconciler *r)
 {
-        rkl_reconciler_net *n = r->net;
+        rkl_network *n = r->net;
         struct stat st;
         int k = 0;
         if (stat(r->cfg.cni_conf_dir, &st) < 0) {
@@ -142,9 +147,9 @@ static void watch_conf_dir(rkl_reconciler *r)
         }
 }
 
-void rkl_reconciler__net_health(rkl_reconciler *r, rkl_health *h)
+void rkl_network_health(rkl_reconciler *r, rkl_health *h)
 {
-        rkl_reconciler_net *n = r->net;
+        rkl_network *n = r->net;
         free(h->net_reason);
         free(h->net_detail);
         free(h->net_config);
@@ -187,7 +192,7 @@ static rkl_pod_network *record_get(rkl_reconciler *r, const char *id)
         return r->net ? rkl_hashmap_get(r->net->records, id) : NULL;
 }
 
-bool rkl_reconciler__net_held(rkl_reconciler *r, const char *sandbox_id)
+bool rkl_network_held(rkl_reconciler *r, const char *sandbox_id)
 {
         return record_get(r, sandbox_id) != NULL;
 }
@@ -242,29 +247,29 @@ static int record_forget(rkl_reconciler *r, const char *id)
         }
         /* The maps borrow their keys from their entries: out of both before either goes. */
         rkl_hashmap_remove(r->net->unchecked, id);
-        free(rkl_hashmap_remove(r->net->retries, id));
+        rkl_backoff_forget(r->net->retries, id);
         rkl_pod_network_free(rkl_hashmap_remove(r->net->records, id));
         return 0;
 }
 
-void rkl_reconciler__net_new(rkl_reconciler *r)
+rkl_network *rkl_network_new(const rkl_config *cfg)
 {
-        if (r->cfg.net)
-                return;
-        rkl_reconciler_net *net = rkl_xnew0(rkl_reconciler_net, 1);
+        if (cfg->net)
+                return NULL;
+        rkl_network *net = rkl_xnew0(rkl_network, 1);
         net->inotify_fd = -EBADF;
         net->why = rkl_xstrdup("the configuration has not been read yet");
         net->records = rkl_hashmap_new();
-        net->retries = rkl_hashmap_new();
+        net->retries = rkl_backoff_new();
         net->unchecked = rkl_hashmap_new();
         net->exec = (rkl_cni_exec){
-            .bin_dirs = r->cfg.cni_bin_dirs,
-            .timeout_usec = r->cfg.cni_timeout_usec,
+            .bin_dirs = cfg->cni_bin_dirs,
+            .timeout_usec = cfg->cni_timeout_usec,
         };
-        r->net = net;
+        return net;
 }
 
-void rkl_reconciler__net_start(rkl_reconciler *r)
+void rkl_network_start(rkl_reconciler *r)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_pod_network **a = NULL;
@@ -290,28 +295,26 @@ void rkl_reconciler__net_start(rkl_reconciler *r)
         config_load(r);
 }
 
-void rkl_reconciler__net_stop(rkl_reconciler *r)
+void rkl_network_stop(rkl_network *n)
 {
-        rkl_reconciler_net *n = r->net;
         if (!n)
                 return;
         n->source = sd_event_source_unref(n->source);
         n->inotify_fd = safe_close(n->inotify_fd);
 }
 
-void rkl_reconciler__net_free(rkl_reconciler *r)
+rkl_network *rkl_network_free(rkl_network *n)
 {
-        rkl_reconciler_net *n = r->net;
         if (!n)
-                return;
-        rkl_reconciler__net_stop(r);
+                return NULL;
+        rkl_network_stop(n);
         rkl_hashmap_free_values(n->records, record_free);
-        rkl_hashmap_free_values(n->retries, free);
+        rkl_backoff_free(n->retries);
         rkl_hashmap_free(n->unchecked);
         rkl_cni_config_free(n->config);
         free(n->why);
         free(n);
-        r->net = NULL;
+        return NULL;
 }
 
 /* ---- Sandboxes ---- */
@@ -321,14 +324,14 @@ static bool needs_network(rkl_reconciler *r, const rkl_pod_record *rec)
         return r->net && !rec->spec.host_network;
 }
 
-const char *rkl_reconciler__net_unavailable(rkl_reconciler *r, const rkl_pod_record *rec)
+const char *rkl_network_unavailable(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         if (!needs_network(r, rec) || r->net->config)
                 return NULL;
         return r->net->why;
 }
 
-bool rkl_reconciler__net_ready(rkl_reconciler *r, const rkl_pod_record *rec)
+bool rkl_network_ready(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         if (!needs_network(r, rec))
                 return true;
@@ -339,23 +342,21 @@ bool rkl_reconciler__net_ready(rkl_reconciler *r, const rkl_pod_record *rec)
 
 static void submit(rkl_reconciler *r, act_kind kind, const rkl_pod_network *n)
 {
-        action *a = rkl_reconciler__action_new(r, kind, n->sandbox_id,
-                                               n->rkt_uuid ? n->rkt_uuid : "", NULL);
+        action *a = rkl_action_new(r, kind, n->sandbox_id, n->rkt_uuid ? n->rkt_uuid : "", NULL);
         a->net = record_copy(n);
         a->is_pod = true;
-        rkl_reconciler__submit(r, a);
+        rkl_action_submit(r, a);
 }
 
-bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
-                                      const rkl_poddir_pod *p)
+bool rkl_network_step_pending(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
 {
         if (!needs_network(r, rec) || !rec->rkt_uuid || !p || p->state != RKL_POD_STATE_RUNNING ||
-            !p->netns || record_get(r, rec->id) || !rkl_reconciler__can_start_net(r, rec->id))
+            !p->netns || record_get(r, rec->id) || !rkl_action_can_start_net(r, rec->id))
                 return false; /* done, on its way, not possible yet, or an earlier DEL first */
-        rkl_reconciler_net *net = r->net;
+        rkl_network *net = r->net;
         if (!net->config) {
                 /* The configuration went after the unit started: this attempt fails. */
-                rkl_reconciler__pod_network_failed(r, rec, net->why);
+                rkl_pods_network_failed(r, rec, net->why);
                 return true;
         }
 
@@ -396,34 +397,32 @@ bool rkl_reconciler__net_step_pending(rkl_reconciler *r, const rkl_pod_record *r
         if (record_put(r, n) < 0)
                 return false;
         rkl_crash_point("net-recorded");
-        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_BEGUN);
+        rkl_observing_pod_step(r, rec, RKL_POD_STEP_NET_ADD_BEGUN);
         submit(r, ACT_NET_ADD, n);
         return false;
 }
 
-void rkl_reconciler__net_step_running(rkl_reconciler *r, const rkl_pod_record *rec,
-                                      const rkl_poddir_pod *p)
+void rkl_network_step_running(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
 {
         const rkl_pod_network *n = record_get(r, rec->id);
         if (!n || !rkl_hashmap_get(r->net->unchecked, rec->id) ||
-            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_reconciler__can_start_net(r, rec->id))
+            !streq_ptr(n->rkt_uuid, p->uuid) || !rkl_action_can_start_net(r, rec->id))
                 return;
         rkl_hashmap_remove(r->net->unchecked, rec->id);
         submit(r, ACT_NET_CHECK, n);
 }
 
-bool rkl_reconciler__net_holds_pod(rkl_reconciler *r, const rkl_pod_record *rec)
+bool rkl_network_holds_pod(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         if (!record_get(r, rec->id))
                 return false;
-        const step_retry *d = rkl_hashmap_get(r->net->retries, rec->id);
-        return !d || d->attempts < DEL_HOLDS_POD;
+        return rkl_backoff_attempts(r->net->retries, rec->id) < DEL_HOLDS_POD;
 }
 
 /* Whether the recorded network n is one its sandbox still wants. */
 static bool wanted(rkl_reconciler *r, const rkl_pod_network *n)
 {
-        if (rkl_hashmap_get(r->in_flight, n->sandbox_id))
+        if (rkl_action_in_flight(r, n->sandbox_id))
                 return true; /* its ADD, CHECK or DEL, or the pod's own verb, runs: later */
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, n->sandbox_id);
         if (!v)
@@ -435,13 +434,13 @@ static bool wanted(rkl_reconciler *r, const rkl_pod_network *n)
                 return false; /* an ADD that may not have finished: undone, then done again */
         if (rec->desired == RKL_POD_DESIRED_STOPPED) {
                 /* Released once the pod is down, before rkt removes the namespace. */
-                const rkl_poddir_pod *p = rkl_hashmap_get(r->seen, n->rkt_uuid);
+                const rkl_poddir_pod *p = rkl_observing_pod(r, n->rkt_uuid);
                 return p && p->state == RKL_POD_STATE_RUNNING;
         }
         return true;
 }
 
-void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
+void rkl_network_reap(rkl_reconciler *r, int64_t now)
 {
         if (!r->net)
                 return;
@@ -451,8 +450,12 @@ void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
                 const rkl_pod_network *n = v;
                 if (wanted(r, n))
                         continue;
-                if (rkl_reconciler__retry_waits(r, r->net->retries, n->sandbox_id, now) ||
-                    !rkl_reconciler__can_start_net(r, n->sandbox_id))
+                int64_t next;
+                if (rkl_backoff_waits(r->net->retries, n->sandbox_id, now, &next)) {
+                        rkl_reconciler__wake_at(r, next);
+                        continue;
+                }
+                if (!rkl_action_can_start_net(r, n->sandbox_id))
                         continue;
                 submit(r, ACT_NET_DEL, n);
         }
@@ -460,7 +463,7 @@ void rkl_reconciler__net_reap(rkl_reconciler *r, int64_t now)
 
 /* ---- The plugins' runs ---- */
 
-int rkl_reconciler__net_run(action *a)
+int rkl_network_run(action *a)
 {
         rkl_reconciler *r = a->r;
         const rkl_pod_network *n = a->net;
@@ -526,7 +529,7 @@ static void addresses_set(rkl_reconciler *r, const rkl_pod_record *rec, const ch
         rkl_strv_free(o.additional_ips);
         o.ip = rkl_xstrdup(ips[0]);
         o.additional_ips = ips[1] ? rkl_strv_copy(ips + 1) : NULL;
-        rkl_reconciler__pod_set_observed(r, rec, &o);
+        rkl_observing_set_pod(r, rec, &o);
         rkl_pod_observed_done(&o);
 }
 
@@ -538,7 +541,7 @@ static void apply_add(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
                 if (a->force)
                         (void)record_forget(r, a->key);
                 if (rec)
-                        rkl_reconciler__pod_network_failed(r, rec, a->error);
+                        rkl_pods_network_failed(r, rec, a->error);
                 return;
         }
         rkl_pod_network *n = record_copy(a->net);
@@ -550,7 +553,7 @@ static void apply_add(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
         rkl_crash_point("net-added");
         if (rec && streq_ptr(rec->rkt_uuid, a->net->rkt_uuid)) {
                 const rkl_pod_network *kept = record_get(r, a->key);
-                rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NET_ADD_DONE);
+                rkl_observing_pod_step(r, rec, RKL_POD_STEP_NET_ADD_DONE);
                 rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: network '%s' added", rec->id,
                                     kept->network);
                 addresses_set(r, rec, kept->result);
@@ -597,13 +600,15 @@ static void apply_del(rkl_reconciler *r, action *a, const rkl_pod_record *rec)
                                             a->net->network);
                 return;
         }
-        const step_retry *d = rkl_reconciler__retry_failed(r, r->net->retries, a->key);
+        const rkl_backoff_entry *d =
+            rkl_backoff_failed(r->net->retries, a->key, rkl_reconciler__now(r));
+        rkl_reconciler__wake_at(r, d->next_ns);
         rkl_log_object_warning(NET_OBJECT(a->key, rec),
                                "sandbox %.12s: network DEL failed (attempt %u, again later): %s",
                                a->key, d->attempts, a->error);
 }
 
-void rkl_reconciler__net_apply(rkl_reconciler *r, action *a)
+void rkl_network_apply(rkl_reconciler *r, action *a)
 {
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, a->key);
         const rkl_pod_record *rec = v ? v->rec : NULL;

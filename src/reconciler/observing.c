@@ -2,16 +2,23 @@
  * changed and on a periodic rescan, turned into observations (observe.c's rules) and
  * recorded through the store when they change; adoption of a pod whose UUID was not
  * recorded yet. */
-#include "reconciler-internal.h"
+#include "observing.h"
 
 #include <fcntl.h>
 #include <signal.h>
 
+#include "reconciler-internal.h"
 #include "app-cgroup.h"
+#include "containers.h"
+#include "limits.h"
+#include "network.h"
 #include "observe.h"
+#include "orphans.h"
+#include "pods.h"
 #include "base/alloc.h"
 #include "base/cgroup.h"
 #include "base/crash.h"
+#include "base/fileio.h"
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/strv.h"
@@ -19,16 +26,53 @@
 #include "rkt/command.h"
 #include "rkt/poddir.h"
 #include "rkt/watch.h"
+#include "stats/oom.h"
 #include "store/store.h"
 #include "base/banned.h"
 
-/* A write that failed: the object keeps its recorded state, and the next pass, seeing
- * the same difference, tries again. Gone is no failure: its removal ends the work. */
-void rkl_reconciler__write_failed(const char *kind, const char *id, const char *what, int k,
-                                  const rkl_error *err)
+struct rkl_observing {
+        rkl_poddir_watch *watch; /* NULL: none (no rkt, no store, or it failed) */
+        int pods_dirfd;          /* opened at the first look at a pod */
+        rkl_hashmap *seen;       /* uuid -> rkl_poddir_pod*: each pod as last read */
+        char **recheck;          /* pods to read again at the next pass: what inotify cannot see */
+        /* Object ID -> step_marks*: the timeline of each start under way, ahead of the store
+         * ('Timelines' below). */
+        rkl_hashmap *steps;
+        rkl_oom_log *oom_log; /* the kernel's OOM kills; NULL when /dev/kmsg cannot be read */
+};
+
+static void seen_free(void *v)
 {
-        if (k < 0 && k != -ENOENT)
-                rkl_log_error("%s %.12s: cannot record %s: %s", kind, id, what, err->msg);
+        rkl_poddir_pod_done(v);
+        free(v);
+}
+
+rkl_observing *rkl_observing_new(void)
+{
+        rkl_observing *o = rkl_xnew0(rkl_observing, 1);
+        o->pods_dirfd = -EBADF;
+        o->seen = rkl_hashmap_new();
+        o->steps = rkl_hashmap_new();
+        int k = rkl_oom_log_open(NULL, &o->oom_log);
+        if (k < 0)
+                rkl_log_warning("cannot read the kernel's log (/dev/kmsg: %s): an OOM-killed "
+                                "app whose cgroup is gone will read as a plain SIGKILL",
+                                strerror(-k));
+        return o;
+}
+
+rkl_observing *rkl_observing_free(rkl_observing *o)
+{
+        if (!o)
+                return NULL;
+        rkl_poddir_watch_free(o->watch);
+        safe_close(o->pods_dirfd);
+        rkl_hashmap_free_values(o->seen, seen_free);
+        rkl_strv_free(o->recheck);
+        rkl_hashmap_free_values(o->steps, free);
+        rkl_oom_log_free(o->oom_log);
+        free(o);
+        return NULL;
 }
 
 /* ---- Timelines ----
@@ -48,19 +92,19 @@ typedef struct step_marks {
 
 static step_marks *marks_of(rkl_reconciler *r, const char *id, const rkl_timeline *stored)
 {
-        step_marks *m = rkl_hashmap_get(r->steps, id);
+        step_marks *m = rkl_hashmap_get(r->observing->steps, id);
         if (!m) {
                 m = rkl_xnew0(step_marks, 1);
                 (void)snprintf(m->id, sizeof(m->id), "%s", id);
                 m->t = *stored;
-                rkl_hashmap_put(r->steps, m->id, m);
+                rkl_hashmap_put(r->observing->steps, m->id, m);
         }
         return m;
 }
 
 static void marks_forget(rkl_reconciler *r, const char *id)
 {
-        free(rkl_hashmap_remove(r->steps, id));
+        free(rkl_hashmap_remove(r->observing->steps, id));
 }
 
 /* again: the step begins anew, with those after it up to last; else it counts once. now: the
@@ -76,7 +120,7 @@ static void step_set(rkl_timeline *t, size_t step, size_t last, int64_t accepted
                 t->usec[i] = 0;
 }
 
-void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
+void rkl_observing_pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
 {
         /* A step seen after the start was written out would wait for a write that never
          * comes: only a new attempt's first step begins anew. */
@@ -89,8 +133,8 @@ void rkl_reconciler__pod_step(rkl_reconciler *r, const rkl_pod_record *rec, rkl_
                  step == RKL_POD_STEP_UNIT_STARTED, rkl_reconciler__now(r));
 }
 
-void rkl_reconciler__container_step(rkl_reconciler *r, const rkl_container_record *rec,
-                                    rkl_container_step step)
+void rkl_observing_container_step(rkl_reconciler *r, const rkl_container_record *rec,
+                                  rkl_container_step step)
 {
         /* rkt's app start often returns after the app was seen running (and written out):
          * that start_done is left out rather than kept for a write that never comes. */
@@ -114,27 +158,17 @@ static bool marks_gone(const void *v, void *userdata)
         return !p && !c;
 }
 
-void rkl_reconciler__steps_sweep(rkl_reconciler *r)
+void rkl_observing_steps_sweep(rkl_reconciler *r)
 {
-        rkl_hashmap_remove_if(r->steps, marks_gone, r, free);
+        rkl_hashmap_remove_if(r->observing->steps, marks_gone, r, free);
 }
 
-int64_t rkl_reconciler__pod_step_ns(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
+int64_t rkl_observing_pod_step_ns(rkl_reconciler *r, const rkl_pod_record *rec, rkl_pod_step step)
 {
-        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        const step_marks *m = rkl_hashmap_get(r->observing->steps, rec->id);
         const rkl_timeline *t = m ? &m->t : &rec->observed.timeline;
         return t->usec[step] > 0 ? rec->book.accepted_ns + t->usec[step] * (int64_t)NSEC_PER_USEC
                                  : 0;
-}
-
-void rkl_reconciler__steps_free(rkl_reconciler *r)
-{
-        size_t i = 0;
-        void *v;
-        while (rkl_hashmap_iterate(r->steps, &i, NULL, &v))
-                free(v);
-        rkl_hashmap_free(r->steps);
-        r->steps = NULL;
 }
 
 /* "running after 2.31 s (unit_started 12 ms, ...)" for the line that ends a start, and the
@@ -173,8 +207,7 @@ static void log_start_done(const rkl_log_object *obj, const char *kind, const ch
                             (double)last_usec / USEC_PER_SEC, steps);
 }
 
-void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *rec,
-                                      const rkl_pod_observed *o)
+void rkl_observing_set_pod(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_pod_observed *o)
 {
         rkl_error err = RKL_ERROR_INIT;
         if (rkl_pod_observed_equal(o, &rec->observed))
@@ -182,7 +215,7 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         bool started =
             o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase == RKL_POD_PHASE_PENDING;
         if (started) {
-                rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_RUNNING);
+                rkl_observing_pod_step(r, rec, RKL_POD_STEP_RUNNING);
                 int k = rec->unit_name
                             ? rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, rec->unit_name)
                             : 0;
@@ -195,9 +228,9 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
         if (o->phase == RKL_POD_PHASE_RUNNING && rec->observed.phase != RKL_POD_PHASE_RUNNING)
                 r->stats_new = true;
         if (o->phase != RKL_POD_PHASE_PENDING)
-                rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
+                rkl_pods_boot_look_forget(r, rec->rkt_uuid);
         rkl_pod_observed w = *o; /* borrows o's strings */
-        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        const step_marks *m = rkl_hashmap_get(r->observing->steps, rec->id);
         if (m)
                 w.timeline = m->t;
         if (started)
@@ -213,16 +246,16 @@ void rkl_reconciler__pod_set_observed(rkl_reconciler *r, const rkl_pod_record *r
                 marks_forget(r, rec->id); /* the start is over: its steps are in the store */
 }
 
-void rkl_reconciler__container_set_observed(rkl_reconciler *r, const rkl_container_record *rec,
-                                            const rkl_container_observed *o)
+void rkl_observing_set_container(rkl_reconciler *r, const rkl_container_record *rec,
+                                 const rkl_container_observed *o)
 {
         rkl_error err = RKL_ERROR_INIT;
         bool started = o->phase == RKL_CONTAINER_PHASE_RUNNING &&
                        rec->observed.phase != RKL_CONTAINER_PHASE_RUNNING;
         if (started)
-                rkl_reconciler__container_step(r, rec, RKL_CONTAINER_STEP_RUNNING);
+                rkl_observing_container_step(r, rec, RKL_CONTAINER_STEP_RUNNING);
         rkl_container_observed w = *o; /* borrows o's strings */
-        const step_marks *m = rkl_hashmap_get(r->steps, rec->id);
+        const step_marks *m = rkl_hashmap_get(r->observing->steps, rec->id);
         if (m)
                 w.timeline = m->t;
         if (started)
@@ -253,8 +286,8 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
         if (rec->observed.phase == RKL_CONTAINER_PHASE_EXITED &&
             streq_ptr(rec->observed.reason, "OOMKilled"))
                 return true;
-        if (r && rkl_reconciler__app_memory_dir(r, rec->id))
-                memory = rkl_xstrdup(rkl_reconciler__app_memory_dir(r, rec->id));
+        if (r && rkl_limits_app_memory_dir(r, rec->id))
+                memory = rkl_xstrdup(rkl_limits_app_memory_dir(r, rec->id));
         else if (RKL_OPS(r, app_cgroups, (pid_t)p->ppid, rec->app_name, &procs, &memory) < 0 ||
                  !memory)
                 return false;
@@ -264,15 +297,15 @@ static bool container_oom_killed(rkl_reconciler *r, const rkl_container_record *
          * which the pod's systemd removes once the main process is gone): the kernel's log
          * still has the kill. */
         const char *rel = rkl_app_cgroup_relative(memory);
-        if (!r || !r->oom_log || !rel)
+        if (!r || !r->observing->oom_log || !rel)
                 return false;
-        rkl_oom_log_refresh(r->oom_log);
-        return rkl_oom_log_has(r->oom_log, rel);
+        rkl_oom_log_refresh(r->observing->oom_log);
+        return rkl_oom_log_has(r->observing->oom_log, rel);
 }
 
 /* Is the app's process there yet? (see rkl_app_proc) */
-rkl_app_proc rkl_reconciler__app_process(rkl_reconciler *r, const rkl_container_record *rec,
-                                         const rkl_poddir_pod *p, pid_t *ret_pid)
+rkl_app_proc rkl_observing_app_process(rkl_reconciler *r, const rkl_container_record *rec,
+                                       const rkl_poddir_pod *p, pid_t *ret_pid)
 {
         const rkl_poddir_app *a = p ? rkl_poddir_pod_find_app(p, rec->app_name) : NULL;
         _cleanup_free_ char *procs = NULL, *memory = NULL;
@@ -333,12 +366,11 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 p = NULL;
         if (p && rec->observed.phase == RKL_POD_PHASE_PENDING) {
                 if (p->netns)
-                        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_NETNS_SEEN);
+                        rkl_observing_pod_step(r, rec, RKL_POD_STEP_NETNS_SEEN);
                 if (p->state == RKL_POD_STATE_RUNNING && p->supervisor_ready)
-                        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_STAGE1_READY);
+                        rkl_observing_pod_step(r, rec, RKL_POD_STEP_STAGE1_READY);
         }
-        rkl_observe_pod(rec, p, rkl_reconciler__net_ready(r, rec), rkl_reconciler__now(r), &o,
-                        &dead);
+        rkl_observe_pod(rec, p, rkl_network_ready(r, rec), rkl_reconciler__now(r), &o, &dead);
         if (!p && o.phase == RKL_POD_PHASE_FAILED && rec->observed.phase == RKL_POD_PHASE_RUNNING &&
             rec->unit_name) {
                 /* Its directory was removed outside rktlet while it ran: rkt no longer knows
@@ -349,7 +381,7 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                                        rec->id, rec->rkt_uuid);
                 rkl_reconciler__unit_stop(r, rec->unit_name);
         }
-        rkl_reconciler__pod_set_observed(r, rec, &o);
+        rkl_observing_set_pod(r, rec, &o);
         rkl_pod_observed_done(&o);
 
         rkl_view_filter f = {.sandbox_id = rec->id};
@@ -361,33 +393,33 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_container_observed co;
 
                 pid_t pid;
-                rkl_app_proc proc = rkl_reconciler__app_process(r, c, p, &pid);
+                rkl_app_proc proc = rkl_observing_app_process(r, c, p, &pid);
                 if (proc == RKL_APP_PROC_NONE) {
                         /* The process is on its way; joining a cgroup touches no file the
                          * watcher sees, so read the pod again shortly. */
-                        rkl_strv_push(&r->recheck, p->uuid);
+                        rkl_strv_push(&r->observing->recheck, p->uuid);
                         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                 }
                 if (proc == RKL_APP_PROC_SEEN)
-                        rkl_reconciler__limits_sync(r, c, p);
+                        rkl_limits_sync(r, c, p);
                 rkl_observe_container(c, rec, p, proc, pid, container_oom_killed(r, c, p),
                                       rkl_reconciler__now(r), &co);
-                if (rkl_reconciler__exit_held(r, rec, p, c, &co)) {
+                if (rkl_containers_exit_held(r, rec, p, c, &co)) {
                         /* What it saw before stands a little longer; nothing tells of the
                          * writer's end or the follower's, so look again shortly. */
-                        rkl_strv_push(&r->recheck, p->uuid);
+                        rkl_strv_push(&r->observing->recheck, p->uuid);
                         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                         rkl_container_observed_done(&co);
                         continue;
                 }
-                rkl_reconciler__log_writer_look(r, p, c, &co);
+                rkl_containers_log_writer_look(r, p, c, &co);
                 if (!rkl_container_observed_equal(&co, &c->observed)) {
                         if (co.phase == RKL_CONTAINER_PHASE_RUNNING &&
                             c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
                                 r->stats_new = true;
                         else if (co.phase != c->observed.phase)
                                 log_phase_change(r, c, &co); /* a start's end says more */
-                        rkl_reconciler__container_set_observed(r, c, &co);
+                        rkl_observing_set_container(r, c, &co);
                 }
                 rkl_container_observed_done(&co);
         }
@@ -396,24 +428,44 @@ static void persist_observation(rkl_reconciler *r, const rkl_pod_record *rec,
 
 /* ---- Observing pod directories ---- */
 
-int rkl_reconciler__pods_dirfd(rkl_reconciler *r)
+static int pods_dirfd(rkl_reconciler *r)
 {
-        if (r->pods_dirfd < 0)
-                r->pods_dirfd = open(r->pods_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return r->pods_dirfd;
+        rkl_observing *o = r->observing;
+        if (o->pods_dirfd < 0)
+                o->pods_dirfd = open(r->pods_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return o->pods_dirfd;
+}
+
+int rkl_observing_pods_fd(rkl_reconciler *r)
+{
+        return r->observing->pods_dirfd;
+}
+
+const rkl_poddir_pod *rkl_observing_pod(rkl_reconciler *r, const char *uuid)
+{
+        return rkl_hashmap_get(r->observing->seen, uuid);
+}
+
+bool rkl_observing_iterate(rkl_reconciler *r, size_t *i, const rkl_poddir_pod **ret)
+{
+        void *v;
+        if (!rkl_hashmap_iterate(r->observing->seen, i, NULL, &v))
+                return false;
+        *ret = v;
+        return true;
 }
 
 static void seen_set(rkl_reconciler *r, const char *uuid, rkl_poddir_pod *p)
 {
-        rkl_poddir_pod *old = rkl_hashmap_remove(r->seen, uuid);
+        rkl_poddir_pod *old = rkl_hashmap_remove(r->observing->seen, uuid);
         if (old) {
                 rkl_poddir_pod_done(old);
                 free(old);
         }
         if (p)
-                rkl_hashmap_put(r->seen, p->uuid, p);
+                rkl_hashmap_put(r->observing->seen, p->uuid, p);
         if (!p || p->state != RKL_POD_STATE_RUNNING)
-                rkl_reconciler__pod_rm_forget(r, uuid);
+                rkl_orphans_rm_forget(r, uuid);
 }
 
 /* The sandbox whose record names uuid, or NULL. */
@@ -432,7 +484,7 @@ static rkl_pod_view *pod_by_uuid(rkl_reconciler *r, const char *uuid)
 
 /* When the current creation attempt of a sandbox began: a retry starts once the backoff of
  * the last failure ran out. */
-int64_t rkl_reconciler__attempt_start_ns(const rkl_pod_record *rec)
+int64_t rkl_observing_attempt_start_ns(const rkl_pod_record *rec)
 {
         return rec->book.next_retry_ns > rec->book.accepted_ns ? rec->book.next_retry_ns
                                                                : rec->book.accepted_ns;
@@ -442,19 +494,19 @@ int64_t rkl_reconciler__attempt_start_ns(const rkl_pod_record *rec)
  * creation's (the daemon crashed, or the uuid file was not read yet), unless it was made
  * before the current attempt began: an earlier attempt's pod on its way down, which must
  * not count against the new attempt, nor live on in a sandbox that failed for good. */
-bool rkl_reconciler__pod_adoptable(const rkl_pod_record *rec, const rkl_poddir_pod *p)
+bool rkl_observing_pod_adoptable(const rkl_pod_record *rec, const rkl_poddir_pod *p)
 {
         return !rec->rkt_uuid && rec->desired == RKL_POD_DESIRED_READY &&
                rec->observed.phase == RKL_POD_PHASE_PENDING &&
                !rkl_pod_state_is_after_run(p->state) &&
-               (p->created_ns == 0 || p->created_ns >= rkl_reconciler__attempt_start_ns(rec));
+               (p->created_ns == 0 || p->created_ns >= rkl_observing_attempt_start_ns(rec));
 }
 
-void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
+void rkl_observing_read(rkl_reconciler *r, const char *uuid)
 {
         rkl_error err = RKL_ERROR_INIT;
         rkl_poddir_pod *p = rkl_xnew0(rkl_poddir_pod, 1);
-        int fd = rkl_reconciler__pods_dirfd(r);
+        int fd = pods_dirfd(r);
         int k = fd < 0 ? -ENOENT : RKL_OPS(r, pod_read, uuid, p, &err);
 
         if (k < 0) {
@@ -470,7 +522,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
                 return;
         }
         /* Without the watch the pod is still read at each rescan, only later. */
-        if (r->watch && rkl_poddir_watch_pod(r->watch, uuid, &err) < 0)
+        if (r->observing->watch && rkl_poddir_watch_pod(r->observing->watch, uuid, &err) < 0)
                 rkl_log_debug("pod %s: not watched: %s", uuid, err.msg);
         rkl_error_clear(&err);
         seen_set(r, uuid, p);
@@ -482,7 +534,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
         _cleanup_(rkl_pod_view_unrefp) rkl_pod_view *v = rkl_cache_pod_get(r->cache, id);
         if (!v)
                 return; /* an orphan: the pass removes it */
-        if (rkl_reconciler__pod_adoptable(v->rec, p)) {
+        if (rkl_observing_pod_adoptable(v->rec, p)) {
                 /* Adopt: the pod lives, its UUID was not recorded yet (a crash, or the uuid
                  * file not read yet). A dead one is a failed attempt's leftover. */
                 rkl_crash_point("uuid-unrecorded");
@@ -492,7 +544,7 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
                         return;
                 }
                 rkl_log_info("sandbox %.12s: rkt pod %s", id, uuid);
-                rkl_reconciler__pod_step(r, v->rec, RKL_POD_STEP_POD_SEEN);
+                rkl_observing_pod_step(r, v->rec, RKL_POD_STEP_POD_SEEN);
                 rkl_pod_view_unref(v);
                 v = rkl_cache_pod_get(r->cache, id);
                 if (!v)
@@ -502,20 +554,22 @@ void rkl_reconciler__observe_uuid(rkl_reconciler *r, const char *uuid)
                 persist_observation(r, v->rec, p);
 }
 
-void rkl_reconciler__rescan(rkl_reconciler *r)
+void rkl_observing_rescan(rkl_reconciler *r)
 {
+        rkl_observing *o = r->observing;
         rkl_error err = RKL_ERROR_INIT;
         _cleanup_strv_free_ char **uuids = NULL;
-        int fd = rkl_reconciler__pods_dirfd(r);
+        int fd = pods_dirfd(r);
 
         r->rescan = false;
+        o->recheck = rkl_strv_free(o->recheck); /* all of them are read now */
         if (fd < 0 || RKL_OPS(r, pod_list, &uuids, &err) < 0)
                 uuids = rkl_xnew0(char *, 1);
         /* Pods gone since the last look. */
         _cleanup_strv_free_ char **gone = NULL;
         size_t i = 0;
         const char *key;
-        while (rkl_hashmap_iterate(r->seen, &i, &key, NULL)) {
+        while (rkl_hashmap_iterate(r->observing->seen, &i, &key, NULL)) {
                 bool found = false;
                 RKL_STRV_FOREACH (u, uuids)
                         found |= streq(*u, key);
@@ -523,15 +577,58 @@ void rkl_reconciler__rescan(rkl_reconciler *r)
                         rkl_strv_push(&gone, key);
         }
         RKL_STRV_FOREACH (u, gone)
-                rkl_reconciler__observe_uuid(r, *u);
+                rkl_observing_read(r, *u);
         RKL_STRV_FOREACH (u, uuids)
-                rkl_reconciler__observe_uuid(r, *u);
+                rkl_observing_read(r, *u);
         /* Records whose pod vanished while nobody looked. */
         rkl_pod_view **pods;
         size_t n;
         rkl_cache_pod_list(r->cache, NULL, &pods, &n);
         for (size_t j = 0; j < n; j++)
-                if (pods[j]->rec->rkt_uuid && !rkl_hashmap_get(r->seen, pods[j]->rec->rkt_uuid))
+                if (pods[j]->rec->rkt_uuid &&
+                    !rkl_hashmap_get(r->observing->seen, pods[j]->rec->rkt_uuid))
                         persist_observation(r, pods[j]->rec, NULL);
         rkl_pod_views_unref(pods, n);
+}
+
+void rkl_observing_recheck(rkl_reconciler *r)
+{
+        _cleanup_strv_free_ char **l = TAKE_PTR(r->observing->recheck);
+        RKL_STRV_FOREACH (u, l)
+                rkl_observing_read(r, *u);
+}
+
+static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        rkl_reconciler *r = userdata;
+        _cleanup_strv_free_ char **uuids = NULL;
+        bool lost = false;
+
+        if (rkl_poddir_watch_drain(r->observing->watch, &uuids, &lost, NULL) < 0)
+                lost = true;
+        if (lost)
+                r->rescan = true;
+        else
+                RKL_STRV_FOREACH (u, uuids)
+                        rkl_observing_read(r, *u);
+        rkl_reconciler__schedule_pass(r);
+        return 0;
+}
+
+int rkl_observing_watch(rkl_reconciler *r)
+{
+        rkl_observing *o = r->observing;
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_mkdir_p(r->cfg.rkt_data_dir, 0755);
+        if (k < 0)
+                return rkl_log_warning_errno(k, "cannot create '%s': %m", r->cfg.rkt_data_dir);
+        k = rkl_poddir_watch_new(r->pods_dir, &o->watch, &err);
+        if (k < 0)
+                return rkl_log_warning_errno(k, "cannot watch '%s': %s", r->pods_dir, err.msg);
+        return sd_event_add_io(r->event, NULL, rkl_poddir_watch_fd(o->watch), EPOLLIN, on_watch, r);
+}
+
+void rkl_observing_unwatch(rkl_reconciler *r)
+{
+        r->observing->watch = rkl_poddir_watch_free(r->observing->watch);
 }

@@ -1,5 +1,5 @@
 /* The real table of operations (ops.h): rkt's verbs, the pod directories under the
- * reconciler's pods_dirfd, CNI's plugins, the system manager over its bus, CLOCK_REALTIME and
+ * reconciler's pods directory, CNI's plugins, the system manager over its bus, CLOCK_REALTIME and
  * its worker pool. userdata is the reconciler. */
 #include "ops.h"
 
@@ -7,6 +7,7 @@
 
 #include "app-cgroup.h"
 #include "reconciler-internal.h"
+#include "observing.h"
 #include "base/log.h"
 #include "base/time-util.h"
 #include "base/workpool.h"
@@ -70,13 +71,13 @@ static int real_rkt_version(void *userdata, rkl_rkt_version *ret, rkl_error *ret
 static int real_pod_read(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
-        return rkl_poddir_read(r->pods_dirfd, uuid, ret, reterr);
+        return rkl_poddir_read(rkl_observing_pods_fd(r), uuid, ret, reterr);
 }
 
 static int real_pod_list(void *userdata, char ***ret_uuids, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
-        return rkl_poddir_list(r->pods_dirfd, ret_uuids, reterr);
+        return rkl_poddir_list(rkl_observing_pods_fd(r), ret_uuids, reterr);
 }
 
 static int real_app_cgroups(void *userdata, pid_t supervisor, const char *app, char **ret_procs_dir,

@@ -40,7 +40,7 @@ typedef struct rkl_reconciler_ops {
         int (*rkt_version)(void *userdata, rkl_rkt_version *ret, rkl_error *reterr);
 
         /* ---- rkt's pod directories (rkt/poddir.h), under the pods directory, which the
-         * callers have found open (the reconciler's pods_dirfd) ---- */
+         * callers have found open (observing.c's rkl_observing_pods_fd()) ---- */
         int (*pod_read)(void *userdata, const char *uuid, rkl_poddir_pod *ret, rkl_error *reterr);
         int (*pod_list)(void *userdata, char ***ret_uuids, rkl_error *reterr);
         /* Where an app's cgroups are, from its pod's supervisor (cgroup.h:

@@ -1,31 +1,91 @@
 /* Sandboxes: starting a pod's unit (`rkt app sandbox` under systemd), waiting for it to be
  * ready, counting failed creations, and stopping and removing a pod no longer wanted. */
-#include "reconciler-internal.h"
+#include "pods.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
+#include "reconciler-internal.h"
+#include "actions.h"
 #include "app-cgroup.h"
+#include "backoff.h"
+#include "containers.h"
+#include "limits.h"
+#include "network.h"
+#include "observing.h"
+#include "orphans.h"
+#include "probe.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/crash.h"
 #include "base/fileio.h"
+#include "base/hashmap.h"
 #include "base/log.h"
 #include "base/strv.h"
 #include "base/time-util.h"
 #include "rkt/action.h"
+#include "rkt/poddir.h"
 #include "rkt/rkt.h"
+#include "store/cache.h"
 #include "store/store.h"
 #include "base/banned.h"
 
+/* Failed creations before a sandbox fails for good. */
+#define MAX_ATTEMPTS 5
+/* How often a pending sandbox is looked at again. */
+#define PENDING_POLL_USEC (50 * USEC_PER_MSEC)
 /* How often a start waiting for an earlier attempt's unit to go asks after it. */
 #define OLD_UNIT_POLL_NS (200 * (int64_t)NSEC_PER_MSEC)
+/* How often a sandbox whose rkt pod has not appeared yet has its unit asked after: the first
+ * time that long after its start, then as often. */
+#define UNIT_LOOK_NS (1 * (int64_t)NSEC_PER_SEC)
+/* A pending pod not ready this long after its start has its boot looked at, and again as
+ * often. */
+#define BOOT_LOOK_AFTER_NS (5 * (int64_t)NSEC_PER_SEC)
+
+struct rkl_pods {
+        rkl_hashmap *boot_looks; /* uuid -> boot_look*: pending pods whose boot was checked */
+        rkl_hashmap *unit_looks; /* sandbox ID -> unit_look*: when its unit is next asked after */
+        /* rktlet's units as the manager last listed them (unit_states_refresh()): name -> its
+         * state in unit_active, both owned by unit_names; when. */
+        rkl_hashmap *unit_states;
+        char **unit_names;
+        int *unit_active;
+        int64_t unit_states_ns;
+};
+
+static void unit_states_clear(rkl_pods *p)
+{
+        p->unit_states = rkl_hashmap_free(p->unit_states);
+        p->unit_names = rkl_strv_free(p->unit_names);
+        p->unit_active = mfree(p->unit_active);
+        p->unit_states_ns = 0;
+}
+
+rkl_pods *rkl_pods_new(void)
+{
+        rkl_pods *p = rkl_xnew0(rkl_pods, 1);
+        p->boot_looks = rkl_hashmap_new();
+        p->unit_looks = rkl_hashmap_new();
+        return p;
+}
+
+rkl_pods *rkl_pods_free(rkl_pods *p)
+{
+        if (!p)
+                return NULL;
+        rkl_hashmap_free_values(p->boot_looks, free);
+        rkl_hashmap_free_values(p->unit_looks, free);
+        unit_states_clear(p);
+        free(p);
+        return NULL;
+}
 
 /* A failed attempt: shown in Status and the database, retried after a backoff. */
-void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec,
-                                        const char *msg)
+void rkl_pods_failed_attempt(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
-        int64_t next = rkl_reconciler__now(r) + rkl_reconciler__backoff_ns(rec->book.attempts);
+        int64_t next = rkl_reconciler__now(r) + rkl_backoff_ns(rec->book.attempts);
         int n = rkl_store_pod_record_error(r->store, rec->id, msg, next, &err);
         rkl_reconciler__wake_at(r, next); /* retry then, not at the next resync */
         rkl_log_object_warning(POD_OBJECT(rec), "sandbox %.12s: %s (attempt %d)", rec->id, msg,
@@ -33,7 +93,7 @@ void rkl_reconciler__pod_failed_attempt(rkl_reconciler *r, const rkl_pod_record 
         rkl_reconciler__write_failed("sandbox", rec->id, "its failure", n, &err);
 }
 
-char *rkl_reconciler__pod_state_path(rkl_reconciler *r, const char *id, const char *name)
+char *rkl_pods_state_path(rkl_reconciler *r, const char *id, const char *name)
 {
         return rkl_xasprintf("%s/pods/%s%s%s", r->cfg.state_dir, id, name ? "/" : "",
                              name ? name : "");
@@ -66,7 +126,7 @@ static int failure_code(int code, const char *msg)
  * (store.h), so that across a crash it is never listed again and its name is free for the
  * client's next attempt; what rkt, systemd and CNI still hold of it is undone as for a
  * removed sandbox (the orphan pass, the network's reaper), and then the failure, which the
- * waiting call answers with, is forgotten (rkl_reconciler__failures_sweep()). */
+ * waiting call answers with, is forgotten (rkl_orphans_failures_sweep()). */
 static void withdraw(rkl_reconciler *r, const rkl_pod_record *rec, int code, const char *msg)
 {
         rkl_error err = RKL_ERROR_INIT;
@@ -88,7 +148,7 @@ static void withdraw(rkl_reconciler *r, const rkl_pod_record *rec, int code, con
         if (k != -ENOENT)
                 rkl_reconciler__write_failed("sandbox", rec->id, "its failure", k, &err);
         rkl_crash_point("sandbox-withdrawn");
-        r->failures_look_ns = 0; /* look at once at what is left of it */
+        rkl_orphans_failures_look_now(r); /* at what is left of it */
 }
 
 /* A failed creation attempt: retried with backoff, and the last of MAX_ATTEMPTS leaves the
@@ -109,10 +169,10 @@ static void creation_attempt_failed(rkl_reconciler *r, const rkl_pod_record *rec
                 free(o.message);
                 o.reason = rkl_xstrdup("CreateFailed");
                 o.message = rkl_xstrdup(msg);
-                rkl_reconciler__pod_set_observed(r, rec, &o);
+                rkl_observing_set_pod(r, rec, &o);
                 rkl_pod_observed_done(&o);
         }
-        rkl_reconciler__pod_failed_attempt(r, rec, msg);
+        rkl_pods_failed_attempt(r, rec, msg);
 }
 
 /* A failed attempt's unit has the name the next attempt's takes (derived from the sandbox ID,
@@ -141,47 +201,70 @@ static bool old_unit_left(rkl_reconciler *r, const rkl_pod_record *rec, const ch
         return true;
 }
 
-static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
-{
-        rkl_error err = RKL_ERROR_INIT;
-        _cleanup_free_ char *logs = rkl_reconciler__pod_state_path(r, rec->id, "logs");
-        _cleanup_free_ char *uuid_file = rkl_reconciler__pod_state_path(r, rec->id, "uuid");
-        _cleanup_free_ char *log = rkl_reconciler__pod_state_path(r, rec->id, "sandbox.log");
-        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
-        _cleanup_free_ char *slice = NULL;
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-        char hostname[256] = "";
-        int k;
+/* ---- A sandbox's start: its steps, in order; each false (or < 0) when the start stops
+ * there, its failure counted where it is the attempt's ---- */
 
+/* Whether the start can go on now: the manager is reachable, no stage1 is being imported,
+ * and no earlier attempt's unit is left. */
+static bool start_ready(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
         if (!RKL_OPS(r, unit_connected)) {
                 rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + (int64_t)NSEC_PER_SEC);
-                return; /* no systemd yet: the probe reconnects */
+                return false; /* no systemd yet: the probe reconnects */
         }
-        if (atomic_load(&r->stage1_importing))
-                return; /* the import's end kicks a pass */
-        if (old_unit_left(r, rec, unit))
-                return;
+        if (rkl_probe_stage1_importing(r))
+                return false; /* the import's end kicks a pass */
+        return !old_unit_left(r, rec, unit);
+}
+
+/* The slice the unit goes in: kubelet's cgroup_parent, which must name one (NULL: the
+ * manager's default). */
+static int start_slice(rkl_reconciler *r, const rkl_pod_record *rec, char **ret_slice)
+{
+        _cleanup_free_ char *slice = NULL;
         if (rec->spec.cgroup_parent &&
             rkl_unit_slice_from_cgroup_parent(rec->spec.cgroup_parent, &slice) < 0) {
                 creation_attempt_failed(r, rec, -EINVAL,
                                         "cgroup_parent is not a systemd slice: run kubelet "
                                         "with --cgroup-driver=systemd");
-                return;
+                return -EINVAL;
         }
-        if ((k = rkl_mkdir_p(logs, 0700)) < 0) {
+        *ret_slice = TAKE_PTR(slice);
+        return 0;
+}
+
+/* The sandbox's state directory, as this attempt starts it: its logs directory there, and
+ * neither a previous attempt's uuid file (which would name its dead pod; absent is the usual
+ * case) nor its output (the error quoted from its tail is this attempt's). */
+static int start_state_dir(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        _cleanup_free_ char *logs = rkl_pods_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = rkl_pods_state_path(r, rec->id, "uuid");
+        _cleanup_free_ char *log = rkl_pods_state_path(r, rec->id, "sandbox.log");
+        rkl_error err = RKL_ERROR_INIT;
+        int k = rkl_mkdir_p(logs, 0700);
+        if (k < 0) {
                 rkl_error_set(&err, k, "cannot create '%s': %s", logs, strerror(-k));
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
+                return k;
         }
-        /* A previous attempt's file would name its dead pod; absent is the usual case. */
         if (unlink(uuid_file) < 0 && errno != ENOENT)
                 rkl_log_warning("cannot remove %s: %m", uuid_file);
-        /* Each attempt's output afresh: the error quoted from its tail is this attempt's. */
         if (unlink(log) < 0 && errno != ENOENT)
                 rkl_log_warning("cannot remove %s: %m", log);
+        return 0;
+}
+
+/* `rkt app sandbox`'s command line and environment, for the unit to run. */
+static int start_command(rkl_reconciler *r, const rkl_pod_record *rec, char ***ret_argv,
+                         char ***ret_env)
+{
+        _cleanup_free_ char *logs = rkl_pods_state_path(r, rec->id, "logs");
+        _cleanup_free_ char *uuid_file = rkl_pods_state_path(r, rec->id, "uuid");
+        rkl_error err = RKL_ERROR_INIT;
+        char hostname[256] = "";
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 hostname[0] = 0; /* the pod then gets rkt's default hostname */
-
         rkl_rkt_sandbox_opts o = {
             .sandbox_id = rec->id,
             .uuid_file = uuid_file,
@@ -190,18 +273,29 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .stage1_name = r->cfg.stage1_name,
             .node_hostname = hostname,
         };
-        if ((k = rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, &argv, &env, &err)) < 0) {
+        int k = rkl_rkt_sandbox_command(r->rkt, &rec->spec, &o, ret_argv, ret_env, &err);
+        if (k < 0)
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
-        }
+        return k;
+}
 
-        /* Record the unit before starting it: after a crash the name says a unit may
-         * exist, and the derived name makes a second start fail rather than duplicate. */
+/* Records the unit before it is started: after a crash the name says a unit may exist, and
+ * the derived name makes a second start fail rather than duplicate. */
+static int start_record_unit(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        int k = 0;
         if (!streq_ptr(rec->unit_name, unit) &&
-            (k = rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err)) < 0) {
+            (k = rkl_store_pod_set_unit_name(r->store, rec->id, unit, &err)) < 0)
                 rkl_reconciler__write_failed("sandbox", rec->id, "its unit", k, &err);
-                return;
-        }
+        return k < 0 ? k : 0;
+}
+
+/* StartTransientUnit. A unit there already is this one: its name was recorded first. */
+static int start_unit(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit,
+                      const char *slice, char **argv, char **env)
+{
+        _cleanup_free_ char *log = rkl_pods_state_path(r, rec->id, "sandbox.log");
         _cleanup_free_ char *desc =
             rkl_xasprintf("rktlet sandbox %s/%s", rec->spec.namespace, rec->spec.name);
         rkl_unit_spec spec = {
@@ -212,8 +306,9 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
             .slice = slice,
             .log_path = log,
         };
+        rkl_error err = RKL_ERROR_INIT;
         rkl_crash_point("unit-named");
-        k = RKL_OPS(r, unit_start, &spec, 10 * USEC_PER_SEC, &err);
+        int k = RKL_OPS(r, unit_start, &spec, 10 * USEC_PER_SEC, &err);
         if (k < 0 && k != -EEXIST) {
                 /* No unit came of it: the next attempt starts from the top, and this one
                  * is not counted again when the unit is found missing. */
@@ -221,28 +316,49 @@ static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
                 int q = rkl_store_pod_set_unit_name(r->store, rec->id, NULL, &e2);
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", q, &e2);
                 creation_attempt_failed(r, rec, k, err.msg);
-                return;
+                return k;
         }
         rkl_crash_point("unit-started");
+        return 0;
+}
+
+/* The unit runs: its cpuset cgroup, its limits and its timeline from here, its first look
+ * later. */
+static void start_done(rkl_reconciler *r, const rkl_pod_record *rec, const char *unit)
+{
         /* Before RunPodSandbox answers, and again once the pod runs (observing.c): what its
          * first processes fork follows them. */
-        if ((k = rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, unit)) < 0)
+        int k = rkl_app_cgroup_cpuset_join(rec->spec.cgroup_parent, unit);
+        if (k < 0)
                 rkl_log_object_warning(POD_OBJECT(rec),
                                        "sandbox %.12s: cannot place it in its slice's cpuset "
                                        "cgroup: %s",
                                        rec->id, strerror(-k));
-        rkl_reconciler__pod_limits_forget(r, rec->id); /* a new unit has none of them yet */
-        rkl_reconciler__pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
-        free(rkl_hashmap_remove(r->unit_looks, rec->id)); /* a new unit: its first look later */
+        rkl_limits_pod_forget(r, rec->id); /* a new unit has none of them yet */
+        rkl_observing_pod_step(r, rec, RKL_POD_STEP_UNIT_STARTED);
+        free(rkl_hashmap_remove(r->pods->unit_looks, rec->id)); /* its first look later */
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: started %s", rec->id, unit);
         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) +
                                        (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }
 
+static void start_sandbox(rkl_reconciler *r, const rkl_pod_record *rec)
+{
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(rec->id);
+        _cleanup_free_ char *slice = NULL;
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+
+        if (!start_ready(r, rec, unit) || start_slice(r, rec, &slice) < 0 ||
+            start_state_dir(r, rec) < 0 || start_command(r, rec, &argv, &env) < 0 ||
+            start_record_unit(r, rec, unit) < 0 || start_unit(r, rec, unit, slice, argv, env) < 0)
+                return;
+        start_done(r, rec, unit);
+}
+
 /* The last lines of the sandbox's own output: why it failed, in rkt's words. */
 static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
 {
-        _cleanup_free_ char *path = rkl_reconciler__pod_state_path(r, id, "sandbox.log");
+        _cleanup_free_ char *path = rkl_pods_state_path(r, id, "sandbox.log");
         _cleanup_free_ char *text = NULL;
         size_t n;
         if (rkl_read_file_at(AT_FDCWD, path, 1 << 20, &text, &n) < 0 || n == 0)
@@ -272,7 +388,7 @@ static void creation_undo(rkl_reconciler *r, const rkl_pod_record *rec, int code
                 rkl_reconciler__write_failed("sandbox", rec->id, "that its unit is gone", k, &err);
         }
         if (rec->rkt_uuid) {
-                rkl_reconciler__boot_look_forget(r, rec->rkt_uuid);
+                rkl_pods_boot_look_forget(r, rec->rkt_uuid);
                 /* The dead pod is removed by the orphan pass once it is no longer ours. */
                 rkl_error_clear(&err);
                 int k = rkl_store_pod_set_rkt_uuid(r->store, rec->id, NULL, &err);
@@ -289,8 +405,7 @@ static void creation_failed(rkl_reconciler *r, const rkl_pod_record *rec, const 
         creation_undo(r, rec, -EAGAIN, msg);
 }
 
-void rkl_reconciler__pod_network_failed(rkl_reconciler *r, const rkl_pod_record *rec,
-                                        const char *msg)
+void rkl_pods_network_failed(rkl_reconciler *r, const rkl_pod_record *rec, const char *msg)
 {
         /* The node's network, not the client's request: what may pass, or a shortage (its
          * words: host-local's spent range). */
@@ -309,25 +424,25 @@ typedef struct boot_look {
 static void look_at_boot(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p,
                          int64_t now)
 {
-        boot_look *b = rkl_hashmap_get(r->boot_looks, p->uuid);
+        boot_look *b = rkl_hashmap_get(r->pods->boot_looks, p->uuid);
         if (b && now - b->at_ns < BOOT_LOOK_AFTER_NS)
                 return;
         if (!b) {
                 b = rkl_xnew0(boot_look, 1);
                 (void)snprintf(b->uuid, sizeof(b->uuid), "%s", p->uuid);
-                rkl_hashmap_put(r->boot_looks, b->uuid, b);
+                rkl_hashmap_put(r->pods->boot_looks, b->uuid, b);
         }
         b->at_ns = now;
-        action *a = rkl_reconciler__action_new(r, ACT_POD_BOOT, rec->id, p->uuid, NULL);
+        action *a = rkl_action_new(r, ACT_POD_BOOT, rec->id, p->uuid, NULL);
         a->is_pod = true;
         a->pod_pid = p->ppid;
-        rkl_reconciler__submit(r, a);
+        rkl_action_submit(r, a);
 }
 
-void rkl_reconciler__boot_look_forget(rkl_reconciler *r, const char *uuid)
+void rkl_pods_boot_look_forget(rkl_reconciler *r, const char *uuid)
 {
         if (uuid)
-                free(rkl_hashmap_remove(r->boot_looks, uuid));
+                free(rkl_hashmap_remove(r->pods->boot_looks, uuid));
 }
 
 /* Whether the unit of a sandbox still without its pod has gone or failed: the sandbox exited
@@ -343,14 +458,6 @@ typedef struct unit_look {
         int64_t since_ns, next_ns;
 } unit_look;
 
-void rkl_reconciler__unit_states_free(rkl_reconciler *r)
-{
-        r->unit_states = rkl_hashmap_free(r->unit_states);
-        r->unit_names = rkl_strv_free(r->unit_names);
-        r->unit_active = mfree(r->unit_active);
-        r->unit_states_ns = 0;
-}
-
 static int unit_states_refresh(rkl_reconciler *r, int64_t now, rkl_error *reterr)
 {
         _cleanup_strv_free_ char **names = NULL;
@@ -358,16 +465,17 @@ static int unit_states_refresh(rkl_reconciler *r, int64_t now, rkl_error *reterr
         int k = RKL_OPS(r, unit_list_active, "rktlet-*.service", &names, &active, reterr);
         if (k < 0)
                 return k;
-        rkl_reconciler__unit_states_free(r);
-        r->unit_states = rkl_hashmap_new();
-        r->unit_active = rkl_xnew0(int, rkl_strv_length(names) + 1);
+        rkl_pods *s = r->pods;
+        unit_states_clear(s);
+        s->unit_states = rkl_hashmap_new();
+        s->unit_active = rkl_xnew0(int, rkl_strv_length(names) + 1);
         for (size_t i = 0; names[i]; i++) {
-                r->unit_active[i] = (int)active[i];
-                rkl_hashmap_put(r->unit_states, names[i], &r->unit_active[i]);
+                s->unit_active[i] = (int)active[i];
+                rkl_hashmap_put(s->unit_states, names[i], &s->unit_active[i]);
         }
         free(active);
-        r->unit_names = TAKE_PTR(names);
-        r->unit_states_ns = now;
+        s->unit_names = TAKE_PTR(names);
+        s->unit_states_ns = now;
         return 0;
 }
 
@@ -376,13 +484,13 @@ static int unit_states_refresh(rkl_reconciler *r, int64_t now, rkl_error *reterr
 static bool unit_gone(rkl_reconciler *r, const rkl_pod_record *rec, int64_t now)
 {
         rkl_error err = RKL_ERROR_INIT;
-        unit_look *u = rkl_hashmap_get(r->unit_looks, rec->id);
+        unit_look *u = rkl_hashmap_get(r->pods->unit_looks, rec->id);
         if (!u) {
                 u = rkl_xnew0(unit_look, 1);
                 (void)snprintf(u->id, sizeof(u->id), "%s", rec->id);
                 u->since_ns = now;
                 u->next_ns = now + UNIT_LOOK_NS;
-                rkl_hashmap_put(r->unit_looks, u->id, u);
+                rkl_hashmap_put(r->pods->unit_looks, u->id, u);
         }
         if (now < u->next_ns) {
                 rkl_reconciler__wake_at(r, u->next_ns);
@@ -390,12 +498,13 @@ static bool unit_gone(rkl_reconciler *r, const rkl_pod_record *rec, int64_t now)
         }
         u->next_ns = now + UNIT_LOOK_NS;
         rkl_reconciler__wake_at(r, u->next_ns);
-        if ((r->unit_states_ns <= u->since_ns || now - r->unit_states_ns > UNIT_LOOK_NS / 2) &&
+        if ((r->pods->unit_states_ns <= u->since_ns ||
+             now - r->pods->unit_states_ns > UNIT_LOOK_NS / 2) &&
             unit_states_refresh(r, now, &err) < 0) {
                 rkl_log_debug("sandbox %.12s: cannot list units: %s", rec->id, err.msg);
                 return false;
         }
-        const int *a = rkl_hashmap_get(r->unit_states, rec->unit_name);
+        const int *a = rkl_hashmap_get(r->pods->unit_states, rec->unit_name);
         return !a || *a == RKL_UNIT_FAILED || *a == RKL_UNIT_GONE;
 }
 
@@ -408,24 +517,24 @@ static bool unit_look_done(const void *v, void *userdata)
         return !p || p->rec->rkt_uuid || p->rec->observed.phase != RKL_POD_PHASE_PENDING;
 }
 
-void rkl_reconciler__unit_looks_sweep(rkl_reconciler *r)
+void rkl_pods_looks_sweep(rkl_reconciler *r)
 {
-        rkl_hashmap_remove_if(r->unit_looks, unit_look_done, r, free);
+        rkl_hashmap_remove_if(r->pods->unit_looks, unit_look_done, r, free);
 }
 
-void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
-                                  const rkl_poddir_pod *p, int64_t now)
+void rkl_pods_step_pending(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p,
+                           int64_t now)
 {
         int64_t timeout = (int64_t)r->cfg.sandbox_ready_timeout_usec * (int64_t)NSEC_PER_USEC;
         /* A retry gets the whole timeout too, not what its predecessors left of it, nor what
          * the wait for its predecessor's unit took. */
-        int64_t since = rkl_reconciler__attempt_start_ns(rec);
-        int64_t unit_started = rkl_reconciler__pod_step_ns(r, rec, RKL_POD_STEP_UNIT_STARTED);
+        int64_t since = rkl_observing_attempt_start_ns(rec);
+        int64_t unit_started = rkl_observing_pod_step_ns(r, rec, RKL_POD_STEP_UNIT_STARTED);
         if (unit_started > since)
                 since = unit_started;
 
         if (!rec->unit_name && !rec->rkt_uuid) {
-                const char *why = rkl_reconciler__net_unavailable(r, rec);
+                const char *why = rkl_network_unavailable(r, rec);
                 if (why) {
                         /* Not worth booting a pod that could get no network. */
                         _cleanup_free_ char *msg = rkl_xasprintf("network: %s", why);
@@ -436,12 +545,12 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                 return;
         }
         if (!rec->rkt_uuid) {
-                _cleanup_free_ char *path = rkl_reconciler__pod_state_path(r, rec->id, "uuid");
+                _cleanup_free_ char *path = rkl_pods_state_path(r, rec->id, "uuid");
                 _cleanup_free_ char *uuid = NULL;
                 if (rkl_read_file_at(AT_FDCWD, path, 256, &uuid, NULL) == 0) {
                         uuid[strcspn(uuid, "\n")] = 0;
                         if (rkl_pod_uuid_is_valid(uuid))
-                                rkl_reconciler__observe_uuid(r, uuid); /* adopts it if it lives */
+                                rkl_observing_read(r, uuid); /* adopts it if it lives */
                 }
                 /* The sandbox is the unit's main process: no unit, no pod. */
                 if (RKL_OPS(r, unit_connected) && unit_gone(r, rec, now)) {
@@ -461,17 +570,17 @@ void rkl_reconciler__step_pending(rkl_reconciler *r, const rkl_pod_record *rec,
                 creation_failed(r, rec, "the sandbox did not become ready in time");
                 return;
         }
-        if (rkl_reconciler__net_step_pending(r, rec, p))
+        if (rkl_network_step_pending(r, rec, p))
                 return;
         if (p && p->state == RKL_POD_STATE_RUNNING && !p->supervisor_ready && p->ppid &&
             p->started_ns && now - p->started_ns > BOOT_LOOK_AFTER_NS &&
-            rkl_reconciler__can_start(r, rec->id))
+            rkl_action_can_start(r, rec->id))
                 look_at_boot(r, rec, p, now);
         rkl_reconciler__wake_at(r, now + (int64_t)PENDING_POLL_USEC * (int64_t)NSEC_PER_USEC);
 }
 
 /* Whether a container of the sandbox rec has an exit rkt recorded in p that the reconciler
- * still holds for its log (rkl_reconciler__exit_held): rkt's rm would take the exit along. */
+ * still holds for its log (rkl_containers_exit_held): rkt's rm would take the exit along. */
 static bool exit_held_in(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
 {
         rkl_view_filter f = {.sandbox_id = rec->id};
@@ -490,8 +599,7 @@ static bool exit_held_in(rkl_reconciler *r, const rkl_pod_record *rec, const rkl
         return held;
 }
 
-void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
-                                   const rkl_poddir_pod *p)
+void rkl_pods_step_stopping(rkl_reconciler *r, const rkl_pod_record *rec, const rkl_poddir_pod *p)
 {
         rkl_error err = RKL_ERROR_INIT;
 
@@ -500,7 +608,7 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                 if (rec->unit_name && RKL_OPS(r, unit_connected)) {
                         int k = RKL_OPS(r, unit_stop, rec->unit_name, &err);
                         if (k < 0 && k != -ENOENT) {
-                                rkl_reconciler__pod_failed_attempt(r, rec, err.msg);
+                                rkl_pods_failed_attempt(r, rec, err.msg);
                                 return;
                         }
                 }
@@ -508,29 +616,29 @@ void rkl_reconciler__step_stopping(rkl_reconciler *r, const rkl_pod_record *rec,
                 rkl_pod_observed_copy(&o, &rec->observed);
                 if (o.phase != RKL_POD_PHASE_FAILED)
                         o.phase = RKL_POD_PHASE_STOPPED;
-                rkl_reconciler__pod_set_observed(r, rec, &o);
+                rkl_observing_set_pod(r, rec, &o);
                 rkl_pod_observed_done(&o);
                 return;
         }
-        if (!rkl_reconciler__can_start(r, rec->id))
+        if (!rkl_action_can_start(r, rec->id))
                 return;
         action *a;
         if (p && p->state == RKL_POD_STATE_RUNNING) {
-                a = rkl_reconciler__action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid, NULL);
+                a = rkl_action_new(r, ACT_POD_STOP, rec->id, rec->rkt_uuid, NULL);
         } else {
                 /* Exited (its last statuses were read when it did): its CNI network is
                  * released first (network.c), in the namespace rm takes along; then rm
                  * frees what rkt holds. */
-                if (rkl_reconciler__net_holds_pod(r, rec))
+                if (rkl_network_holds_pod(r, rec))
                         return;
                 if (p && exit_held_in(r, rec, p)) {
                         /* Its exit is written within EXIT_HOLD_NS; the pod goes after. */
                         rkl_reconciler__wake_at(r, rkl_reconciler__now(r) + RECHECK_NS);
                         return;
                 }
-                a = rkl_reconciler__action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid, NULL);
-                a->unit_name = rkl_reconciler__unit_cgroup_path(rec->id);
+                a = rkl_action_new(r, ACT_POD_RM, rec->id, rec->rkt_uuid, NULL);
+                a->unit_name = rkl_unit_cgroup_for_sandbox(rec->id);
         }
         a->is_pod = true;
-        rkl_reconciler__submit(r, a);
+        rkl_action_submit(r, a);
 }

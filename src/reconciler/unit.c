@@ -76,6 +76,12 @@ char *rkl_unit_name_for_sandbox(const char *sandbox_id)
         return rkl_xasprintf("rktlet-%s.service", sandbox_id);
 }
 
+char *rkl_unit_cgroup_for_sandbox(const char *sandbox_id)
+{
+        _cleanup_free_ char *unit = rkl_unit_name_for_sandbox(sandbox_id);
+        return rkl_xasprintf("system.slice/%s", unit);
+}
+
 char *rkl_unit_sandbox_id(const char *unit)
 {
         size_t n = strlen(unit);

@@ -20,6 +20,9 @@ int rkl_unit_subscribe(sd_bus *bus, rkl_error *reterr);
 
 /* The unit name for a sandbox ID: "rktlet-<id>.service". */
 char *rkl_unit_name_for_sandbox(const char *sandbox_id);
+/* Where the system manager puts that unit's cgroup (transient units go to system.slice):
+ * "system.slice/rktlet-<id>.service". */
+char *rkl_unit_cgroup_for_sandbox(const char *sandbox_id);
 /* A systemd slice name from a CRI cgroup_parent as kubelet's systemd driver writes it
  * ("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod<uid>.slice" gives
  * "kubepods-besteffort-pod<uid>.slice"). -EINVAL unless it ends in a valid ".slice". */

@@ -37,6 +37,12 @@ static void test_unit_name(void **state)
         assert_string_equal(back, id);
         free(back);
         free(n);
+        char *cg = rkl_unit_cgroup_for_sandbox(id);
+        assert_string_equal(
+            cg,
+            "system.slice/rktlet-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+            ".service");
+        free(cg);
         assert_null(rkl_unit_sandbox_id("rktlet-ab12.service"));
         assert_null(rkl_unit_sandbox_id("sshd.service"));
         assert_null(rkl_unit_sandbox_id(

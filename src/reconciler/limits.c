@@ -1,6 +1,6 @@
-/* Containers' resource limits and the stats refresh.
+/* Resource limits (limits.h): a container's in its app's cgroups, a sandbox's on its unit.
  *
- * Limits: rkt 1.30's host stage1 writes none of CreateContainer's limits anywhere, and the
+ * rkt 1.30's host stage1 writes none of CreateContainer's limits anywhere, and the
  * app's processes start in cgroups rkt and the pod's systemd made (cgroup v1 here: the pod's
  * memory cgroup, the root of cpu/cpuacct). So the limits are written once the app's first
  * process is seen (observing.c: the same moment its own memory, cpu and cpuacct cgroups are
@@ -10,21 +10,20 @@
  * docs/stats.md for what was measured). What is applied is remembered in memory only, so
  * after a restart of the daemon every running container's limits are written again at its
  * first observation, and an UpdateContainerResources (a new version of the record, kicked)
- * is written at the next pass.
- *
- * Stats: every --stats-interval (and once right after the start) the reconciler hands the
- * stats collector what runs; the collector reads it on its own thread (stats/stats.h). */
-#include "reconciler-internal.h"
+ * is written at the next pass. */
+#include "limits.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "reconciler-internal.h"
 #include "app-cgroup.h"
 #include "unit.h"
 #include "base/alloc.h"
 #include "base/hashmap.h"
 #include "base/log.h"
-#include "stats/stats.h"
+#include "rkt/poddir.h"
+#include "store/db.h"
 #include "base/banned.h"
 
 static char *limits_key(const rkl_container_spec *s)
@@ -33,6 +32,11 @@ static char *limits_key(const rkl_container_spec *s)
                              s->cpu_shares, s->cpu_period, s->cpu_quota, s->memory_limit,
                              s->oom_score_adj, s->cpuset_cpus ? s->cpuset_cpus : "");
 }
+
+struct rkl_limits {
+        rkl_hashmap *containers; /* container ID -> applied*: the resources last applied */
+        rkl_hashmap *pods;       /* sandbox ID -> pod_applied*: the pod's own limits, the same */
+};
 
 typedef struct applied {
         char id[RKL_ID_LEN + 1];
@@ -50,16 +54,15 @@ static void applied_free(void *v)
         }
 }
 
-void rkl_reconciler__limits_forget(rkl_reconciler *r, const char *id)
+void rkl_limits_forget(rkl_reconciler *r, const char *id)
 {
-        applied_free(rkl_hashmap_remove(r->limits, id));
+        applied_free(rkl_hashmap_remove(r->limits->containers, id));
 }
 
-void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *c,
-                                 const rkl_poddir_pod *p)
+void rkl_limits_sync(rkl_reconciler *r, const rkl_container_record *c, const rkl_poddir_pod *p)
 {
         _cleanup_free_ char *key = limits_key(&c->spec);
-        applied *a = rkl_hashmap_get(r->limits, c->id);
+        applied *a = rkl_hashmap_get(r->limits->containers, c->id);
         if (a && streq(a->key, key))
                 return;
         if (!p || !p->ppid)
@@ -92,7 +95,7 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         if (!a) {
                 a = rkl_xnew0(applied, 1);
                 memcpy(a->id, c->id, sizeof(a->id));
-                rkl_hashmap_put(r->limits, a->id, a);
+                rkl_hashmap_put(r->limits->containers, a->id, a);
         }
         free(a->key);
         a->key = TAKE_PTR(key);
@@ -100,9 +103,9 @@ void rkl_reconciler__limits_sync(rkl_reconciler *r, const rkl_container_record *
         a->memory_dir = TAKE_PTR(memory);
 }
 
-const char *rkl_reconciler__app_memory_dir(rkl_reconciler *r, const char *id)
+const char *rkl_limits_app_memory_dir(rkl_reconciler *r, const char *id)
 {
-        applied *a = rkl_hashmap_get(r->limits, id);
+        applied *a = rkl_hashmap_get(r->limits->containers, id);
         return a ? a->memory_dir : NULL;
 }
 
@@ -120,67 +123,27 @@ static void pod_applied_free(void *v)
         }
 }
 
-void rkl_reconciler__limits_free_all(rkl_reconciler *r)
+rkl_limits *rkl_limits_new(void)
 {
-        rkl_hashmap_free_values(r->limits, applied_free);
-        rkl_hashmap_free_values(r->pod_limits, pod_applied_free);
+        rkl_limits *l = rkl_xnew0(rkl_limits, 1);
+        l->containers = rkl_hashmap_new();
+        l->pods = rkl_hashmap_new();
+        return l;
 }
 
-void rkl_reconciler__stats_refresh(rkl_reconciler *r)
+rkl_limits *rkl_limits_free(rkl_limits *l)
 {
-        rkl_pod_view **pods;
-        size_t n_pods, k = 0, cap = 16;
-        rkl_stats_target *t;
-
-        if (!r->stats)
-                return;
-        t = rkl_xnew0(rkl_stats_target, cap);
-        rkl_cache_pod_list(r->cache, NULL, &pods, &n_pods);
-        for (size_t i = 0; i < n_pods; i++) {
-                const rkl_pod_record *rec = pods[i]->rec;
-                const rkl_poddir_pod *p =
-                    rec->rkt_uuid ? rkl_hashmap_get(r->seen, rec->rkt_uuid) : NULL;
-                if (!p || !p->ppid || p->state != RKL_POD_STATE_RUNNING ||
-                    rec->observed.phase != RKL_POD_PHASE_RUNNING)
-                        continue;
-                rkl_view_filter f = {.sandbox_id = rec->id};
-                rkl_container_view **containers;
-                size_t n;
-                rkl_cache_container_list(r->cache, &f, &containers, &n);
-                if (k + n + 1 > cap) {
-                        cap = 2 * (k + n + 1);
-                        t = rkl_xrealloc(t, cap * sizeof(*t));
-                }
-                for (size_t j = 0; j < n; j++) {
-                        const rkl_container_record *c = containers[j]->rec;
-                        if (c->observed.phase != RKL_CONTAINER_PHASE_RUNNING)
-                                continue;
-                        rkl_stats_target *x = &t[k++];
-                        *x = (rkl_stats_target){.supervisor = (pid_t)p->ppid};
-                        memcpy(x->id, c->id, sizeof(x->id));
-                        memcpy(x->sandbox_id, rec->id, sizeof(x->sandbox_id));
-                        x->app = rkl_xstrdup(c->app_name);
-                        x->overlay_dir =
-                            rkl_xasprintf("%s/run/%s/overlay", r->pods_dir, rec->rkt_uuid);
-                }
-                rkl_container_views_unref(containers, n);
-                rkl_stats_target *x = &t[k++];
-                *x = (rkl_stats_target){.supervisor = (pid_t)p->ppid, .is_pod = true};
-                memcpy(x->id, rec->id, sizeof(x->id));
-                memcpy(x->sandbox_id, rec->id, sizeof(x->sandbox_id));
-        }
-        rkl_pod_views_unref(pods, n_pods);
-        rkl_stats_refresh(r->stats, t, k);
-}
-
-int rkl_reconciler_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
-{
-        return rkl_app_cgroup_stats_dirs(supervisor, app, ret);
+        if (!l)
+                return NULL;
+        rkl_hashmap_free_values(l->containers, applied_free);
+        rkl_hashmap_free_values(l->pods, pod_applied_free);
+        free(l);
+        return NULL;
 }
 
 /* ---- The pod's own limits ---- */
 
-void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *rec)
+void rkl_limits_pod_sync(rkl_reconciler *r, const rkl_pod_record *rec)
 {
         const rkl_pod_spec *s = &rec->spec;
         if (!s->cpu_shares && !s->cpu_quota && !s->memory_limit)
@@ -190,7 +153,7 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
         _cleanup_free_ char *key =
             rkl_xasprintf("%" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64, s->cpu_shares,
                           s->cpu_period, s->cpu_quota, s->memory_limit);
-        const pod_applied *done = rkl_hashmap_get(r->pod_limits, rec->id);
+        const pod_applied *done = rkl_hashmap_get(r->limits->pods, rec->id);
         if (done && streq(done->key, key))
                 return;
         rkl_unit_limits l = {
@@ -209,14 +172,14 @@ void rkl_reconciler__pod_limits_sync(rkl_reconciler *r, const rkl_pod_record *re
         }
         rkl_log_object_info(POD_OBJECT(rec), "sandbox %.12s: limits set on %s: %s", rec->id,
                             rec->unit_name, key);
-        rkl_reconciler__pod_limits_forget(r, rec->id);
+        rkl_limits_pod_forget(r, rec->id);
         pod_applied *a = rkl_xnew0(pod_applied, 1);
         memcpy(a->id, rec->id, sizeof(a->id));
         a->key = TAKE_PTR(key);
-        rkl_hashmap_put(r->pod_limits, a->id, a);
+        rkl_hashmap_put(r->limits->pods, a->id, a);
 }
 
-void rkl_reconciler__pod_limits_forget(rkl_reconciler *r, const char *id)
+void rkl_limits_pod_forget(rkl_reconciler *r, const char *id)
 {
-        pod_applied_free(rkl_hashmap_remove(r->pod_limits, id));
+        pod_applied_free(rkl_hashmap_remove(r->limits->pods, id));
 }
