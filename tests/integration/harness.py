@@ -610,8 +610,14 @@ class RktEnv:
         test.addCleanup(self.cleanup)
         keep_log(test, self.daemon)
 
-    def start(self):
-        self.daemon.start(wrapper=self.enter)
+    def start(self, unit=None):
+        """Starts the daemon; with unit, as a scope of that name in the host's system.slice
+        (systemd-run --scope execs it: the same PID), with its own CPU, memory and pids
+        cgroups, as a runtime installed as a service has."""
+        scope = [] if not unit else [
+            "systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=system.slice",
+            "-p", "CPUAccounting=yes", "-p", "MemoryAccounting=yes", "-p", "TasksAccounting=yes"]
+        self.daemon.start(wrapper=self.enter + scope)
         return self
 
     def cleanup(self):
