@@ -306,19 +306,26 @@ int rkl_stats_read_blkio(int dirfd, rkl_stats_cgroup_mode m, rkl_stats_blkio **r
         return 0;
 }
 
-/* The entries of /proc/<pid>/<sub>, and of them the sockets when sockets is not NULL. */
-static uint64_t count_entries(int proc_fd, const char *pid, const char *sub, uint64_t *sockets)
+/* /proc/<pid>/<sub> as a directory stream; NULL when it is gone. */
+static DIR *opendir_at(int proc_fd, const char *pid, const char *sub)
 {
         char path[64];
         snprintf(path, sizeof(path), "%s/%s", pid, sub);
         int fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return 0;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
+                return NULL;
+        DIR *d = fdopendir(fd);
+        if (!d)
                 close(fd);
+        return d;
+}
+
+/* The entries of /proc/<pid>/<sub>, and of them the sockets when sockets is not NULL. */
+static uint64_t count_entries(int proc_fd, const char *pid, const char *sub, uint64_t *sockets)
+{
+        _cleanup_closedir_ DIR *d = opendir_at(proc_fd, pid, sub);
+        if (!d)
                 return 0;
-        }
         uint64_t n = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
@@ -340,16 +347,9 @@ static uint64_t count_entries(int proc_fd, const char *pid, const char *sub, uin
 /* Each thread's state, the field after the ")" ending the name in its stat. */
 static void task_states(int proc_fd, const char *pid, rkl_stats_procs *p)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "%s/task", pid);
-        int fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        _cleanup_closedir_ DIR *d = opendir_at(proc_fd, pid, "task");
+        if (!d)
                 return;
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
         struct dirent *de;
         while ((de = readdir(d))) {
                 _cleanup_free_ char *text = NULL, *stat = NULL;

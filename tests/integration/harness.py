@@ -618,6 +618,16 @@ class RktEnv:
             "systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=system.slice",
             "-p", "CPUAccounting=yes", "-p", "MemoryAccounting=yes", "-p", "TasksAccounting=yes"]
         self.daemon.start(wrapper=self.enter + scope)
+        if unit:
+            # The host's systemd makes a unit no cpu or cpuacct cgroup on v1 (docs/rkt.md,
+            # 'Cgroups'): the daemon gets its own there too, as kubelet gives itself its
+            # --kubelet-cgroups, so that its CPU is its own. Its PID in the host's namespace is
+            # the last of NSpid.
+            with open("/proc/%d/status" % self.daemon.daemon_pid()) as f:
+                pid = [x.split()[-1] for x in f if x.startswith("NSpid:")][0]
+            self.run("sh", "-c", "for c in cpu cpuacct; do d=/sys/fs/cgroup/$c/system.slice/%s; "
+                     "[ -d /sys/fs/cgroup/$c ] || continue; mkdir -p $d && "
+                     "echo %s > $d/cgroup.procs; done" % (unit, pid))
         return self
 
     def cleanup(self):

@@ -88,6 +88,21 @@ static void test_v1_pod_no_limit(void **state)
         close(pids);
 }
 
+/* One device's Read and Write lines: 4096 bytes in 1 read, 8192 in 2 writes. */
+static void check_blkio(int dir, rkl_stats_cgroup_mode mode, unsigned major, unsigned minor)
+{
+        _cleanup_free_ rkl_stats_blkio *b = NULL;
+        size_t n;
+        assert_int_equal(rkl_stats_read_blkio(dir, mode, &b, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(b[0].major, major);
+        assert_int_equal(b[0].minor, minor);
+        assert_int_equal(b[0].read_bytes, 4096);
+        assert_int_equal(b[0].write_bytes, 8192);
+        assert_int_equal(b[0].reads, 1);
+        assert_int_equal(b[0].writes, 2);
+}
+
 static void test_v2(void **state)
 {
         (void)state;
@@ -118,15 +133,7 @@ static void test_v2(void **state)
         assert_int_equal(c.shares, 2 + 99 * 262142 / 9999); /* weight 100: shares 1024-ish */
         assert_int_equal(c.period_us, 100000);
         assert_int_equal(c.quota_us, 50000);
-        _cleanup_free_ rkl_stats_blkio *b = NULL;
-        size_t nb;
-        assert_int_equal(rkl_stats_read_blkio(app, RKL_STATS_CGROUP_V2, &b, &nb), 0);
-        assert_int_equal(nb, 1);
-        assert_int_equal(b[0].major, 8);
-        assert_int_equal(b[0].read_bytes, 4096);
-        assert_int_equal(b[0].write_bytes, 8192);
-        assert_int_equal(b[0].reads, 1);
-        assert_int_equal(b[0].writes, 2);
+        check_blkio(app, RKL_STATS_CGROUP_V2, 8, 0);
         assert_int_equal(rkl_stats_read_pids_max(app, &n), 0);
         assert_int_equal(n, 1024);
         assert_int_equal(rkl_stats_read_oom_kills(app, RKL_STATS_CGROUP_V2, &kills), 0);
@@ -156,16 +163,7 @@ static void test_v1_cpu_blkio(void **state)
         assert_int_equal(c.shares, 2);
         assert_int_equal(c.period_us, 100000);
         assert_int_equal(c.quota_us, 0); /* -1: none */
-        _cleanup_free_ rkl_stats_blkio *b = NULL;
-        size_t n;
-        assert_int_equal(rkl_stats_read_blkio(blkio, RKL_STATS_CGROUP_V1, &b, &n), 0);
-        assert_int_equal(n, 1);
-        assert_int_equal(b[0].major, 254);
-        assert_int_equal(b[0].minor, 0);
-        assert_int_equal(b[0].read_bytes, 4096);
-        assert_int_equal(b[0].write_bytes, 8192);
-        assert_int_equal(b[0].reads, 1);
-        assert_int_equal(b[0].writes, 2);
+        check_blkio(blkio, RKL_STATS_CGROUP_V1, 254, 0);
         assert_int_equal(rkl_stats_read_pids_max(pids, &max), 0);
         assert_int_equal(max, 0); /* "max" */
         assert_int_equal(rkl_stats_read_cpu_split(cpu, RKL_STATS_CGROUP_V1, &user, &sys), -ENOENT);
