@@ -26,10 +26,14 @@ CONTAINER_FAMILIES = [
     "container_spec_memory_limit_bytes", "container_spec_memory_reservation_limit_bytes",
     "container_spec_memory_swap_limit_bytes", "container_start_time_seconds",
     "container_threads", "container_threads_max", "container_ulimits_soft",
-    "container_pressure_cpu_waiting_seconds_total", "container_pressure_io_stalled_seconds_total"]
+    "container_pressure_cpu_waiting_seconds_total", "container_pressure_io_stalled_seconds_total",
+    "container_cpu_load_average_10s", "container_tasks_state"]
 POD_FAMILIES = [
     "container_network_%s_%s" % (d, x) for d in ("receive", "transmit")
-    for x in ("bytes_total", "errors_total", "packets_total", "packets_dropped_total")]
+    for x in ("bytes_total", "errors_total", "packets_total", "packets_dropped_total")] + [
+    # the device's, once a pod
+    "container_fs_limit_bytes", "container_fs_inodes_total", "container_fs_inodes_free",
+    "container_fs_io_time_seconds_total", "container_fs_sector_writes_total"]
 
 
 def by_name(metrics):
@@ -110,9 +114,11 @@ class CriMetricsTest(test_rkt.RealRktBase):
             "e2e", "metrics"])
         self.assertGreater(b["container_cpu_usage_seconds_total"][0].timestamp, 0)
         self.assertGreater(b["container_memory_working_set_bytes"][0].value.value, 0)
-        print("\n".join("  %s %s = %d" % (n, x.label_values[6:], x.value.value)
-                        for n, xs in sorted(b.items()) for x in xs))
         self.assertEqual([f for f in CONTAINER_FAMILIES if f not in b], [])
+        self.assertEqual(b["container_threads"][0].value.value, 1)  # sh's loop
+        self.assertGreaterEqual(b["container_file_descriptors"][0].value.value, 3)
+        self.assertEqual({x.label_values[6] for x in b["container_tasks_state"]},
+                         {"running", "uninterruptible", "stopped"})
         self.assertEqual(b["container_spec_memory_limit_bytes"][0].value.value, 64 * MiB)
         self.assertEqual(b["container_spec_cpu_quota"][0].value.value, 50000)
         self.assertEqual(b["container_spec_cpu_shares"][0].value.value, 256)
