@@ -111,20 +111,29 @@ static int bench_resolve(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
                 close(root);
         if (v2) {
                 ret->cpu = rkl_xasprintf("/sys/fs/cgroup/%s", app);
+                ret->cpu_spec = rkl_xstrdup(ret->cpu);
                 ret->memory = rkl_xstrdup(ret->cpu);
                 ret->pids = rkl_xstrdup(ret->cpu);
+                ret->pids_max = rkl_xstrdup(ret->cpu);
+                ret->blkio = rkl_xstrdup(ret->cpu);
+                ret->pressure = rkl_xstrdup(ret->cpu);
         } else {
                 ret->cpu = rkl_xasprintf("/sys/fs/cgroup/cpuacct/%s", app);
+                ret->cpu_spec = rkl_xasprintf("/sys/fs/cgroup/cpu/%s", app);
                 ret->memory = rkl_xasprintf("/sys/fs/cgroup/memory/%s", app);
+                ret->blkio = rkl_xasprintf("/sys/fs/cgroup/blkio/%s", app);
+                ret->pressure = rkl_xasprintf("/sys/fs/cgroup/unified/%s", app);
         }
         return 0;
 }
 
-/* The directory of test cgroup i (or of their parent, i SIZE_MAX) in hierarchy c: v1's memory
- * and cpuacct, or cgroup2's one. */
+/* The directory of test cgroup i (or of their parent, i SIZE_MAX) in hierarchy c: v1's that
+ * the collector reads (and the hybrid host's unified/, for pressure), or cgroup2's one. */
+static const char *const v1_hierarchies[] = {"memory", "cpuacct", "cpu", "blkio", "unified"};
+
 static char *test_cgroup(rkl_stats_cgroup_mode mode, const char *base, size_t c, size_t i)
 {
-        static const char *const v1[] = {"memory", "cpuacct"};
+        const char *const *v1 = v1_hierarchies;
         _cleanup_free_ char *parent = mode == RKL_STATS_CGROUP_V1
                                           ? rkl_xasprintf("/sys/fs/cgroup/%s/%s", v1[c], base)
                                           : rkl_xasprintf("/sys/fs/cgroup/%s", base);
@@ -139,7 +148,7 @@ static void stats_refresh_cost(size_t n)
         int root = open("/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         rkl_stats_cgroup_mode mode =
             root >= 0 ? rkl_stats_cgroup_mode_detect(root) : RKL_STATS_CGROUP_V2;
-        size_t hierarchies = mode == RKL_STATS_CGROUP_V1 ? 2 : 1;
+        size_t hierarchies = mode == RKL_STATS_CGROUP_V1 ? ELEMENTSOF(v1_hierarchies) : 1;
         char base[64];
         if (root >= 0)
                 close(root);

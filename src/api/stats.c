@@ -29,6 +29,42 @@ static Runtime__V1__UInt64Value *u64(rkl_arena *a, uint64_t v)
         return x;
 }
 
+static Runtime__V1__PsiData *psi_data_pb(rkl_arena *a, const rkl_stats_psi_data *d)
+{
+        Runtime__V1__PsiData *x = rkl_arena_newa(Runtime__V1__PsiData, a, 1);
+        runtime__v1__psi_data__init(x);
+        /* The kernel's microseconds, as kubelet's summary gives them (cAdvisor's unit). */
+        x->total = d->total_us;
+        x->avg10 = d->avg10;
+        x->avg60 = d->avg60;
+        x->avg300 = d->avg300;
+        return x;
+}
+
+/* The cgroup's pressure stall information; NULL where the kernel keeps none for it. */
+static Runtime__V1__PsiStats *psi_pb(rkl_arena *a, const rkl_stats_entry *e,
+                                     rkl_stats_psi_resource r)
+{
+        if (!e || !e->has_psi[r])
+                return NULL;
+        Runtime__V1__PsiStats *x = rkl_arena_newa(Runtime__V1__PsiStats, a, 1);
+        runtime__v1__psi_stats__init(x);
+        x->some = psi_data_pb(a, &e->psi[r].some);
+        x->full = psi_data_pb(a, &e->psi[r].full);
+        return x;
+}
+
+static Runtime__V1__IoUsage *io_pb(rkl_arena *a, const rkl_stats_entry *e)
+{
+        if (!e || !e->has_psi[RKL_STATS_PSI_IO])
+                return NULL;
+        Runtime__V1__IoUsage *x = rkl_arena_newa(Runtime__V1__IoUsage, a, 1);
+        runtime__v1__io_usage__init(x);
+        x->timestamp = e->timestamp_ns;
+        x->psi = psi_pb(a, e, RKL_STATS_PSI_IO);
+        return x;
+}
+
 static Runtime__V1__CpuUsage *cpu_pb(rkl_arena *a, const rkl_stats_entry *e)
 {
         if (!e || !e->has_cpu)
@@ -39,6 +75,7 @@ static Runtime__V1__CpuUsage *cpu_pb(rkl_arena *a, const rkl_stats_entry *e)
         c->usage_core_nano_seconds = u64(a, e->cpu_usage_ns);
         if (e->has_nano_cores)
                 c->usage_nano_cores = u64(a, e->nano_cores);
+        c->psi = psi_pb(a, e, RKL_STATS_PSI_CPU);
         return c;
 }
 
@@ -54,8 +91,9 @@ static Runtime__V1__MemoryUsage *memory_pb(rkl_arena *a, const rkl_stats_entry *
         m->rss_bytes = u64(a, e->memory.rss);
         m->page_faults = u64(a, e->memory.page_faults);
         m->major_page_faults = u64(a, e->memory.major_page_faults);
-        if (e->memory.limit)
+        if (e->memory.has_available)
                 m->available_bytes = u64(a, e->memory.available);
+        m->psi = psi_pb(a, e, RKL_STATS_PSI_MEMORY);
         return m;
 }
 
@@ -93,6 +131,7 @@ static Runtime__V1__ContainerStats *container_stats_pb(rkl_arena *a, const rkl_a
         st->attributes = at;
         st->cpu = cpu_pb(a, e);
         st->memory = memory_pb(a, e);
+        st->io = io_pb(a, e);
         if (e && e->has_fs) {
                 Runtime__V1__FilesystemUsage *fs =
                     rkl_arena_newa(Runtime__V1__FilesystemUsage, a, 1);
@@ -262,6 +301,7 @@ static Runtime__V1__PodSandboxStats *pod_stats_pb(rkl_api_ctx *ctx, const rkl_po
         runtime__v1__linux_pod_sandbox_stats__init(l);
         l->cpu = cpu_pb(a, e);
         l->memory = memory_pb(a, e);
+        l->io = io_pb(a, e);
         if (e && e->has_pids) {
                 Runtime__V1__ProcessUsage *p = rkl_arena_newa(Runtime__V1__ProcessUsage, a, 1);
                 runtime__v1__process_usage__init(p);

@@ -262,13 +262,13 @@ int rkl_app_cgroup_cpu_adopt(const char *procs_dir, const char *memory_dir)
         if (!memory_dir || streq(procs_dir, memory_dir))
                 return 0;
         /* cpu and cpuacct may be one hierarchy (cpu,cpuacct) or two: adopting into the same
-         * directory twice moves nothing the second time. */
-        static const char *const controllers[] = {"cpu", "cpuacct"};
+         * directory twice moves nothing the second time. blkio too, so that the app's block
+         * I/O is its own (else it counts at the hierarchy's root, the whole machine's). */
+        static const char *const controllers[] = {"cpu", "cpuacct", "blkio"};
         for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
                 _cleanup_free_ char *dir = v1_sibling(memory_dir, controllers[i]);
-                int k = dir && is_dir(CGROUP_ROOT "/cpu")
-                            ? rkl_app_cgroup_memory_adopt(procs_dir, dir)
-                            : 0;
+                _cleanup_free_ char *root = rkl_xasprintf(CGROUP_ROOT "/%s", controllers[i]);
+                int k = dir && is_dir(root) ? rkl_app_cgroup_memory_adopt(procs_dir, dir) : 0;
                 if (k < 0 && r == 0)
                         r = k;
         }
@@ -282,6 +282,9 @@ void rkl_app_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
         _cleanup_free_ char *cpu = v1_sibling(memory_dir, "cpu");
         _cleanup_free_ char *cpuacct = v1_sibling(memory_dir, "cpuacct");
         _cleanup_free_ char *cpuset = v1_sibling(memory_dir, "cpuset");
+        _cleanup_free_ char *blkio = v1_sibling(memory_dir, "blkio");
+        if (blkio)
+                (void)rmdir(blkio);
         if (cpu)
                 (void)rmdir(cpu);
         if (cpuacct)
@@ -467,6 +470,26 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
         return r;
 }
 
+/* The same cgroup in the unified hierarchy of a hybrid host (where its *.pressure are). */
+static char *unified_of(const char *systemd_dir)
+{
+        static const char prefix[] = CGROUP_ROOT "/systemd/";
+        if (!systemd_dir || strncmp(systemd_dir, prefix, sizeof(prefix) - 1) ||
+            !is_dir(CGROUP_ROOT "/unified"))
+                return NULL;
+        return rkl_xasprintf(CGROUP_ROOT "/unified/%s", systemd_dir + sizeof(prefix) - 1);
+}
+
+/* The pod unit's cgroup in a v1 hierarchy, from the supervisor's. */
+static char *v1_unit_dir(pid_t supervisor, const char *controller)
+{
+        _cleanup_free_ char *own = NULL, *unit = NULL;
+        if (rkl_cgroup_path_of(supervisor, controller, &own) < 0 || !(unit = unit_part(own)))
+                return NULL;
+        const char *dir = streq(controller, "name=systemd") ? "systemd" : controller;
+        return rkl_xasprintf(CGROUP_ROOT "/%s%s", dir, unit);
+}
+
 int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
 {
         rkl_stats_dirs d = {0};
@@ -477,31 +500,36 @@ int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs 
                         return r;
                 if (memory && !streq(procs, memory)) { /* v1 */
                         d.cpu = v1_sibling(memory, "cpuacct");
+                        d.cpu_spec = v1_sibling(memory, "cpu");
+                        d.blkio = v1_sibling(memory, "blkio");
+                        /* The app's processes stay in the pod unit's pids cgroup. */
+                        d.pids_max = v1_unit_dir(supervisor, "pids");
+                        d.pressure = unified_of(procs);
                         d.memory = TAKE_PTR(memory);
                 } else {
                         d.cpu = rkl_xstrdup(procs);
+                        d.cpu_spec = rkl_xstrdup(procs);
                         d.memory = rkl_xstrdup(procs);
+                        d.pids_max = rkl_xstrdup(procs);
+                        d.blkio = rkl_xstrdup(procs);
+                        d.pressure = rkl_xstrdup(procs);
                         d.pids = TAKE_PTR(procs);
                 }
                 *ret = d;
                 return 0;
         }
-        _cleanup_free_ char *own = NULL;
-        if (rkl_cgroup_path_of(supervisor, "memory", &own) == 0 && is_dir(CGROUP_ROOT "/memory")) {
+        if (is_dir(CGROUP_ROOT "/memory")) {
                 /* v1: the pod's unit has memory and pids cgroups; its CPU is its apps' (the
                  * unit gets no cpuacct cgroup of its own here: docs/rkt.md, 'Cgroups'). */
-                _cleanup_free_ char *unit = unit_part(own);
-                _cleanup_free_ char *pids = NULL, *pids_unit = NULL, *cpu = NULL, *cpu_unit = NULL;
-                if (!unit)
+                d.memory = v1_unit_dir(supervisor, "memory");
+                if (!d.memory)
                         return -ENXIO;
-                d.memory = rkl_xasprintf(CGROUP_ROOT "/memory%s", unit);
-                if (rkl_cgroup_path_of(supervisor, "pids", &pids) == 0 &&
-                    (pids_unit = unit_part(pids)))
-                        d.pids = rkl_xasprintf(CGROUP_ROOT "/pids%s", pids_unit);
-                if (rkl_cgroup_path_of(supervisor, "cpuacct", &cpu) == 0 &&
-                    (cpu_unit = unit_part(cpu)))
-                        d.cpu = rkl_xasprintf(CGROUP_ROOT "/cpuacct%s", cpu_unit);
+                d.pids = v1_unit_dir(supervisor, "pids");
+                d.cpu = v1_unit_dir(supervisor, "cpuacct");
+                _cleanup_free_ char *systemd = v1_unit_dir(supervisor, "name=systemd");
+                d.pressure = unified_of(systemd);
         } else {
+                _cleanup_free_ char *own = NULL;
                 int r = rkl_cgroup_path_of(supervisor, "", &own);
                 if (r < 0)
                         return r;
@@ -511,6 +539,7 @@ int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs 
                 d.cpu = rkl_xasprintf(CGROUP_ROOT "%s", unit);
                 d.memory = rkl_xstrdup(d.cpu);
                 d.pids = rkl_xstrdup(d.cpu);
+                d.pressure = rkl_xstrdup(d.cpu);
         }
         *ret = d;
         return 0;

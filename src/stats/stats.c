@@ -8,6 +8,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -38,8 +41,12 @@ struct rkl_stats {
 void rkl_stats_dirs_done(rkl_stats_dirs *d)
 {
         free(d->cpu);
+        free(d->cpu_spec);
         free(d->memory);
         free(d->pids);
+        free(d->pids_max);
+        free(d->blkio);
+        free(d->pressure);
         *d = (rkl_stats_dirs){0};
 }
 
@@ -65,8 +72,10 @@ rkl_stats_snapshot *rkl_stats_snapshot_unref(rkl_stats_snapshot *s)
 {
         if (!s || atomic_fetch_sub(&s->refs, 1) > 1)
                 return NULL;
-        for (size_t i = 0; i < s->n; i++)
+        for (size_t i = 0; i < s->n; i++) {
                 free(s->entries[i].ifs);
+                free(s->entries[i].blkio);
+        }
         free(s->entries);
         rkl_hashmap_free(s->containers);
         rkl_hashmap_free(s->pods);
@@ -132,6 +141,85 @@ static bool writable_layer(const char *overlay_dir, const char *app, uint64_t *b
         return false;
 }
 
+/* The device's name as cAdvisor gives it: /dev/ and the DEVNAME of its uevent. */
+static void device_name_of(unsigned major, unsigned minor, char device[static 40])
+{
+        char path[64];
+        _cleanup_free_ char *text = NULL;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major, minor);
+        const char *name = NULL;
+        if (rkl_read_file_at(AT_FDCWD, path, 1 << 16, &text, NULL) == 0 &&
+            (name = strstr(text, "DEVNAME="))) {
+                name += strlen("DEVNAME=");
+                snprintf(device, 40, "/dev/%.*s", (int)strcspn(name, "\n"), name);
+        } else
+                snprintf(device, 40, "%u:%u", major, minor);
+}
+
+static void device_name(rkl_stats_blkio *b)
+{
+        device_name_of(b->major, b->minor, b->device);
+}
+
+/* The filesystem of dir and its device's counters. */
+static bool disk_of(const char *dir, rkl_stats_disk *d)
+{
+        struct stat st;
+        struct statvfs sv;
+        _cleanup_free_ char *text = NULL;
+        if (stat(dir, &st) < 0 || statvfs(dir, &sv) < 0)
+                return false;
+        *d = (rkl_stats_disk){.major = major(st.st_dev),
+                              .minor = minor(st.st_dev),
+                              .capacity_bytes = (uint64_t)sv.f_blocks * sv.f_frsize,
+                              .inodes_total = sv.f_files,
+                              .inodes_free = sv.f_ffree};
+        device_name_of(d->major, d->minor, d->device);
+        if (rkl_read_file_at(AT_FDCWD, "/proc/diskstats", 1 << 20, &text, NULL) == 0)
+                (void)rkl_stats_parse_diskstats(text, d->major, d->minor, d);
+        return true;
+}
+
+static void read_cgroups(const rkl_stats_config *cfg, const rkl_stats_dirs *dirs, bool is_pod,
+                         rkl_stats_entry *e)
+{
+        static const char *const psi_files[_RKL_STATS_PSI_MAX] = {
+            [RKL_STATS_PSI_CPU] = "cpu.pressure",
+            [RKL_STATS_PSI_MEMORY] = "memory.pressure",
+            [RKL_STATS_PSI_IO] = "io.pressure",
+        };
+        _cleanup_close_ int cpu = open_dir(dirs->cpu), spec = open_dir(dirs->cpu_spec),
+                            mem = open_dir(dirs->memory), pids = open_dir(dirs->pids),
+                            pids_max = open_dir(dirs->pids_max), blkio = open_dir(dirs->blkio),
+                            psi = open_dir(dirs->pressure);
+        if (cpu >= 0) {
+                e->has_cpu = rkl_stats_read_cpu(cpu, cfg->mode, &e->cpu_usage_ns) == 0;
+                e->has_cpu_split = rkl_stats_read_cpu_split(cpu, cfg->mode, &e->cpu_user_ns,
+                                                            &e->cpu_system_ns) == 0;
+        }
+        if (spec >= 0)
+                e->has_cpu_spec = rkl_stats_read_cpu_spec(spec, cfg->mode, &e->cpu_spec) == 0;
+        if (mem >= 0) {
+                e->has_memory = rkl_stats_read_memory(mem, cfg->mode, &e->memory) == 0;
+                if (!is_pod) {
+                        _cleanup_close_ int proc =
+                            open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        e->has_procs = proc >= 0 && rkl_stats_read_procs(mem, proc, &e->procs) == 0;
+                }
+        }
+        if (pids >= 0)
+                e->has_pids = rkl_stats_read_pids(pids, &e->pids) == 0;
+        if (pids_max >= 0)
+                e->has_pids_max = rkl_stats_read_pids_max(pids_max, &e->pids_max) == 0;
+        if (blkio >= 0 && rkl_stats_read_blkio(blkio, cfg->mode, &e->blkio, &e->n_blkio) == 0) {
+                e->has_blkio = true;
+                for (size_t i = 0; i < e->n_blkio; i++)
+                        device_name(&e->blkio[i]);
+        }
+        for (int i = 0; psi >= 0 && i < _RKL_STATS_PSI_MAX; i++)
+                e->has_psi[i] = rkl_stats_read_psi(psi, psi_files[i], &e->psi[i]) == 0;
+}
+
 static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, rkl_stats_entry *e)
 {
         rkl_stats_dirs dirs = {0};
@@ -139,26 +227,23 @@ static void collect_one(const rkl_stats_config *cfg, const rkl_stats_target *t, 
         memcpy(e->id, t->id, sizeof(e->id));
         memcpy(e->sandbox_id, t->sandbox_id, sizeof(e->sandbox_id));
         e->is_pod = t->is_pod;
-        if (cfg->resolve && cfg->resolve(t->supervisor, t->is_pod ? NULL : t->app, &dirs) >= 0) {
-                int fd = open_dir(dirs.cpu);
-                if (fd >= 0) {
-                        e->has_cpu = rkl_stats_read_cpu(fd, cfg->mode, &e->cpu_usage_ns) == 0;
-                        close(fd);
-                }
-                fd = open_dir(dirs.memory);
-                if (fd >= 0) {
-                        e->has_memory = rkl_stats_read_memory(fd, cfg->mode, &e->memory) == 0;
-                        close(fd);
-                }
-                fd = open_dir(dirs.pids);
-                if (fd >= 0) {
-                        e->has_pids = rkl_stats_read_pids(fd, &e->pids) == 0;
-                        close(fd);
-                }
-        }
+        if (cfg->resolve && cfg->resolve(t->supervisor, t->is_pod ? NULL : t->app, &dirs) >= 0)
+                read_cgroups(cfg, &dirs, t->is_pod, e);
         rkl_stats_dirs_done(&dirs);
-        if (t->overlay_dir && t->app)
+        if (t->overlay_dir && t->app) {
                 e->has_fs = writable_layer(t->overlay_dir, t->app, &e->fs_bytes, &e->fs_inodes);
+                e->has_disk = disk_of(t->overlay_dir, &e->disk);
+        }
+        /* The kernel lists a device in a blkio cgroup once the cgroup issued I/O to it: none
+         * listed is no I/O at all, which the device of the app's writable layer says. */
+        struct stat st;
+        if (e->has_blkio && e->n_blkio == 0 && t->overlay_dir && stat(t->overlay_dir, &st) == 0) {
+                e->blkio = rkl_xnew0(rkl_stats_blkio, 1);
+                e->blkio[0] =
+                    (rkl_stats_blkio){.major = major(st.st_dev), .minor = minor(st.st_dev)};
+                device_name(&e->blkio[0]);
+                e->n_blkio = 1;
+        }
         if (t->is_pod && t->supervisor > 0) {
                 char path[64];
                 _cleanup_free_ char *text = NULL;

@@ -17,10 +17,16 @@
 #include "stats/sample.h"
 
 /* Where an app's or a pod's cgroups are, found by whoever knows the layout (the reconciler's
- * app-cgroup.c): the directories to read CPU, memory and the process count from, NULL where
- * there is none. Called on the collector thread. */
+ * app-cgroup.c): the directories to read from, NULL where there is none. Called on the
+ * collector thread. */
 typedef struct rkl_stats_dirs {
-        char *cpu, *memory, *pids;
+        char *cpu;      /* CPU time (v1 cpuacct) */
+        char *cpu_spec; /* CFS settings (v1 cpu) */
+        char *memory;   /* memory; an app's holds its processes (cgroup.procs) */
+        char *pids;     /* the process count (pids.current): pods */
+        char *pids_max; /* the pids cgroup whose pids.max bounds the app's threads */
+        char *blkio;    /* block I/O (v1 blkio) */
+        char *pressure; /* the cgroup2 cgroup with *.pressure (v1: in unified/) */
 } rkl_stats_dirs;
 void rkl_stats_dirs_done(rkl_stats_dirs *d);
 typedef int (*rkl_stats_resolve_fn)(pid_t supervisor, const char *app, rkl_stats_dirs *ret);
@@ -42,6 +48,13 @@ typedef struct rkl_stats_target {
 } rkl_stats_target;
 void rkl_stats_targets_free(rkl_stats_target *t, size_t n);
 
+typedef enum rkl_stats_psi_resource {
+        RKL_STATS_PSI_CPU,
+        RKL_STATS_PSI_MEMORY,
+        RKL_STATS_PSI_IO,
+        _RKL_STATS_PSI_MAX,
+} rkl_stats_psi_resource;
+
 typedef struct rkl_stats_entry {
         char id[65], sandbox_id[65];
         bool is_pod;
@@ -54,6 +67,19 @@ typedef struct rkl_stats_entry {
         uint64_t fs_bytes, fs_inodes; /* the writable layer */
         bool has_pids;
         uint64_t pids;
+        bool has_cpu_split, has_cpu_spec;
+        uint64_t cpu_user_ns, cpu_system_ns;
+        rkl_stats_cpu_spec cpu_spec;
+        bool has_psi[_RKL_STATS_PSI_MAX];
+        rkl_stats_psi psi[_RKL_STATS_PSI_MAX];
+        bool has_procs, has_pids_max;
+        rkl_stats_procs procs; /* containers: what the app's processes hold */
+        uint64_t pids_max;
+        bool has_disk;
+        rkl_stats_disk disk; /* containers: the writable layer's filesystem and device */
+        bool has_blkio;
+        rkl_stats_blkio *blkio; /* containers: per device */
+        size_t n_blkio;
         rkl_stats_netif *ifs; /* pods: the network namespace's interfaces */
         size_t n_ifs;
 } rkl_stats_entry;

@@ -28,6 +28,12 @@ static int resolve_v2(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
         ret->cpu = fx(app ? "v2/app" : "v2/pod");
         ret->memory = fx(app ? "v2/app" : "v2/pod");
         ret->pids = fx(app ? "v2/app" : "v2/pod");
+        if (app) {
+                ret->cpu_spec = fx("v2/app");
+                ret->blkio = fx("v2/app");
+                ret->pids_max = fx("v2/app");
+        }
+        ret->pressure = fx("v1/unified/app"); /* cgroup2's files, as a hybrid host has them */
         return 0;
 }
 
@@ -133,6 +139,8 @@ static void test_metrics(void **state)
         assert_int_equal(keys_of(&d, "container_cpu_usage_seconds_total"), 7);
         assert_int_equal(keys_of(&d, "container_memory_failures_total"), 8);
         assert_int_equal(keys_of(&d, "container_network_receive_bytes_total"), 7);
+        assert_int_equal(keys_of(&d, "container_blkio_device_usage_total"), 10);
+        assert_int_equal(keys_of(&d, "container_ulimits_soft"), 7);
 
         /* A snapshot of one running container and its sandbox, from fixture cgroups. */
         rkl_stats_config sc = {.mode = RKL_STATS_CGROUP_V2, .resolve = resolve_v2};
@@ -194,9 +202,35 @@ static void test_metrics(void **state)
         assert_int_equal(value_of(rm, rn, "container_memory_failures_total",
                                   RKL_STRV("pgmajfault", "hierarchy")),
                          (int64_t)e->memory.major_page_faults);
-        assert_int_equal(value_of(rm, rn, "container_spec_memory_limit_bytes", NULL), 64 << 20);
+        /* The limit in force, the cgroup's (memory.max), not the one asked for. */
+        assert_int_equal(value_of(rm, rn, "container_spec_memory_limit_bytes", NULL), 33554432);
+        /* The CFS settings in force, the cgroup's (cpu.max, cpu.weight). */
         assert_int_equal(value_of(rm, rn, "container_spec_cpu_quota", NULL), 50000);
-        assert_int_equal(value_of(rm, rn, "container_spec_cpu_shares", NULL), 512);
+        assert_int_equal(value_of(rm, rn, "container_spec_cpu_period", NULL), 100000);
+        assert_int_equal(value_of(rm, rn, "container_spec_cpu_shares", NULL),
+                         2 + 99 * 262142 / 9999);
+        assert_int_equal(value_of(rm, rn, "container_cpu_user_seconds_total", NULL), 2);
+        assert_int_equal(value_of(rm, rn, "container_cpu_system_seconds_total", NULL), 0);
+        assert_int_equal(value_of(rm, rn, "container_memory_cache", NULL), 4194304);
+        assert_int_equal(value_of(rm, rn, "container_memory_mapped_file", NULL), 524288);
+        assert_int_equal(value_of(rm, rn, "container_memory_swap", NULL), 4096);
+        assert_int_equal(value_of(rm, rn, "container_memory_failcnt", NULL), 3);
+        assert_int_equal(value_of(rm, rn, "container_memory_max_usage_bytes", NULL), 16777216);
+        assert_int_equal(value_of(rm, rn, "container_spec_memory_swap_limit_bytes", NULL), 0);
+        assert_int_equal(value_of(rm, rn, "container_threads_max", NULL), 1024);
+        assert_int_equal(value_of(rm, rn, "container_processes", NULL), 3); /* pids.current */
+        assert_int_equal(value_of(rm, rn, "container_last_seen", NULL),
+                         e->timestamp_ns / 1000000000);
+        const char *dev = e->blkio[0].device;
+        assert_int_equal(value_of(rm, rn, "container_fs_writes_bytes_total", RKL_STRV(dev)), 8192);
+        assert_int_equal(value_of(rm, rn, "container_fs_reads_total", RKL_STRV(dev)), 1);
+        assert_int_equal(value_of(rm, rn, "container_blkio_device_usage_total",
+                                  RKL_STRV(dev, "8", "0", "Write")),
+                         8192);
+        assert_int_equal(value_of(rm, rn, "container_pressure_cpu_waiting_seconds_total", NULL), 2);
+        assert_int_equal(value_of(m->metrics, m->n_metrics,
+                                  "container_pressure_cpu_stalled_seconds_total", NULL),
+                         0);
         assert_int_equal(value_of(rm, rn, "container_start_time_seconds", NULL), 1700000000);
         assert_int_equal(value_of(rm, rn, "container_oom_events_total", NULL), 0);
         assert_true(rm[0]->timestamp > 0); /* a sample: when it was read */
@@ -205,6 +239,9 @@ static void test_metrics(void **state)
                          1);
         assert_int_equal(
             value_of(oom->metrics, oom->n_metrics, "container_memory_working_set_bytes", NULL), -1);
+        /* ... and no limits: it has no cgroup they are in force in. */
+        assert_int_equal(
+            value_of(oom->metrics, oom->n_metrics, "container_spec_memory_limit_bytes", NULL), -1);
 }
 
 static void test_list_and_stream(void **state)

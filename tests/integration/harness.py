@@ -610,8 +610,24 @@ class RktEnv:
         test.addCleanup(self.cleanup)
         keep_log(test, self.daemon)
 
-    def start(self):
-        self.daemon.start(wrapper=self.enter)
+    def start(self, unit=None):
+        """Starts the daemon; with unit, as a scope of that name in the host's system.slice
+        (systemd-run --scope execs it: the same PID), with its own CPU, memory and pids
+        cgroups, as a runtime installed as a service has."""
+        scope = [] if not unit else [
+            "systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=system.slice",
+            "-p", "CPUAccounting=yes", "-p", "MemoryAccounting=yes", "-p", "TasksAccounting=yes"]
+        self.daemon.start(wrapper=self.enter + scope)
+        if unit:
+            # The host's systemd makes a unit no cpu or cpuacct cgroup on v1 (docs/rkt.md,
+            # 'Cgroups'): the daemon gets its own there too, as kubelet gives itself its
+            # --kubelet-cgroups, so that its CPU is its own. Its PID in the host's namespace is
+            # the last of NSpid.
+            with open("/proc/%d/status" % self.daemon.daemon_pid()) as f:
+                pid = [x.split()[-1] for x in f if x.startswith("NSpid:")][0]
+            self.run("sh", "-c", "for c in cpu cpuacct; do d=/sys/fs/cgroup/$c/system.slice/%s; "
+                     "[ -d /sys/fs/cgroup/$c ] || continue; mkdir -p $d && "
+                     "echo %s > $d/cgroup.procs; done" % (unit, pid))
         return self
 
     def cleanup(self):

@@ -10,6 +10,30 @@ import test_rkt
 pb, pbg = harness.stubs()
 MiB = 1024 * 1024
 BASE = ["container", "id", "image", "name", "namespace", "pod"]
+# What the node conformance suite's ContainerMetrics spec asks of a running container, and of
+# its pod (test/e2e_node/container_metrics_test.go).
+CONTAINER_FAMILIES = [
+    "container_blkio_device_usage_total", "container_cpu_system_seconds_total",
+    "container_cpu_usage_seconds_total", "container_cpu_user_seconds_total",
+    "container_file_descriptors", "container_fs_reads_bytes_total", "container_fs_reads_total",
+    "container_fs_usage_bytes", "container_fs_writes_bytes_total", "container_fs_writes_total",
+    "container_last_seen", "container_memory_cache", "container_memory_failcnt",
+    "container_memory_failures_total", "container_memory_mapped_file",
+    "container_memory_max_usage_bytes", "container_memory_rss", "container_memory_swap",
+    "container_memory_usage_bytes", "container_memory_working_set_bytes",
+    "container_oom_events_total", "container_processes", "container_sockets",
+    "container_spec_cpu_period", "container_spec_cpu_shares",
+    "container_spec_memory_limit_bytes", "container_spec_memory_reservation_limit_bytes",
+    "container_spec_memory_swap_limit_bytes", "container_start_time_seconds",
+    "container_threads", "container_threads_max", "container_ulimits_soft",
+    "container_pressure_cpu_waiting_seconds_total", "container_pressure_io_stalled_seconds_total",
+    "container_cpu_load_average_10s", "container_tasks_state"]
+POD_FAMILIES = [
+    "container_network_%s_%s" % (d, x) for d in ("receive", "transmit")
+    for x in ("bytes_total", "errors_total", "packets_total", "packets_dropped_total")] + [
+    # the device's, once a pod
+    "container_fs_limit_bytes", "container_fs_inodes_total", "container_fs_inodes_free",
+    "container_fs_io_time_seconds_total", "container_fs_sector_writes_total"]
 
 
 def by_name(metrics):
@@ -80,6 +104,7 @@ class CriMetricsTest(test_rkt.RealRktBase):
                for m in pod["container_network_receive_bytes_total"]}
         self.assertIn("eth0", ifs)
         self.assertEqual(pod["container_processes"][0].label_values[:2], ["", sid])
+        self.assertEqual([f for f in POD_FAMILIES if f not in pod], [])
 
         ctrs = {c.container_id: by_name(c.metrics) for c in pm.container_metrics}
         self.assertEqual(set(ctrs), {busy, hog})
@@ -89,6 +114,11 @@ class CriMetricsTest(test_rkt.RealRktBase):
             "e2e", "metrics"])
         self.assertGreater(b["container_cpu_usage_seconds_total"][0].timestamp, 0)
         self.assertGreater(b["container_memory_working_set_bytes"][0].value.value, 0)
+        self.assertEqual([f for f in CONTAINER_FAMILIES if f not in b], [])
+        self.assertEqual(b["container_threads"][0].value.value, 1)  # sh's loop
+        self.assertGreaterEqual(b["container_file_descriptors"][0].value.value, 3)
+        self.assertEqual({x.label_values[6] for x in b["container_tasks_state"]},
+                         {"running", "uninterruptible", "stopped"})
         self.assertEqual(b["container_spec_memory_limit_bytes"][0].value.value, 64 * MiB)
         self.assertEqual(b["container_spec_cpu_quota"][0].value.value, 50000)
         self.assertEqual(b["container_spec_cpu_shares"][0].value.value, 256)

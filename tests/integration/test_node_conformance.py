@@ -59,6 +59,14 @@ SUBSET = [
 TIMEOUT = 110 * 60
 
 
+# rktlet's own cgroup in the host (RktEnv.start(unit=)): kubelet's "runtime" system container
+# in /stats/summary, which the Summary API spec expects. --runtime-cgroups is a flag of
+# kubelet's, not a field of its configuration; Kubernetes' own node e2e jobs pass it so too
+# (--kubelet-flags), with their runtime's service.
+RUNTIME_UNIT = "rktlet.scope"
+RUNTIME_CGROUP = "/system.slice/" + RUNTIME_UNIT
+
+
 def kubelet_config(path):
     """The KubeletConfiguration the suite starts from (it adds its own test settings): the
     node's, as docs/kubelet.md gives it, with PodAndContainerStatsFromCRI: kubelet's
@@ -99,14 +107,15 @@ class NodeConformanceTest(unittest.TestCase):
             self.skipTest("Kubernetes cannot be built here: " + why)
         run = os.environ.get("RKL_NODE_CONFORMANCE") or "subset"
         focus = os.environ.get("RKL_NODE_CONFORMANCE_FOCUS")
-        out_dir = os.path.join(harness.BUILD_DIR, "node-conformance")
+        # Normalized: systemd-run refuses kubelet's log path with a ".." in it.
+        out_dir = os.path.abspath(os.path.join(harness.BUILD_DIR, "node-conformance"))
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
 
         env = harness.RktEnv(self, extra=[
             "--wait", "--registry-mirror", "registry.k8s.io=" + REGISTRY_URL])
         env.run(harness.PYTHON, PUSH_NODE_IMAGES, REGISTRY_URL, bindir, timeout=300)
-        env.start()
+        env.start(unit=RUNTIME_UNIT)
         self.addCleanup(shutil.copy, env.daemon.log_path, out_dir)
         work = os.path.join(env.dir, "e2e")
         os.makedirs(work)
@@ -133,7 +142,8 @@ class NodeConformanceTest(unittest.TestCase):
                 "--k8s-bin-dir=" + bindir, "--node-name=" + "rktlet-node",
                 "--report-dir=" + out_dir, "--prepull-images=false",
                 "--kubelet-config-file=" + os.path.join(work, "kubelet-base.json"),
-                "--kubelet-flags=--node-ip=" + kubelet.NODE_IP,
+                "--kubelet-flags=--node-ip=%s --runtime-cgroups=%s" % (
+                    kubelet.NODE_IP, RUNTIME_CGROUP),
                 "--systemd-services=rktlet*", "--dump-logs-on-failure=false"]
         started = time.monotonic()
         with open(os.path.join(out_dir, "e2e.log"), "w") as log:

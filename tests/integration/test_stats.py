@@ -39,10 +39,17 @@ class StatsTest(test_rkt.RealRktBase):
                            (controller, unit, name, unit, name), check=False).stdout
         return out.split()
 
+    def check_psi(self, psi):
+        for d in (psi.Some, psi.Full):
+            for avg in (d.Avg10, d.Avg60, d.Avg300):
+                self.assertTrue(0 <= avg <= 100, psi)
+        self.assertTrue(psi.HasField("Some") and psi.HasField("Full"), psi)
+
     def test_cpu_memory_network_and_gone(self):
         self.pull()
         sid, cfg, ip = self.run_pod("stats")
-        burn = self.create_res(sid, cfg, "burn", ["sh", "-c", "while :; do :; done"])
+        burn = self.create_res(sid, cfg, "burn", ["sh", "-c", "while :; do :; done"],
+                               pb.LinuxContainerResources(memory_limit_in_bytes=64 * MiB))
         idle = self.create_res(sid, cfg, "idle", ["sh", "-c", "echo hi > /hello; sleep 3600"])
         for cid in (burn, idle):
             self.start(cid)
@@ -58,7 +65,16 @@ class StatsTest(test_rkt.RealRktBase):
               (later.cpu.usage_nano_cores.value / 1e9, later.cpu.usage_core_nano_seconds.value))
         self.assertGreater(later.memory.working_set_bytes.value, 0)
         self.assertGreater(later.memory.usage_bytes.value, 0)
-        self.assertEqual(later.attributes.id, burn)
+        self.assertGreater(later.memory.page_faults.value, 0)
+        self.assertTrue(later.memory.HasField("major_page_faults"))
+        # Pressure stall information of the app's cgroup2 cgroup (unified/ on v1): a busy
+        # loop in a pod on a shared machine waits for a CPU some of the time.
+        self.check_psi(later.cpu.psi)
+        self.check_psi(later.memory.psi)
+        self.check_psi(later.io.psi)
+        self.assertGreater(later.io.timestamp, 0)
+        self.assertEqual(later.memory.available_bytes.value,
+                         64 * MiB - later.memory.working_set_bytes.value)
         self.assertEqual(later.attributes.metadata.name, "burn")
         st = harness.wait_for("idle's writable layer", lambda: (
             lambda s: s.writable_layer and s)(self.cstats(idle)), timeout=30)
@@ -86,6 +102,9 @@ class StatsTest(test_rkt.RealRktBase):
         self.assertGreaterEqual(ps.linux.cpu.usage_core_nano_seconds.value, u0)
         self.assertGreater(ps.linux.memory.working_set_bytes.value, 0)
         self.assertGreater(ps.linux.process.process_count.value, 2)
+        self.check_psi(ps.linux.cpu.psi)
+        self.check_psi(ps.linux.memory.psi)
+        self.check_psi(ps.linux.io.psi)
         self.assertEqual(ps.linux.network.default_interface.name, "eth0")
         self.assertGreater(ps.linux.network.default_interface.rx_bytes.value, 0)
         self.assertEqual({c.attributes.id for c in ps.linux.containers}, {burn, idle})

@@ -14,6 +14,8 @@
 #include "base/alloc.h"
 #include "base/macro.h"
 #include "stats/stats.h"
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 static char *fx(const char *rel)
 {
@@ -25,7 +27,12 @@ static int resolve_v1(pid_t supervisor, const char *app, rkl_stats_dirs *ret)
         (void)supervisor;
         if (app) {
                 ret->cpu = fx("v1/cpuacct/app");
+                ret->cpu_spec = fx("v1/cpu/app");
                 ret->memory = fx("v1/memory/app");
+                ret->pids_max = fx("v1/pids/pod");
+                /* b has done no block I/O yet */
+                ret->blkio = fx(streq(app, "b") ? "v1/blkio/idle" : "v1/blkio/app");
+                ret->pressure = fx("v1/unified/app");
         } else {
                 ret->memory = fx("v1/memory/pod");
                 ret->pids = fx("v1/pids/pod");
@@ -52,6 +59,7 @@ static rkl_stats_target *targets(size_t *n, bool with_b)
         if (with_b) {
                 snprintf(t[k].id, sizeof(t[k].id), "cb");
                 snprintf(t[k].sandbox_id, sizeof(t[k].sandbox_id), "pod");
+                t[k].overlay_dir = fx("v1");
                 t[k++].app = rkl_xstrdup("b");
         }
         snprintf(t[k].id, sizeof(t[k].id), "pod");
@@ -78,6 +86,29 @@ static void test_collect_v1(void **state)
         assert_int_equal(a->cpu_usage_ns, 1500000000);
         assert_int_equal(a->memory.limit, 33554432);
         assert_true(a->timestamp_ns > 0);
+        assert_true(a->has_cpu_split && a->has_cpu_spec && a->has_pids_max);
+        assert_int_equal(a->cpu_spec.shares, 2);
+        assert_true(a->has_psi[RKL_STATS_PSI_CPU] && a->has_psi[RKL_STATS_PSI_MEMORY] &&
+                    a->has_psi[RKL_STATS_PSI_IO]);
+        assert_int_equal(a->psi[RKL_STATS_PSI_CPU].some.total_us, 2500000);
+        assert_true(a->has_blkio);
+        assert_int_equal(a->n_blkio, 1);
+        assert_int_equal(a->blkio[0].write_bytes, 8192);
+        assert_true(a->blkio[0].device[0]); /* /dev/<name>, or MAJ:MIN where /sys has none */
+        /* No device listed: none written to, the writable layer's device at 0. */
+        const rkl_stats_entry *b = rkl_stats_snapshot_container(s, "cb");
+        struct stat st;
+        _cleanup_free_ char *v1 = fx("v1");
+        assert_int_equal(stat(v1, &st), 0);
+        assert_int_equal(b->n_blkio, 1);
+        assert_int_equal(b->blkio[0].major, major(st.st_dev));
+        assert_int_equal(b->blkio[0].minor, minor(st.st_dev));
+        assert_int_equal(b->blkio[0].read_bytes + b->blkio[0].writes, 0);
+        /* The filesystem under its layer (statvfs), on the same device. */
+        assert_true(b->has_disk);
+        assert_true(b->disk.capacity_bytes > 0 && b->disk.inodes_total >= b->disk.inodes_free);
+        assert_int_equal(b->disk.major, major(st.st_dev));
+        assert_false(a->has_disk); /* no overlay directory */
         const rkl_stats_entry *p = rkl_stats_snapshot_pod(s, "pod");
         assert_non_null(p);
         assert_null(rkl_stats_snapshot_container(s, "pod"));
@@ -86,6 +117,8 @@ static void test_collect_v1(void **state)
         assert_true(p->has_pids);
         assert_int_equal(p->pids, 7);
         assert_int_equal(p->memory.working_set, 20971520);
+        assert_true(p->memory.has_available);        /* under its parent's limit */
+        assert_false(p->has_psi[RKL_STATS_PSI_CPU]); /* no cgroup2 cgroup given */
         rkl_stats_targets_free(t, n);
 }
 
