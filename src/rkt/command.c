@@ -497,8 +497,9 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                         hosts_mounted = true;
         }
         if (o->hosts_file && !hosts_mounted)
-                pushf(&a, "--mnt-volume=name=etc-hosts,kind=host,source=%s,target=/etc/hosts,"
-                          "readOnly=true",
+                pushf(&a,
+                      "--mnt-volume=name=etc-hosts,kind=host,source=%s,target=/etc/hosts,"
+                      "readOnly=true",
                       o->hosts_file);
 
         push_exec(&a, spec, o);
