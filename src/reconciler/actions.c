@@ -71,6 +71,7 @@ void rkl_action_free(action *a)
         free(a->log_file);
         rkl_strv_free(a->entrypoint);
         rkl_kvs_done(&a->sysctls);
+        free(a->pod_hostname);
         rkl_pod_network_free(a->net);
         free(a->net_result);
         free(a);
@@ -240,6 +241,7 @@ static int run_app_add(action *a)
             .image_entrypoint = a->entrypoint,
             .log_file = a->log_file,
             .pod_sysctls = &a->sysctls,
+            .pod_hostname = a->pod_hostname,
             .pod_pid = a->pod_pid,
             .hosts_file = a->node_hosts ? "/etc/hosts" : NULL,
         };

@@ -45,10 +45,11 @@ typedef struct action {
          * gets and the app's log file name. */
         rkl_container_view *container;
         char *image, *log_file;
-        char **entrypoint; /* ACT_APP_ADD: the image's own, for a spec of args alone */
-        rkl_kvs sysctls;   /* ACT_APP_ADD: the pod's */
-        uint32_t pod_pid;  /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
-        bool node_hosts;   /* ACT_APP_ADD: a host-network pod's app sees the node's /etc/hosts */
+        char **entrypoint;  /* ACT_APP_ADD: the image's own, for a spec of args alone */
+        rkl_kvs sysctls;    /* ACT_APP_ADD: the pod's */
+        char *pod_hostname; /* ACT_APP_ADD: the pod's, as its spec gives it */
+        uint32_t pod_pid;   /* ACT_APP_ADD, ACT_POD_BOOT: the pod's nspawn */
+        bool node_hosts;    /* ACT_APP_ADD: a host-network pod's app sees the node's /etc/hosts */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
         pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */

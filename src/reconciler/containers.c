@@ -201,6 +201,7 @@ static action *add_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl_p
         a->log_file = rkl_xasprintf("%s.log", c->app_name);
         rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_ADD_BEGUN);
         rkl_kvs_copy(&a->sysctls, &pod->spec.sysctls);
+        a->pod_hostname = pod->spec.hostname ? rkl_xstrdup(pod->spec.hostname) : NULL;
         a->pod_pid = p ? p->ppid : 0;
         a->node_hosts = pod->spec.host_network;
         rkl_orphans_add_submitted(r, p);

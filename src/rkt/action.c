@@ -71,7 +71,15 @@ int rkl_rkt_app_add(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec
                 return r;
         /* Before every app, not once per pod: cheap, idempotent, and no app ever starts
          * without them, whatever a restart of the daemon interrupted. */
-        r = rkl_rkt_pod_sysctls(o->pod_pid, o->pod_sysctls, reterr);
+        _cleanup_(rkl_kvs_done) rkl_kvs ns = {0};
+        if (o->pod_sysctls)
+                rkl_kvs_copy(&ns, o->pod_sysctls);
+        /* The pod's systemd drops a trailing dot from the hostname rkt gives it, which
+         * kubelet's setHostnameAsFQDN can end with: the pod's UTS namespace gets it as asked. */
+        size_t n = o->pod_hostname ? strlen(o->pod_hostname) : 0;
+        if (n > 1 && o->pod_hostname[n - 1] == '.')
+                rkl_kvs_add(&ns, "kernel.hostname", o->pod_hostname);
+        r = rkl_rkt_pod_sysctls(o->pod_pid, &ns, reterr);
         if (r < 0)
                 return r;
         r = write_dropin(d, uuid, spec, o->app_name, reterr);

@@ -46,6 +46,7 @@ typedef struct rkl_rkt_app_opts {
         const char *log_file;          /* flat file name under the sandbox's log_dir */
         const rkl_rkt_ids *ids;        /* NULL or unset: run_as_* as the spec says */
         const rkl_kvs *pod_sysctls;    /* set in the pod's namespaces before the app is added */
+        const char *pod_hostname;      /* the pod's, as its spec gives it */
         uint32_t pod_pid;              /* the pod's nspawn (its ppid file) */
         const char *hosts_file;        /* NULL, or bound read-only at /etc/hosts unless the
                                         * spec mounts a file there (host-network pods) */

@@ -1,4 +1,4 @@
-/* A pod's namespaced sysctls, set in its network and IPC namespaces (those of the pod's
+/* A pod's namespaced sysctls, set in its network, IPC and UTS namespaces (those of the pod's
  * systemd, nspawn's child) by a helper the daemon runs as itself: setns() would move a
  * daemon thread, a fresh single-threaded process may. /proc/sys/net and the IPC keys show
  * the namespaces of the process that opens them. */
@@ -63,7 +63,7 @@ int rkl_rkt_sysctl_main(int argc, char *argv[])
         static const struct {
                 const char *ns;
                 int type;
-        } nss[] = {{"net", CLONE_NEWNET}, {"ipc", CLONE_NEWIPC}};
+        } nss[] = {{"net", CLONE_NEWNET}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}};
         for (size_t i = 0; i < ELEMENTSOF(nss); i++) {
                 char path[64];
                 (void)snprintf(path, sizeof(path), "/proc/%s/ns/%s", argv[1], nss[i].ns);

@@ -13,7 +13,8 @@
 /* Whether the kernel keeps key per network or IPC namespace, so that a pod may set it. */
 bool rkl_rkt_sysctl_is_namespaced(const char *key);
 
-/* Sets them in the namespaces of the pod whose nspawn has PID nspawn_pid; idempotent. */
+/* Sets them in the namespaces of the pod whose nspawn has PID nspawn_pid (kernel.hostname,
+ * which users may not set, in its UTS namespace); idempotent. */
 int rkl_rkt_pod_sysctls(uint32_t nspawn_pid, const rkl_kvs *sysctls, rkl_error *reterr);
 
 /* The helper: argv = {RKL_SYSCTL_COMMAND, <pid>, key=value...}; exit status 0 when all set. */

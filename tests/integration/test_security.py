@@ -586,7 +586,7 @@ class RealRktPodNetworkTest(unittest.TestCase):
     def test_pod_network(self):
         cfg = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="web", uid="web-uid", namespace="net"),
-            hostname="web-host", log_directory=os.path.join(self.env.dir, "logs", "web"),
+            hostname="web-host.net.", log_directory=os.path.join(self.env.dir, "logs", "web"),
             dns_config=pb.DNSConfig(servers=["10.96.0.10"],
                                     searches=["net.svc.cluster.local", "cluster.local"],
                                     options=["ndots:5"]),
@@ -603,7 +603,9 @@ class RealRktPodNetworkTest(unittest.TestCase):
         self.assertIn("nameserver 10.96.0.10", resolv)
         self.assertIn("search net.svc.cluster.local cluster.local", resolv)
         self.assertIn("options ndots:5", resolv)
-        self.assertEqual(self.exec(cid, "hostname")[1], "web-host\n")
+        # As asked, with its trailing dot (kubelet's setHostnameAsFQDN with no cluster
+        # domain), which the pod's systemd drops.
+        self.assertEqual(self.exec(cid, "hostname")[1], "web-host.net.\n")
         lines = self.log_lines(os.path.join(cfg.log_directory, "web.log"))
         self.assertIn("sysctl: range=20000-30000 rmid=1", lines)
         # Only the pod's namespaces changed.
