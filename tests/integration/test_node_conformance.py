@@ -52,7 +52,9 @@ SUBSET = [
     r"Security Context When creating a container with runAsUser should run the container "
     r"with uid 65534",
     r"Sysctls \[LinuxOnly\] \[NodeConformance\] should support sysctls \[",
-    r"Summary API \[NodeConformance\] when querying /stats/summary",
+    r"Hostname of Pod \[NodeConformance\] a pod with subdomain field has FQDN, when "
+    r"setHostnameAsFQDN is set to true",
+    r"with hostAliases and hostNetwork should write entries to /etc/hosts",
     r"Networking Granular Checks: Pods should function for intra-pod communication: http",
     r"Variable Expansion should allow composing env vars",
 ]
