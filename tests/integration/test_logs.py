@@ -33,8 +33,9 @@ def records(path):
     return out
 
 
-def lines(recs, stream=None):
-    """The app's lines, P pieces joined up to their F."""
+def lines(recs, stream=None, ended=False):
+    """The app's lines, P pieces joined up to their F; with ended (the app is gone), P pieces
+    with no F after them too: its output ended without a newline (docs/logs.md)."""
     out, cur = [], ""
     for s, tag, content in recs:
         if stream and s != stream:
@@ -43,6 +44,8 @@ def lines(recs, stream=None):
         if tag == "F":
             out.append(cur)
             cur = ""
+    if ended and cur:
+        out.append(cur)
     return out
 
 
@@ -81,7 +84,7 @@ class LogsTest(test_rkt.RealRktBase):
         now and then (docs/logs.md), which the callers count and bound."""
         def short(ls):
             return [ln if len(ln) < 40 else "%s...(%d)" % (ln[:8], len(ln)) for ln in ls[-4:]]
-        got = (lines(records(path), "stdout"), lines(records(path), "stderr"))
+        got = (lines(records(path), "stdout", True), lines(records(path), "stderr", True))
         rkt = self.rkt_lines(sid)
         if got == rkt:
             if got != (stdout, stderr):
@@ -90,7 +93,7 @@ class LogsTest(test_rkt.RealRktBase):
                     short(rkt[1])))
             return got == (stdout, stderr)
         time.sleep(6)  # late, or never?
-        later = (lines(records(path), "stdout"), lines(records(path), "stderr"))
+        later = (lines(records(path), "stdout", True), lines(records(path), "stderr", True))
         self.fail("%s: at the exit %d+%d lines ending %r/%r, 6 s later %d+%d ending %r/%r; "
                   "rkt's file %d+%d ending %r/%r" % (
                       what, len(got[0]), len(got[1]), short(got[0]), short(got[1]),
