@@ -114,14 +114,14 @@ size_t rkl_logs_convert(rkl_logs_conv *c, const char *in, size_t n, bool final, 
                 if (nl) {
                         rkl_logs_append(out, c->time, c->time_len, c->stream, p, (size_t)(nl - p),
                                         true);
-                        c->in_record = false;
+                        c->in_record = c->pieced = false;
                         used += (size_t)(nl - p) + 1;
                 } else if (final) {
                         /* The app's output ended without a newline: partial, as containerd
                          * writes it, so that kubelet (a termination message taken from the
                          * log, `kubectl logs`) adds none. */
                         rkl_logs_append(out, c->time, c->time_len, c->stream, p, left, false);
-                        c->in_record = false;
+                        c->in_record = c->pieced = false;
                         used = n;
                 } else {
                         /* Whole pieces now, the rest with what follows. */
@@ -129,12 +129,16 @@ size_t rkl_logs_convert(rkl_logs_conv *c, const char *in, size_t n, bool final, 
                         if (whole == 0)
                                 break;
                         rkl_logs_append(out, c->time, c->time_len, c->stream, p, whole, false);
+                        c->pieced = true;
                         used += whole;
                 }
         }
-        if (final && c->in_record) { /* a header and nothing after it */
-                rkl_logs_append(out, c->time, c->time_len, c->stream, "", 0, true);
-                c->in_record = false;
+        if (final && c->in_record) {
+                /* A header and nothing after it is an empty line; after P pieces, the output
+                 * ended with them, without a newline. */
+                if (!c->pieced)
+                        rkl_logs_append(out, c->time, c->time_len, c->stream, "", 0, true);
+                c->in_record = c->pieced = false;
         }
         return used;
 }

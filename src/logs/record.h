@@ -26,6 +26,8 @@ void rkl_logs_buf_done(rkl_logs_buf *b);
  * (a line longer than what one read holds is converted as it comes, in P pieces). */
 typedef struct rkl_logs_conv {
         bool in_record;
+        bool pieced; /* P pieces of that record are out (not kept across a restart: at worst
+                      * an output that ends without a newline gets one, as an empty F) */
         char time[40];
         size_t time_len;
         const char *stream; /* "stdout" or "stderr" (static) */
