@@ -299,6 +299,29 @@ static void test_long_line_in_pieces(void **state)
         }
 }
 
+static void test_final_after_pieces(void **state)
+{
+        /* A record of exactly 4 pieces whose output ended without a newline: 4 P records,
+         * the last one its end, and no empty F after them (found by fuzz_log_record). */
+        size_t exact = 4 * RKL_LOGS_MAX_CONTENT, h = strlen(T1 " stdout ");
+        _cleanup_free_ char *in = rkl_xmalloc(h + exact);
+        memcpy(in, T1 " stdout ", h);
+        memset(in + h, 'e', exact);
+        rkl_logs_conv c = {0};
+        rkl_logs_buf out = {0};
+        size_t used = rkl_logs_convert(&c, in, h + exact, false, NOW_NS, &out);
+        assert_int_equal(used, h + exact);
+        assert_true(c.in_record);
+        assert_int_equal(rkl_logs_convert(&c, in + used, 0, true, NOW_NS, &out), 0);
+        assert_false(c.in_record);
+        size_t lines = 0;
+        for (size_t i = 0; i < out.len; i++)
+                lines += out.data[i] == '\n';
+        assert_int_equal(lines, 4);
+        assert_null(memmem(out.data, out.len, " F ", 3));
+        rkl_logs_buf_done(&out);
+}
+
 static void test_long_line_waits_then_goes(void **state)
 {
         /* Without its newline, a record is kept until it is RKL_LOGS_LONG_LINE long. */
@@ -404,6 +427,7 @@ int main(void)
             cmocka_unit_test(test_partial_record_kept),
             cmocka_unit_test(test_final_partial_record),
             cmocka_unit_test(test_long_line_in_pieces),
+            cmocka_unit_test(test_final_after_pieces),
             cmocka_unit_test(test_long_line_waits_then_goes),
             cmocka_unit_test(test_bytes_pass_through),
             cmocka_unit_test(test_not_an_rkt_record),
