@@ -39,7 +39,7 @@ typedef struct rkl_check_config {
 
 /* kubelet's default maxPods: the pods a node is expected to hold. */
 #define RKL_CHECK_PODS 110
-/* inotify instances each rkt pod holds: its systemd and journald (docs/operators.md). */
+/* inotify instances each rkt pod holds, at most: its systemd (docs/operators.md). */
 #define RKL_CHECK_INOTIFY_PER_POD 3
 
 void rkl_check_rkt(const rkl_check_config *c, rkl_check_result *ret);

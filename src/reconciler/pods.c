@@ -367,7 +367,7 @@ static char *sandbox_log_tail(rkl_reconciler *r, const char *id)
         rkl_rkt_output_tail(text, tail, sizeof(tail));
         /* systemd's words when the pod's own systemd cannot start; on a node the usual cause
          * is the inotify instance limit, shared by every process of the user (each pod's
-         * systemd and journald hold about three). */
+         * systemd holds up to three). */
         if (strstr(tail, "Failed to allocate manager object"))
                 return rkl_xasprintf("%s (the pod's systemd could not start: is "
                                      "fs.inotify.max_user_instances too low? see "
