@@ -201,16 +201,41 @@ typedef struct owned_cgroup {
         const char *name; /* in its parent */
 } owned_cgroup;
 
-static owned_cgroup owned_open(const char *dir)
+/* How often a made cgroup found gone is made again before the exec fails. */
+#define REMAKE_TRIES 5
+
+/* Opens the cgroup made for this exec and joins it. On v1, systemd removes the empty
+ * directories it did not make below a unit it realizes again (kubelet's QoS slices are
+ * realized again whenever a pod starts beside them), so the cgroup the daemon made can be
+ * gone before this process is in it: it is made again then, in its parent, the app's
+ * cgroup, which outlives the exec. Once joined it is not empty, and systemd leaves it. */
+static owned_cgroup owned_join(const char *dir)
 {
         const char *slash = strrchr(dir, '/');
-        owned_cgroup o = {.name = slash ? slash + 1 : dir};
-        o.dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (o.dirfd >= 0)
-                o.parentfd = openat(o.dirfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (o.dirfd < 0 || o.parentfd < 0)
-                fail(errno, "cannot open cgroup '%s': %s", dir, strerror(errno));
-        return o;
+        for (int attempt = 0;; attempt++) {
+                owned_cgroup o = {.name = slash ? slash + 1 : dir, .parentfd = -1};
+                int fd = -1;
+                o.dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (o.dirfd >= 0)
+                        o.parentfd = openat(o.dirfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (o.parentfd >= 0)
+                        fd = openat(o.dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0 && write(fd, "0", 1) == 1) {
+                        (void)close(fd);
+                        return o;
+                }
+                int e = errno;
+                if (fd >= 0)
+                        (void)close(fd);
+                if (o.parentfd >= 0)
+                        (void)close(o.parentfd);
+                if (o.dirfd >= 0)
+                        (void)close(o.dirfd);
+                if ((e != ENOENT && e != ENODEV) || attempt == REMAKE_TRIES)
+                        fail(e, "cannot join cgroup '%s': %s", dir, strerror(e));
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        fail(errno, "cannot make cgroup '%s' again: %s", dir, strerror(errno));
+        }
 }
 
 /* Kills every process of the cgroup but this one; how many there were. */
@@ -597,10 +622,9 @@ int rkl_exec_in_main(int argc, char *argv[])
                         t.pid = (pid_t)pid;
                 } else if (streq(argv[i], "--cgroup"))
                         rkl_strv_push(&cgroups, argv[++i]);
-                else if (streq(argv[i], "--cgroup-own")) {
-                        rkl_strv_push(&cgroups, argv[++i]);
-                        rkl_strv_push(&own, argv[i]);
-                } else if (streq(argv[i], "--seccomp")) {
+                else if (streq(argv[i], "--cgroup-own"))
+                        rkl_strv_push(&own, argv[++i]);
+                else if (streq(argv[i], "--seccomp")) {
                         if (rkl_exec__filter_parse(argv[++i], &t.filter) < 0)
                                 fail(EINVAL, "bad seccomp filter '%.200s'", argv[i]);
                 } else
@@ -622,7 +646,7 @@ int rkl_exec_in_main(int argc, char *argv[])
         size_t n_owned = rkl_strv_length(own);
         owned_cgroup *owned = rkl_xnew0(owned_cgroup, n_owned ? n_owned : 1);
         for (size_t k = 0; k < n_owned; k++)
-                owned[k] = owned_open(own[k]);
+                owned[k] = owned_join(own[k]);
         RKL_STRV_FOREACH (d, cgroups)
                 cgroup_join(*d);
         namespaces_join(&t);

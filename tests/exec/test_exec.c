@@ -723,6 +723,55 @@ static void test_daemon_gone(void **state)
         assert_nothing_left();
 }
 
+/* The cgroup made for an exec can be gone before the helper joins it (on v1, systemd removes
+ * the empty directories it did not make below a unit it realizes again): the helper makes it
+ * again and runs the command in it. The helper is run directly, with the cgroup never made. */
+static void test_owned_cgroup_gone(void **state)
+{
+        if (!*state)
+                skip();
+        const char *parent = NULL;
+        RKL_STRV_FOREACH (d, F->cgroups)
+                if (!parent && strstr(*d, "/memory/"))
+                        parent = *d;
+        if (!parent)
+                skip(); /* no v1 memory hierarchy here */
+        _cleanup_free_ char *gone = rkl_xasprintf("%s/rktlet-exec-gone", parent);
+        assert_true(access(gone, F_OK) < 0);
+        char pid[16];
+        (void)snprintf(pid, sizeof(pid), "%d", (int)F->target);
+        int status[2], out[2];
+        assert_int_equal(pipe2(status, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                if (dup2(status[1], 3) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+                        _exit(127);
+                execv("/proc/self/exe",
+                      RKL_STRV("test_exec", RKL_EXEC_IN_COMMAND, "--pid", pid, "--cgroup-own", gone,
+                               "--", "cat", "/proc/self/cgroup"));
+                _exit(127);
+        }
+        (void)close(status[1]);
+        (void)close(out[1]);
+        char buf[8192];
+        size_t n = 0;
+        ssize_t k;
+        while (n < sizeof(buf) - 1 && (k = read(out[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+                n += (size_t)k;
+        buf[n] = 0;
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        (void)close(out[0]);
+        (void)close(status[0]);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+        assert_non_null(strstr(buf, "/rktlet-exec-gone"));
+        assert_int_equal(rmdir(gone), 0);
+        assert_nothing_left();
+}
+
 typedef struct tty_run {
         rkl_exec_opts o;
         rkl_exec_result res;
@@ -835,7 +884,7 @@ int main(int argc, char *argv[])
             cmocka_unit_test(test_timeout),     cmocka_unit_test(test_leftovers),
             cmocka_unit_test(test_cancel),      cmocka_unit_test(test_process_gone),
             cmocka_unit_test(test_not_started), cmocka_unit_test(test_tty),
-            cmocka_unit_test(test_daemon_gone),
+            cmocka_unit_test(test_daemon_gone), cmocka_unit_test(test_owned_cgroup_gone),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
