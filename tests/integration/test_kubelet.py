@@ -274,9 +274,13 @@ class KubeletBase:
 
     def check_liveness_restarts(self):
         k = self.kubelet
-        p = k.wait_pod("liveness", "restarted twice by its liveness probe",
-                       lambda p: (kubelet.container_status(p, "app") or {}).get(
-                           "restartCount", 0) >= 2, timeout=240)
+
+        def restarted_twice(p):
+            st = kubelet.container_status(p, "app") or {}
+            # Settled: see check_crash_loop on the status between a death and the next sync.
+            return st.get("restartCount", 0) >= 2 and "terminated" in st.get("lastState", {})
+        p = k.wait_pod("liveness", "restarted twice by its liveness probe", restarted_twice,
+                       timeout=240)
         st = kubelet.container_status(p, "app")
         attempts = [c.metadata.attempt for c in self.containers("liveness", "app")]
         self.assertGreaterEqual(max(attempts), 2, attempts)
@@ -292,7 +296,11 @@ class KubeletBase:
             if (st.get("state", {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff":
                 seen_backoff.append(True)
             since = [t for t in self.attempts.values() if t > self.kubelet_started_at]
-            return st.get("restartCount", 0) >= 3 and seen_backoff and len(since) >= 4
+            # Between an attempt's death and kubelet's next sync the status says
+            # "terminated" with no lastState: kubelet has already removed the attempt before
+            # it (one dead container kept). Wait for the settled status, waiting or running.
+            return (st.get("restartCount", 0) >= 3 and seen_backoff and len(since) >= 4
+                    and "terminated" in st.get("lastState", {}))
         p = k.wait_pod("crashy", "restarted three times by this kubelet, in CrashLoopBackOff",
                        crashed_thrice, timeout=300)
         st = kubelet.container_status(p, "app")
