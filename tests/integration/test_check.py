@@ -68,8 +68,9 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         for name in ("rkt", "systemd", "cgroups", "inotify", "cni", "socket", "state"):
             self.assertEqual(lines[name][0], "ok", out)
-        patches = glob.glob(os.path.join(harness.SOURCE_DIR, "packaging", "rkt", "*.patch"))
-        self.assertIn("1.30.0 with %d patches (app-rm-shared-image" % len(patches),
+        patches = sorted(os.path.basename(p)[:-len(".patch")] for p in glob.glob(
+            os.path.join(harness.SOURCE_DIR, "packaging", "rkt", "*.patch")))
+        self.assertIn("1.30.0 with %d patches (%s)" % (len(patches), ", ".join(patches)),
                       lines["rkt"][1])
         self.assertIn("stage1 coreos.com/rkt/stage1-host:1.30.0 sha512-", lines["rkt"][1])
         self.assertIn("plugins bridge, host-local, portmap, bandwidth found", lines["cni"][1])

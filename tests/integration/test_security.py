@@ -371,6 +371,33 @@ class RealRktSecurityTest(unittest.TestCase):
             getattr(cc.linux.security_context, field).append(path)
             self.assertIn(field, self.refused(pod, cc))
 
+    def test_kernel_paths_hidden_from_every_app(self):
+        """rkt's own masks, in every app that is not privileged: hidden paths under an empty
+        node, read-only (nosuid, nodev, noexec), read-only paths read-only, as the app's
+        mountinfo shows them."""
+        pod = self.run_pod("kernel-paths")
+        cid, _ = self.start(pod, self.config("plain"))
+        code, out, _ = self.exec(cid, "cat", "/proc/self/mountinfo")
+        self.assertEqual(code, 0)
+        opts = {}
+        for line in out.splitlines():
+            f = line.split()
+            opts[f[4]] = set(f[5].split(","))  # the mount point and its options
+        # The pod shares the host's kernel: a path it lacks (this one has no /proc/kcore)
+        # is skipped, as asked.
+        for path in ("/proc/kcore", "/proc/kallsyms", "/sys/firmware", "/sys/fs"):
+            if os.path.exists(path):
+                self.assertIn(path, opts, "not hidden")
+                self.assertLessEqual({"ro", "nosuid", "nodev", "noexec"}, opts[path], path)
+        for path in ("/proc/sys/kernel/core_pattern", "/sys/devices", "/sys/kernel"):
+            self.assertIn(path, opts, "not made read-only")
+            self.assertIn("ro", opts[path], path)
+        self.assertEqual(self.exec(cid, "ls", "-A", "/sys/fs")[1], "")
+        self.assertEqual(self.exec(cid, "wc", "-c", "/proc/kallsyms")[1].split()[0], "0")
+        code, _, err = self.exec(cid, "sh", "-c", "echo x > /proc/sys/kernel/core_pattern")
+        self.assertNotEqual(code, 0)
+        self.assertIn("Read-only", err)
+
     def test_masked_path_of_the_image(self):
         """critest's MaskedPaths spec: /bin/ls masked in critest's busybox image, whose
         applets are hard links to one busybox and whose shell runs commands through PATH

@@ -51,8 +51,8 @@ static void test_parse_real_record(void **state)
         _cleanup_free_ char *s = rkl_rkt_build_summary(&b);
         /* In name order, without ".patch"; as many as packaging/rkt/ has. */
         _cleanup_free_ char *head =
-            rkl_xasprintf("%zu patches (app-rm-shared-image, iottymux-partial, "
-                          "lazy-debug-templates, make43, nspawn-incoming, ",
+            rkl_xasprintf("%zu patches (app-add-no-reload, app-rm-shared-image, "
+                          "iottymux-partial, lazy-debug-templates, make43, nspawn-incoming, ",
                           rkl_rkt_n_patches_wanted);
         assert_true(startswith(s, head));
         assert_non_null(strstr(s, ", stream-drain, supervisor-ready, volume-rbind)"));
