@@ -33,7 +33,7 @@ static char *dropin_dir(rkl_rkt *d, const char *uuid, const char *app_name)
 static int write_dropin(rkl_rkt *d, const char *uuid, const rkl_container_spec *spec,
                         const char *app_name, rkl_error *reterr)
 {
-        _cleanup_free_ char *text = rkl_rkt_app_dropin(spec, app_name);
+        _cleanup_free_ char *text = rkl_rkt_app_dropin(spec);
         if (!text)
                 return 0;
         /* Beneath the pod's directory, never a new one for a pod that is not there. */

@@ -332,15 +332,7 @@ int rkl_rkt_container_spec_check(const rkl_container_spec *spec, rkl_error *rete
         return 0;
 }
 
-static void dropin_paths(char ***l, const char *key, char *const *paths, const char *app_name)
-{
-        /* One assignment per path (systemd appends them); resolved from the pod's root, and
-         * "-": a path the image lacks is no error. */
-        RKL_STRV_FOREACH (p, paths)
-                pushf(l, "%s=-/opt/stage2/%s/rootfs%s", key, app_name, *p);
-}
-
-char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec)
 {
         _cleanup_strv_free_ char **l = NULL;
         /* The pod runs with rkt's capability restriction off (rkl_rkt_sandbox_args()): the
@@ -350,8 +342,6 @@ char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name)
                 pushf(&l, "CapabilityBoundingSet=\nCapabilityBoundingSet=%s", caps);
         if (spec->no_new_privs)
                 rkl_strv_push(&l, "NoNewPrivileges=yes");
-        dropin_paths(&l, "InaccessiblePaths", spec->masked_paths, app_name);
-        dropin_paths(&l, "ReadOnlyPaths", spec->readonly_paths, app_name);
         /* A privileged container ignores its profile, as with runc. */
         if (spec->seccomp == RKL_SECCOMP_LOCALHOST && spec->seccomp_unit && !spec->privileged)
                 rkl_strv_push(&l, spec->seccomp_unit);
@@ -440,6 +430,21 @@ static void push_exec(char ***a, const rkl_container_spec *spec, const rkl_rkt_a
         }
 }
 
+/* Paths as one annotation, separated by spaces (the API refuses a path with white space). */
+static void push_paths(char ***a, const char *name, char *const *paths)
+{
+        if (!paths || !*paths)
+                return;
+        size_t len = 0;
+        RKL_STRV_FOREACH (p, paths)
+                len += strlen(*p) + 1;
+        _cleanup_free_ char *v = rkl_xmalloc(len);
+        char *q = v;
+        RKL_STRV_FOREACH (p, paths)
+                q += snprintf(q, len - (size_t)(q - v), "%s%s", q == v ? "" : " ", *p);
+        pushf(a, "--annotation=coreos.com/rkt/experiment/%s=%s", name, v);
+}
+
 int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
                          const rkl_rkt_app_opts *o, char ***ret, rkl_error *reterr)
 {
@@ -458,6 +463,9 @@ int rkl_rkt_app_add_args(const char *uuid, const rkl_container_spec *spec,
         pushf(&a, "--stdout=%s", spec->tty ? "tty" : "stream");
         pushf(&a, "--stderr=%s", spec->tty ? "tty" : "stream");
         pushf(&a, "--user-annotation=%s=%s", RKL_MARK_CONTAINER_ID, o->container_id);
+        /* packaging/rkt/stage1-path-masks.patch: prepare-app mounts them beside rkt's own. */
+        push_paths(&a, "masked-paths", spec->masked_paths);
+        push_paths(&a, "readonly-paths", spec->readonly_paths);
 
         for (size_t i = 0; i < spec->envs.n; i++)
                 pushf(&a, "--environment=%s=%s", spec->envs.items[i].key,

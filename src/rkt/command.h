@@ -53,9 +53,9 @@ typedef struct rkl_rkt_app_opts {
 } rkl_rkt_app_opts;
 
 /* What `rkt app add` has no flag for, as a systemd drop-in for the app's unit in the pod
- * (CapabilityBoundingSet=, NoNewPrivileges=, InaccessiblePaths= for masked paths,
- * ReadOnlyPaths=, a localhost seccomp profile), or NULL when the spec needs none. */
-char *rkl_rkt_app_dropin(const rkl_container_spec *spec, const char *app_name);
+ * (CapabilityBoundingSet=, NoNewPrivileges=, a localhost seccomp profile), or NULL when the
+ * spec needs none. */
+char *rkl_rkt_app_dropin(const rkl_container_spec *spec);
 
 /* A localhost seccomp profile (OCI JSON) as the lines of a [Service] section, in *ret;
  * -EINVAL with the reason for what systemd's SystemCallFilter= cannot express exactly. */

@@ -209,7 +209,7 @@ static void test_app_add(void **state)
         /* Docker's defaults, minus the drops, plus the adds: the drop-in's bound alone. */
         RKL_STRV_FOREACH (p, a)
                 assert_true(strncmp(*p, "--caps-", 7) != 0);
-        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&c, "cffee");
+        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&c);
         const char *bound = strstr(dropin, "CapabilityBoundingSet=\nCapabilityBoundingSet=");
         assert_non_null(bound);
         bound += strlen("CapabilityBoundingSet=\nCapabilityBoundingSet=");
@@ -322,7 +322,7 @@ static void test_app_add_security(void **state)
         assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
         assert_true(has(a, "--seccomp=mode=retain,@appc.io/all"));
         /* Everything dropped: an empty bound. */
-        _cleanup_free_ char *none_bound = rkl_rkt_app_dropin(&c, "cffee");
+        _cleanup_free_ char *none_bound = rkl_rkt_app_dropin(&c);
         assert_string_equal(none_bound,
                             "[Service]\nCapabilityBoundingSet=\nCapabilityBoundingSet=\n");
 
@@ -331,7 +331,7 @@ static void test_app_add_security(void **state)
                                 .seccomp_unit = rkl_xstrdup("SystemCallFilter=~chmod")};
         assert_int_equal(rkl_rkt_app_add_args("u", &l, &app_opts, &none, &err), 0);
         assert_true(has(none, "--seccomp=mode=retain,@appc.io/all"));
-        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&l, "cffee");
+        _cleanup_free_ char *dropin = rkl_rkt_app_dropin(&l);
         assert_non_null(strstr(dropin, "\nSystemCallFilter=~chmod\n"));
         rkl_strv_free(none);
         rkl_container_spec_done(&l);
@@ -339,7 +339,7 @@ static void test_app_add_security(void **state)
         /* Privileged, or "ALL" added: no bound at all, drops or not. */
         rkl_container_spec p = {.privileged = true, .caps_drop = strv("ALL", NULL, NULL)};
         assert_int_equal(rkl_rkt_app_add_args("u", &p, &app_opts, &b, &err), 0);
-        assert_null(rkl_rkt_app_dropin(&p, "cffee"));
+        assert_null(rkl_rkt_app_dropin(&p));
 
         /* Any capability the kernel has; a name systemd would not know is refused. */
         rkl_container_spec n = {.caps_add = strv("net_admin", NULL, NULL)};
@@ -356,16 +356,33 @@ static void test_app_add_security(void **state)
 static void test_app_dropin(void **state)
 {
         rkl_container_spec c = {.privileged = true};
-        assert_null(rkl_rkt_app_dropin(&c, "cffee"));
+        assert_null(rkl_rkt_app_dropin(&c));
         c.no_new_privs = true;
         c.masked_paths = strv("/proc/kcore", "/sys/firmware", NULL);
-        c.readonly_paths = strv("/proc/sys", NULL, NULL);
-        _cleanup_free_ char *d = rkl_rkt_app_dropin(&c, "cffee");
+        _cleanup_free_ char *d = rkl_rkt_app_dropin(&c);
+        /* The paths go to rkt as annotations (test_app_paths), not into the unit. */
         assert_string_equal(d, "[Service]\n"
-                               "NoNewPrivileges=yes\n"
-                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/proc/kcore\n"
-                               "InaccessiblePaths=-/opt/stage2/cffee/rootfs/sys/firmware\n"
-                               "ReadOnlyPaths=-/opt/stage2/cffee/rootfs/proc/sys\n");
+                               "NoNewPrivileges=yes\n");
+        rkl_container_spec_done(&c);
+}
+
+static void test_app_paths(void **state)
+{
+        rkl_error err = RKL_ERROR_INIT;
+        char **a = NULL;
+        rkl_container_spec c = {0};
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        RKL_STRV_FOREACH (s, a)
+                assert_null(strstr(*s, "-paths="));
+        rkl_strv_free(a);
+        a = NULL;
+        c.masked_paths = strv("/proc/kcore", "/sys/firmware", NULL);
+        c.readonly_paths = strv("/proc/sys", NULL, NULL);
+        assert_int_equal(rkl_rkt_app_add_args("u", &c, &app_opts, &a, &err), 0);
+        assert_true(has(a, "--annotation=coreos.com/rkt/experiment/masked-paths="
+                           "/proc/kcore /sys/firmware"));
+        assert_true(has(a, "--annotation=coreos.com/rkt/experiment/readonly-paths=/proc/sys"));
+        rkl_strv_free(a);
         rkl_container_spec_done(&c);
 }
 
@@ -466,6 +483,7 @@ int main(void)
             cmocka_unit_test(test_app_add_args_only_uses_entrypoint),
             cmocka_unit_test(test_app_add_percent_doubled),
             cmocka_unit_test(test_app_dropin),
+            cmocka_unit_test(test_app_paths),
             cmocka_unit_test(test_default_seccomp),
             cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_exec_seccomp),
