@@ -68,7 +68,7 @@ static void import_stage1_run(void *userdata)
 
 /* rkt imports a stage1 its store lacks from the file with every pod it prepares, until one
  * import has ended: a first batch of 30 pods on a new node spent 20 s of both cores hashing
- * the same 47 MB, each pod past a 20 s ready timeout. One import ahead, the pods waiting
+ * the same image, each pod past a 20 s ready timeout. One import ahead, the pods waiting
  * for it, costs the batch about 2 s. */
 static void import_stage1(rkl_reconciler *r, const rkl_rkt_build *b)
 {

@@ -4,7 +4,9 @@ built here. Times are printed for the record (docs/performance.md), never assert
 import ipaddress
 import json
 import os
+import re
 import signal
+import subprocess
 import threading
 import time
 import unittest
@@ -390,7 +392,7 @@ class WaitTest(RealRktBase):
 
 class Stage1ImportTest(RealRktBase):
     """A new node's store has no stage1, and rkt imports it from the file with every pod it
-    prepares until one import has ended: a first batch hashed the same 47 MB once a pod.
+    prepares until one import has ended: a first batch hashed the same image once a pod.
     rktlet imports it once, as soon as it has listed the store, and sandboxes wait for that."""
 
     def test_imported_once_before_any_pod(self):
@@ -415,9 +417,33 @@ class Stage1ImportTest(RealRktBase):
         started = [k for k, line in enumerate(lines) if ": started rktlet-" in line]
         self.assertEqual(len(imported), 1, lines)
         self.assertTrue(started and min(started) > imported[0], lines)
+        self.assert_assets_have_what_ldd_lists()
         for sid in self.sandboxes:
             self.stop_remove(sid)
         self.assert_nothing_left()
+
+    def assert_assets_have_what_ldd_lists(self):
+        """stage1 copies the host's systemd, bash and mount with their libraries, which its
+        files' own loader lists (stage1-so-libs-by-loader.patch), and keeps the list in the
+        store (stage1-host-assets-cache.patch): it holds every library ldd names for them."""
+        with open(os.path.join(self.env.rkt_dir, "cache", "stage1-host-assets.json")) as f:
+            cache = json.load(f)
+
+        def local(asset):  # as stage1 names a file: its directory's symlinks resolved
+            path = asset.split(":", 1)[1]
+            return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+        copied = {local(r["asset"]) for r in cache["records"]}
+        binaries = [local(a) for a in cache["input"]]
+        checked = 0
+        for b in binaries:
+            out = subprocess.run(["ldd", b], capture_output=True, text=True)
+            if out.returncode != 0:  # a unit file: not a dynamic executable
+                continue
+            for lib in re.findall(r"^\t(?:\S+\s+=>\s+)?(/\S+)\s+\(0x[0-9a-f]+\)$",
+                                  out.stdout, re.M):
+                self.assertIn(local(":" + lib), copied, "%s needs %s" % (b, lib))
+                checked += 1
+        self.assertGreater(checked, 10)
 
 
 class PodResourcesTest(RealRktBase):
