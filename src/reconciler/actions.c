@@ -293,8 +293,10 @@ static void run_action(void *userdata)
                 k = run_app_add(a);
                 break;
         case ACT_APP_START:
-                k = failed(a, RKL_OPS(a->r, app_start, a->uuid, a->app, a->timeout_usec, &err),
-                           &err);
+                k = failed(
+                    a,
+                    RKL_OPS(a->r, app_start, a->uuid, a->app, a->supervisor, a->timeout_usec, &err),
+                    &err);
                 break;
         case ACT_POD_BOOT:
                 k = failed(a, RKL_OPS(a->r, pod_restart_boot, a->pod_pid, &err), &err);

@@ -52,7 +52,7 @@ typedef struct action {
         bool node_hosts;    /* ACT_APP_ADD: a host-network pod's app sees the node's /etc/hosts */
         uint64_t timeout_usec;
         int64_t deadline_ns; /* ACT_APP_STOP: SIGKILL then */
-        pid_t supervisor;    /* ACT_APP_STOP, ACT_APP_RM: where the app's cgroup is */
+        pid_t supervisor;    /* ACT_APP_START, _STOP, _RM: where the app's cgroup is */
         bool force;          /* ACT_POD_STOP: SIGKILL at once */
         /* The ACT_NET_ verbs: the sandbox's network as recorded (a copy), and what ADD
          * answered. */

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/cgroup.h"
 #include "base/fileio.h"
+#include "base/log.h"
 #include "base/model.h"
 #include "base/parse.h"
 #include "stats/stats.h"
@@ -293,6 +294,115 @@ void rkl_app_cgroup_cpu_release(const char *procs_dir, const char *memory_dir)
                 (void)rmdir(cpuset);
 }
 
+struct rkl_app_cgroup_loan {
+        pid_t manager; /* the pod's systemd */
+        char *lent;    /* the app's memory cgroup it was moved into */
+        char *back;    /* its memory cgroup before, to go back to */
+        char *mark;    /* "/<app>.service": the end of the app's own name=systemd cgroup */
+};
+
+static int move_pid(const char *dir, pid_t pid)
+{
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
+        char text[16];
+        snprintf(text, sizeof(text), "%d", (int)pid);
+        return write_pid(procs, text);
+}
+
+int rkl_app_cgroup_lend(pid_t supervisor, const char *app, rkl_app_cgroup_loan **ret)
+{
+        _cleanup_free_ char *own = NULL, *unit = NULL, *base = NULL, *init = NULL, *mem = NULL;
+        _cleanup_free_ char *mem_unit = NULL, *init_dir = NULL, *services = NULL, *now = NULL;
+        _cleanup_free_ char *dir = NULL;
+        pid_t manager = 0;
+
+        *ret = NULL;
+        if (!is_dir(CGROUP_ROOT "/memory") || !is_dir(CGROUP_ROOT "/systemd") ||
+            rkl_cgroup_path_of(supervisor, "name=systemd", &own) < 0)
+                return 0; /* cgroup2: the pod's systemd places its apps itself */
+        if (!(unit = unit_part(own)) || rkl_cgroup_path_of(supervisor, "memory", &mem) < 0 ||
+            !(mem_unit = unit_part(mem)))
+                return -ENXIO;
+        /* The pod's systemd runs in init.scope (<unit>/payload/init.scope with nspawn 252),
+         * whose sibling system.slice is where it puts its services. */
+        base = rkl_xasprintf(CGROUP_ROOT "/systemd%s", unit);
+        int r = find_dir(base, "init.scope", 2, &init);
+        if (r < 0)
+                return r;
+        init_dir = rkl_xasprintf("%s/%s", base, init);
+        r = rkl_app_cgroup_first_pid(init_dir, &manager);
+        if (r < 0)
+                return r;
+        if (manager <= 0)
+                return -ESRCH;
+        const char *slash = strrchr(init, '/');
+        services = slash ? rkl_xstrndup(init, (size_t)(slash - init + 1)) : rkl_xstrdup("");
+        dir = rkl_xasprintf(CGROUP_ROOT "/memory%s/%ssystem.slice/%s.service", mem_unit, services,
+                            app);
+        if (is_dir(dir))
+                return 0;
+        r = rkl_cgroup_path_of(manager, "memory", &now);
+        if (r < 0)
+                return r;
+        r = rkl_mkdir_p(dir, 0755);
+        if (r >= 0)
+                r = move_pid(dir, manager);
+        if (r < 0) {
+                (void)rmdir(dir);
+                return r;
+        }
+        rkl_app_cgroup_loan *loan = rkl_xnew0(rkl_app_cgroup_loan, 1);
+        loan->manager = manager;
+        /* Below its unit rather than at the unit's own level, it is still in the cgroup of a
+         * loan that a daemon which died did not end: the unit's is where it belongs. */
+        bool stray = startswith(now, mem_unit) && now[strlen(mem_unit)] == '/';
+        loan->back = rkl_xasprintf(CGROUP_ROOT "/memory%s", stray ? mem_unit : now);
+        loan->lent = TAKE_PTR(dir);
+        loan->mark = rkl_xasprintf("/%s.service", app);
+        *ret = loan;
+        return 0;
+}
+
+/* Whether pid's name=systemd cgroup ends with mark: a process of the app's own unit. */
+static bool in_unit(pid_t pid, const char *mark)
+{
+        _cleanup_free_ char *path = NULL;
+        if (rkl_cgroup_path_of(pid, "name=systemd", &path) < 0)
+                return true; /* gone, or unknown: leave it */
+        size_t n = strlen(path), m = strlen(mark);
+        return n >= m && streq(path + n - m, mark);
+}
+
+void rkl_app_cgroup_loan_end(rkl_app_cgroup_loan *loan, bool started)
+{
+        if (!loan)
+                return;
+        int k = move_pid(loan->back, loan->manager);
+        if (k < 0 && k != -ESRCH)
+                rkl_log_warning("cannot move the pod's systemd back to '%s' (%s): the pod's next "
+                                "apps start in '%s'",
+                                loan->back, strerror(-k), loan->lent);
+        /* What else the pod's systemd forked meanwhile (the app's reaper-<app>.service, which
+         * its unit wants) is not the app's: back to the pod's cgroup with it. */
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", loan->lent);
+        _cleanup_free_ char *text = NULL;
+        if (rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL) >= 0)
+                for (char *line = text, *next; line && *line; line = next) {
+                        next = strchr(line, '\n');
+                        if (next)
+                                *next++ = 0;
+                        unsigned pid;
+                        if (rkl_safe_atou(line, &pid) == 0 && !in_unit((pid_t)pid, loan->mark))
+                                (void)move_pid(loan->back, (pid_t)pid);
+                }
+        if (!started)
+                (void)rmdir(loan->lent); /* busy when its process is there after all */
+        free(loan->lent);
+        free(loan->back);
+        free(loan->mark);
+        free(loan);
+}
+
 static int write_at(const char *dir, const char *file, const char *value)
 {
         _cleanup_free_ char *p = rkl_xasprintf("%s/%s", dir, file);
@@ -506,6 +616,9 @@ int rkl_app_cgroup_stats_dirs(pid_t supervisor, const char *app, rkl_stats_dirs 
                         d.pids_max = v1_unit_dir(supervisor, "pids");
                         d.pressure = unified_of(procs);
                         d.memory = TAKE_PTR(memory);
+                        /* The memory cgroup holds the pod's systemd too while it starts
+                         * the app (rkl_app_cgroup_lend). */
+                        d.procs = TAKE_PTR(procs);
                 } else {
                         d.cpu = rkl_xstrdup(procs);
                         d.cpu_spec = rkl_xstrdup(procs);

@@ -35,6 +35,23 @@ int rkl_app_cgroup_first_pid(const char *dir, pid_t *ret);
  * until a pass moves nothing, so children forked meanwhile follow. A no-op on cgroup2. Returns
  * how many processes it moved. */
 int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir);
+/* On cgroup v1, gives an app's first process its own memory cgroup from its first
+ * instruction: for the time of its `rkt app start`, the pod's systemd (which forks it) is
+ * moved into the app's memory cgroup, made for the purpose, and rkl_app_cgroup_loan_end
+ * moves it back. Else the app starts in the pod's memory cgroup and is moved only once seen,
+ * and v1 does not move charges with a process: what it touched first would stay the pod's
+ * and its own memory would read as nearly nothing. Memory only: its CPU time before it is
+ * seen is small, and lending the cpu hierarchies broke a later cpuset of the app (its
+ * process listed in no cpuset's cgroup.procs). The pod's app starts are one at a time
+ * (actions.h), so no other app's process is forked meanwhile. Nothing is lent (*ret NULL,
+ * 0) on cgroup2, or when the app's memory cgroup exists already (a start again, where it may
+ * hold a limit the pod's systemd must not run under). */
+typedef struct rkl_app_cgroup_loan rkl_app_cgroup_loan;
+int rkl_app_cgroup_lend(pid_t supervisor, const char *app, rkl_app_cgroup_loan **ret);
+/* Moves the pod's systemd back, with whatever else it forked meanwhile that is not of the
+ * app's unit (its reaper-<app>.service, which the app's unit wants), and frees loan (NULL is
+ * fine); unless the app started, also removes the cgroup made for it. */
+void rkl_app_cgroup_loan_end(rkl_app_cgroup_loan *loan, bool started);
 /* Removes an app's own memory cgroup made by rkl_app_cgroup_memory_adopt (ENOENT is fine). */
 int rkl_app_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
 /* Removes what is left of a unit's cgroup (slice/unit, e.g. "system.slice/rktlet-X.service")

@@ -222,6 +222,7 @@ static action *start_app(rkl_reconciler *r, const rkl_pod_record *pod, const rkl
                 return a;
         }
         action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        a->supervisor = (pid_t)p->ppid;
         rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
         return a;
 }
@@ -237,6 +238,7 @@ static action *start_again(rkl_reconciler *r, const rkl_pod_record *pod, const r
             !rkl_action_can_start(r, c->id) || rkl_action_app_busy(r, pod->rkt_uuid))
                 return NULL;
         action *a = rkl_action_new(r, ACT_APP_START, c->id, pod->rkt_uuid, c->app_name);
+        a->supervisor = (pid_t)p->ppid;
         rkl_observing_container_step(r, c, RKL_CONTAINER_STEP_START_BEGUN);
         return a;
 }

@@ -5,9 +5,9 @@
  * memory cgroup, the root of cpu/cpuacct). So the limits are written once the app's first
  * process is seen (observing.c: the same moment its own memory, cpu and cpuacct cgroups are
  * made and its processes moved in), within one observation of the process appearing: not
- * before its first instruction. Pre-creating the cgroups before `rkt app start` does not help
- * on v1, where the app is not placed into them at all (docs/rkt.md, 'Cgroups', and
- * docs/stats.md for what was measured). What is applied is remembered in memory only, so
+ * before its first instruction. Only the memory cgroup is the app's from its start, lent to the
+ * pod's systemd for the start without a limit (app-cgroup.h, rkl_app_cgroup_lend; docs/stats.md,
+ * 'Resource limits'). What is applied is remembered in memory only, so
  * after a restart of the daemon every running container's limits are written again at its
  * first observation, and an UpdateContainerResources (a new version of the record, kicked)
  * is written at the next pass. */

@@ -23,11 +23,19 @@ static int real_app_add(void *userdata, const char *uuid, const rkl_container_sp
         return rkl_rkt_app_add(r->rkt, uuid, spec, o, timeout_usec, reterr);
 }
 
-static int real_app_start(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
-                          rkl_error *reterr)
+static int real_app_start(void *userdata, const char *uuid, const char *app, pid_t supervisor,
+                          uint64_t timeout_usec, rkl_error *reterr)
 {
         rkl_reconciler *r = userdata;
-        return rkl_rkt_app_start(r->rkt, uuid, app, timeout_usec, reterr);
+        rkl_app_cgroup_loan *loan = NULL;
+        int k = supervisor ? rkl_app_cgroup_lend(supervisor, app, &loan) : 0;
+        if (k < 0)
+                rkl_log_debug("app %s: its first process starts in its pod's cgroups (%s): "
+                              "what it charges before it is seen is the pod's",
+                              app, strerror(-k));
+        k = rkl_rkt_app_start(r->rkt, uuid, app, timeout_usec, reterr);
+        rkl_app_cgroup_loan_end(loan, k >= 0);
+        return k;
 }
 
 static int real_app_stop(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,

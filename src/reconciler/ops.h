@@ -26,8 +26,10 @@ typedef struct rkl_reconciler_ops {
         /* ---- rkt's verbs (rkt/action.h, rkt/boot.h) ---- */
         int (*app_add)(void *userdata, const char *uuid, const rkl_container_spec *spec,
                        const rkl_rkt_app_opts *o, uint64_t timeout_usec, rkl_error *reterr);
-        int (*app_start)(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
-                         rkl_error *reterr);
+        /* supervisor: the pod's (its nspawn), so that the real one can place the app's first
+         * process in cgroups of its own (rkl_app_cgroup_lend); 0 when unknown. */
+        int (*app_start)(void *userdata, const char *uuid, const char *app, pid_t supervisor,
+                         uint64_t timeout_usec, rkl_error *reterr);
         int (*app_stop)(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,
                         rkl_error *reterr);
         int (*app_rm)(void *userdata, const char *uuid, const char *app, uint64_t timeout_usec,

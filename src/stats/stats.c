@@ -43,6 +43,7 @@ void rkl_stats_dirs_done(rkl_stats_dirs *d)
         free(d->cpu);
         free(d->cpu_spec);
         free(d->memory);
+        free(d->procs);
         free(d->pids);
         free(d->pids_max);
         free(d->blkio);
@@ -191,7 +192,7 @@ static void read_cgroups(const rkl_stats_config *cfg, const rkl_stats_dirs *dirs
         _cleanup_close_ int cpu = open_dir(dirs->cpu), spec = open_dir(dirs->cpu_spec),
                             mem = open_dir(dirs->memory), pids = open_dir(dirs->pids),
                             pids_max = open_dir(dirs->pids_max), blkio = open_dir(dirs->blkio),
-                            psi = open_dir(dirs->pressure);
+                            psi = open_dir(dirs->pressure), procs = open_dir(dirs->procs);
         if (cpu >= 0) {
                 e->has_cpu = rkl_stats_read_cpu(cpu, cfg->mode, &e->cpu_usage_ns) == 0;
                 e->has_cpu_split = rkl_stats_read_cpu_split(cpu, cfg->mode, &e->cpu_user_ns,
@@ -204,7 +205,8 @@ static void read_cgroups(const rkl_stats_config *cfg, const rkl_stats_dirs *dirs
                 if (!is_pod) {
                         _cleanup_close_ int proc =
                             open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        e->has_procs = proc >= 0 && rkl_stats_read_procs(mem, proc, &e->procs) == 0;
+                        e->has_procs = proc >= 0 && rkl_stats_read_procs(procs >= 0 ? procs : mem,
+                                                                         proc, &e->procs) == 0;
                 }
         }
         if (pids >= 0)

@@ -23,6 +23,8 @@ typedef struct rkl_stats_dirs {
         char *cpu;      /* CPU time (v1 cpuacct) */
         char *cpu_spec; /* CFS settings (v1 cpu) */
         char *memory;   /* memory; an app's holds its processes (cgroup.procs) */
+        char *procs;    /* NULL, or where an app's processes are listed instead of memory (v1:
+                         * name=systemd, which nothing but its unit's processes ever join) */
         char *pids;     /* the process count (pids.current): pods */
         char *pids_max; /* the pids cgroup whose pids.max bounds the app's threads */
         char *blkio;    /* block I/O (v1 blkio) */

@@ -182,8 +182,8 @@ static int fake_app_add(void *u, const char *uuid, const rkl_container_spec *spe
         return k;
 }
 
-static int fake_app_start(void *u, const char *uuid, const char *app, uint64_t timeout_usec,
-                          rkl_error *reterr)
+static int fake_app_start(void *u, const char *uuid, const char *app, pid_t supervisor,
+                          uint64_t timeout_usec, rkl_error *reterr)
 {
         fake *f = u;
         call(f, "app start %s %s", uuid, app);
