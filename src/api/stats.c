@@ -20,6 +20,11 @@
 #define FIRST_SAMPLE_POLL_USEC (10 * USEC_PER_MSEC)
 /* ... if it started this recently: one whose cgroups cannot be read never waits again. */
 #define FIRST_SAMPLE_RECENT_NS (10 * (int64_t)NSEC_PER_SEC)
+/* A unary call answers from a snapshot at most this old, waiting up to FRESH_WAIT_USEC for
+ * the collector (stats.h, rkl_stats_get_fresh): two calls a second apart (crictl stats) must
+ * see two samples whatever --stats-interval is. */
+#define FRESH_USEC      (500 * USEC_PER_MSEC)
+#define FRESH_WAIT_USEC (2 * USEC_PER_SEC)
 
 static Runtime__V1__UInt64Value *u64(rkl_arena *a, uint64_t v)
 {
@@ -159,6 +164,12 @@ static void container_stats_filter(rkl_arena *a, const Runtime__V1__ContainerSta
                 f->sandbox_id = cf->pod_sandbox_id;
 }
 
+static rkl_stats_snapshot *fresh_snapshot(rkl_api_ctx *ctx)
+{
+        return ctx->cfg->stats ? rkl_stats_get_fresh(ctx->cfg->stats, FRESH_USEC, FRESH_WAIT_USEC)
+                               : NULL;
+}
+
 static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
                           Runtime__V1__ContainerStats ***ret, size_t *ret_n, rkl_error *reterr)
 {
@@ -167,8 +178,7 @@ static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
         int r = rkl_cache_container_list(ctx->cache, f, &v, &n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
-            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
         Runtime__V1__ContainerStats **out =
             rkl_arena_newa(Runtime__V1__ContainerStats *, ctx->arena, n);
         for (size_t i = 0; i < n; i++)
@@ -234,8 +244,7 @@ int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsR
         int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
         if (r < 0)
                 return r;
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
-            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
         /* A container asked for right after it started (kubelet's first look, critest's
          * check) has no sample yet: an answer without CPU and memory would read as a
          * runtime that has none. */
@@ -347,8 +356,7 @@ int rkl_api_pod_sandbox_stats(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSta
         int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
         if (r < 0)
                 return r;
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
-            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
         resp->stats = pod_stats_pb(ctx, v, s, reterr);
         return resp->stats ? 0 : reterr->code;
 }
@@ -366,8 +374,7 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
         int r = rkl_cache_pod_list(ctx->cache, &f, &v, &n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
-            ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
         resp->stats = rkl_arena_newa(Runtime__V1__PodSandboxStats *, ctx->arena, n);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 Runtime__V1__PodSandboxStats *p = pod_stats_pb(ctx, v[i], s, reterr);

@@ -34,8 +34,12 @@ struct rkl_stats {
         rkl_stats_target *pending; /* under lock */
         size_t n_pending;
         bool has_pending;
+        bool again;                  /* under lock: collect the last targets again */
         uint64_t handed, collected;  /* refresh generations, under lock */
         rkl_stats_snapshot *current; /* under lock; swapped, never changed */
+        uint64_t current_usec;       /* under lock: when current was collected (monotonic) */
+        rkl_stats_target *last;      /* the collector thread's: the targets it last read */
+        size_t n_last;
 };
 
 void rkl_stats_dirs_done(rkl_stats_dirs *d)
@@ -295,26 +299,31 @@ static void *collector_main(void *userdata)
 
         pthread_mutex_lock(&st->lock);
         for (;;) {
-                while (!st->quit && !st->has_pending)
+                while (!st->quit && !st->has_pending && !st->again)
                         pthread_cond_wait(&st->cond, &st->lock);
                 if (st->quit)
                         break;
-                rkl_stats_target *t = st->pending;
-                size_t n = st->n_pending;
+                if (st->has_pending) {
+                        rkl_stats_targets_free(st->last, st->n_last);
+                        st->last = st->pending;
+                        st->n_last = st->n_pending;
+                        st->pending = NULL;
+                        st->n_pending = 0;
+                        st->has_pending = false;
+                }
+                st->again = false;
                 uint64_t gen = st->handed;
-                st->pending = NULL;
-                st->n_pending = 0;
-                st->has_pending = false;
                 rkl_stats_snapshot *prev = rkl_stats_snapshot_ref(st->current);
                 pthread_mutex_unlock(&st->lock);
 
-                rkl_stats_snapshot *s = rkl_stats_collect(&st->cfg, t, n, prev);
-                rkl_stats_targets_free(t, n);
+                rkl_stats_snapshot *s = rkl_stats_collect(&st->cfg, st->last, st->n_last, prev);
                 rkl_stats_snapshot_unref(prev);
+                uint64_t at = rkl_now_usec(CLOCK_MONOTONIC);
 
                 pthread_mutex_lock(&st->lock);
                 rkl_stats_snapshot *old = st->current;
                 st->current = s;
+                st->current_usec = at;
                 st->collected = gen;
                 pthread_cond_broadcast(&st->cond);
                 pthread_mutex_unlock(&st->lock);
@@ -358,6 +367,7 @@ rkl_stats *rkl_stats_free(rkl_stats *st)
         pthread_mutex_unlock(&st->lock);
         pthread_join(st->thread, NULL);
         rkl_stats_targets_free(st->pending, st->n_pending);
+        rkl_stats_targets_free(st->last, st->n_last);
         rkl_stats_snapshot_unref(st->current);
         pthread_cond_destroy(&st->cond);
         pthread_mutex_destroy(&st->lock);
@@ -392,15 +402,34 @@ rkl_stats_snapshot *rkl_stats_get(rkl_stats *st)
         return s;
 }
 
-bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec)
+/* Waits, under the lock, until the refresh generation want has been collected or timeout. */
+static bool wait_generation(rkl_stats *st, uint64_t want, uint64_t timeout_usec)
 {
         struct timespec ts = rkl_timespec_from_usec(rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec);
-        pthread_mutex_lock(&st->lock);
-        uint64_t want = st->handed;
         while (st->collected < want)
                 if (pthread_cond_timedwait(&st->cond, &st->lock, &ts) != 0)
                         break;
-        bool ok = st->collected >= want;
+        return st->collected >= want;
+}
+
+rkl_stats_snapshot *rkl_stats_get_fresh(rkl_stats *st, uint64_t max_age_usec, uint64_t timeout_usec)
+{
+        pthread_mutex_lock(&st->lock);
+        if (st->collected > 0 && rkl_now_usec(CLOCK_MONOTONIC) - st->current_usec > max_age_usec) {
+                st->again = true;
+                st->handed++;
+                pthread_cond_broadcast(&st->cond);
+                (void)wait_generation(st, st->handed, timeout_usec);
+        }
+        rkl_stats_snapshot *s = rkl_stats_snapshot_ref(st->current);
+        pthread_mutex_unlock(&st->lock);
+        return s;
+}
+
+bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec)
+{
+        pthread_mutex_lock(&st->lock);
+        bool ok = wait_generation(st, st->handed, timeout_usec);
         pthread_mutex_unlock(&st->lock);
         return ok;
 }

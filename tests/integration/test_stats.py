@@ -1,6 +1,7 @@
 """Stats, resource limits and OOM kills end to end on the real rkt 1.30.0 (stage1 host): what
 a CRI client sees, and what is in the app's cgroups. No timing assertions: waits only."""
 import os
+import time
 import unittest
 
 import grpc
@@ -212,6 +213,25 @@ class FirstSampleTest(test_rkt.RealRktBase):
         pst = self.rs.PodSandboxStats(pb.PodSandboxStatsRequest(pod_sandbox_id=sid),
                                       timeout=10).stats
         self.assertGreater(pst.linux.cpu.timestamp, 0)
+        self.stop_remove(sid)
+
+    def test_two_samples_a_second_apart(self):
+        # crictl stats: two ListContainerStats a second apart, the CPU rate off the two; with
+        # one sample per hour both would be the same, which crictl takes for an error.
+        self.pull()
+        sid, cfg, _ = self.run_pod("twice")
+        cid = StatsTest.create_res(self, sid, cfg, "busy", ["sh", "-c", "while :; do :; done"])
+        self.start(cid)
+        self.wait_state(cid, pb.CONTAINER_RUNNING)
+        samples = []
+        for _ in range(2):
+            r = self.rs.ListContainerStats(pb.ListContainerStatsRequest(), timeout=10)
+            samples.append({s.attributes.id: s for s in r.stats}[cid])
+            time.sleep(1)
+        self.assertGreater(samples[1].cpu.timestamp, samples[0].cpu.timestamp)
+        self.assertGreater(samples[1].cpu.usage_core_nano_seconds.value,
+                           samples[0].cpu.usage_core_nano_seconds.value)
+        self.assertGreater(samples[1].memory.working_set_bytes.value, 0)
         self.stop_remove(sid)
 
 
