@@ -20,9 +20,9 @@
 #define FIRST_SAMPLE_POLL_USEC (10 * USEC_PER_MSEC)
 /* ... if it started this recently: one whose cgroups cannot be read never waits again. */
 #define FIRST_SAMPLE_RECENT_NS (10 * (int64_t)NSEC_PER_SEC)
-/* A unary call answers from a snapshot at most this old, waiting up to FRESH_WAIT_USEC for
- * the collector (stats.h, rkl_stats_get_fresh): two calls a second apart (crictl stats) must
- * see two samples whatever --stats-interval is. */
+/* A unary call answers from a snapshot at most this old, waiting on a worker up to
+ * FRESH_WAIT_USEC for the collector to read it again (stats.h, rkl_stats_renew): two calls a
+ * second apart (crictl stats) must see two samples whatever --stats-interval is. */
 #define FRESH_USEC      (500 * USEC_PER_MSEC)
 #define FRESH_WAIT_USEC (2 * USEC_PER_SEC)
 
@@ -164,10 +164,9 @@ static void container_stats_filter(rkl_arena *a, const Runtime__V1__ContainerSta
                 f->sandbox_id = cf->pod_sandbox_id;
 }
 
-static rkl_stats_snapshot *fresh_snapshot(rkl_api_ctx *ctx)
+static rkl_stats_snapshot *snapshot(rkl_api_ctx *ctx)
 {
-        return ctx->cfg->stats ? rkl_stats_get_fresh(ctx->cfg->stats, FRESH_USEC, FRESH_WAIT_USEC)
-                               : NULL;
+        return ctx->cfg->stats ? rkl_stats_get(ctx->cfg->stats) : NULL;
 }
 
 static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
@@ -178,7 +177,7 @@ static int container_list(rkl_api_ctx *ctx, const rkl_view_filter *f,
         int r = rkl_cache_container_list(ctx->cache, f, &v, &n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list containers: %s", strerror(-r));
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = snapshot(ctx);
         Runtime__V1__ContainerStats **out =
             rkl_arena_newa(Runtime__V1__ContainerStats *, ctx->arena, n);
         for (size_t i = 0; i < n; i++)
@@ -218,23 +217,39 @@ static size_t pod_stats_trim(void *items, size_t i, unsigned level)
         return runtime__v1__pod_sandbox_stats__get_packed_size(st);
 }
 
-typedef struct first_sample {
+typedef struct stats_wait {
         rkl_stats *stats;
-        char id[RKL_ID_LEN + 1];
-} first_sample;
+        char id[RKL_ID_LEN + 1]; /* "": no first sample to wait for */
+} stats_wait;
 
-/* The reconciler refreshes the stats as soon as it sees a container run; this waits for
- * that sample, briefly. */
-static void wait_first_sample(void *userdata)
+/* On a worker (rkl_api_defer_until): the snapshot read again if stale, then a container's
+ * first sample, briefly (the reconciler refreshes the stats as soon as it sees one run). */
+static void wait_stats(void *userdata)
 {
-        const first_sample *w = userdata;
-        for (int i = 0; i < FIRST_SAMPLE_POLLS; i++) {
+        const stats_wait *w = userdata;
+        (void)rkl_stats_renew(w->stats, FRESH_USEC, FRESH_WAIT_USEC);
+        for (int i = 0; w->id[0] && i < FIRST_SAMPLE_POLLS; i++) {
                 _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s =
                     rkl_stats_get(w->stats);
                 if (s && rkl_stats_snapshot_container(s, w->id))
                         return;
                 usleep(FIRST_SAMPLE_POLL_USEC);
         }
+}
+
+/* RKL_API_DEFERRED (the handler runs again, late, once wait_stats is done), or -EMFILE. */
+static int defer_stats(rkl_api_ctx *ctx, const char *first_of)
+{
+        stats_wait *w = rkl_arena_newa(stats_wait, ctx->arena, 1);
+        w->stats = ctx->cfg->stats;
+        snprintf(w->id, sizeof(w->id), "%s", first_of ? first_of : "");
+        return rkl_api_defer_until(ctx, wait_stats, w);
+}
+
+/* Whether a unary call must first have the snapshot read again (FRESH_USEC). */
+static bool must_renew(rkl_api_ctx *ctx)
+{
+        return ctx->cfg->stats && !ctx->late && rkl_stats_stale(ctx->cfg->stats, FRESH_USEC);
 }
 
 int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsRequest *req,
@@ -244,18 +259,15 @@ int rkl_api_container_stats(rkl_api_ctx *ctx, const Runtime__V1__ContainerStatsR
         int r = rkl_api_container_lookup(ctx, "container_id", req->container_id, &v, reterr);
         if (r < 0)
                 return r;
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = snapshot(ctx);
         /* A container asked for right after it started (kubelet's first look, critest's
          * check) has no sample yet: an answer without CPU and memory would read as a
          * runtime that has none. */
-        if (s && !ctx->late && v->state == RKL_CONTAINER_RUNNING &&
-            rkl_realtime_ns() - v->rec->observed.started_ns < FIRST_SAMPLE_RECENT_NS &&
-            !rkl_stats_snapshot_container(s, v->rec->id)) {
-                first_sample *w = rkl_arena_newa(first_sample, ctx->arena, 1);
-                w->stats = ctx->cfg->stats;
-                memcpy(w->id, v->rec->id, sizeof(w->id));
-                return rkl_api_defer_until(ctx, wait_first_sample, w);
-        }
+        bool first = s && !ctx->late && v->state == RKL_CONTAINER_RUNNING &&
+                     rkl_realtime_ns() - v->rec->observed.started_ns < FIRST_SAMPLE_RECENT_NS &&
+                     !rkl_stats_snapshot_container(s, v->rec->id);
+        if (first || must_renew(ctx))
+                return defer_stats(ctx, first ? v->rec->id : NULL);
         resp->stats = container_stats_pb(ctx->arena, ctx->cfg, v, s);
         return 0;
 }
@@ -267,6 +279,8 @@ int rkl_api_list_container_stats(rkl_api_ctx *ctx,
         rkl_view_filter f;
         rkl_kvs selector;
         container_stats_filter(ctx->arena, req->filter, &f, &selector);
+        if (must_renew(ctx))
+                return defer_stats(ctx, NULL);
         static _Atomic uint64_t last_warned;
         int r = container_list(ctx, &f, &resp->stats, &resp->n_stats, reterr);
         if (r < 0)
@@ -356,7 +370,9 @@ int rkl_api_pod_sandbox_stats(rkl_api_ctx *ctx, const Runtime__V1__PodSandboxSta
         int r = rkl_api_pod_lookup(ctx, "pod_sandbox_id", req->pod_sandbox_id, &v, reterr);
         if (r < 0)
                 return r;
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
+        if (must_renew(ctx))
+                return defer_stats(ctx, NULL);
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = snapshot(ctx);
         resp->stats = pod_stats_pb(ctx, v, s, reterr);
         return resp->stats ? 0 : reterr->code;
 }
@@ -369,12 +385,14 @@ int rkl_api_list_pod_sandbox_stats(rkl_api_ctx *ctx,
         rkl_view_filter f;
         rkl_kvs selector;
         RKL_API_STATS_FILTER_FROM_PB(ctx->arena, req->filter, &f, &selector);
+        if (must_renew(ctx))
+                return defer_stats(ctx, NULL);
         rkl_pod_view **v;
         size_t n;
         int r = rkl_cache_pod_list(ctx->cache, &f, &v, &n);
         if (r < 0)
                 return rkl_error_set(reterr, r, "list sandboxes: %s", strerror(-r));
-        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = fresh_snapshot(ctx);
+        _cleanup_(rkl_stats_snapshot_unrefp) rkl_stats_snapshot *s = snapshot(ctx);
         resp->stats = rkl_arena_newa(Runtime__V1__PodSandboxStats *, ctx->arena, n);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 Runtime__V1__PodSandboxStats *p = pod_stats_pb(ctx, v[i], s, reterr);

@@ -412,18 +412,31 @@ static bool wait_generation(rkl_stats *st, uint64_t want, uint64_t timeout_usec)
         return st->collected >= want;
 }
 
-rkl_stats_snapshot *rkl_stats_get_fresh(rkl_stats *st, uint64_t max_age_usec, uint64_t timeout_usec)
+static bool stale_locked(rkl_stats *st, uint64_t max_age_usec)
+{
+        return st->collected > 0 && rkl_now_usec(CLOCK_MONOTONIC) - st->current_usec > max_age_usec;
+}
+
+bool rkl_stats_stale(rkl_stats *st, uint64_t max_age_usec)
 {
         pthread_mutex_lock(&st->lock);
-        if (st->collected > 0 && rkl_now_usec(CLOCK_MONOTONIC) - st->current_usec > max_age_usec) {
+        bool stale = stale_locked(st, max_age_usec);
+        pthread_mutex_unlock(&st->lock);
+        return stale;
+}
+
+bool rkl_stats_renew(rkl_stats *st, uint64_t max_age_usec, uint64_t timeout_usec)
+{
+        pthread_mutex_lock(&st->lock);
+        bool ok = true;
+        if (stale_locked(st, max_age_usec)) {
                 st->again = true;
                 st->handed++;
                 pthread_cond_broadcast(&st->cond);
-                (void)wait_generation(st, st->handed, timeout_usec);
+                ok = wait_generation(st, st->handed, timeout_usec);
         }
-        rkl_stats_snapshot *s = rkl_stats_snapshot_ref(st->current);
         pthread_mutex_unlock(&st->lock);
-        return s;
+        return ok;
 }
 
 bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec)

@@ -108,13 +108,14 @@ rkl_stats_cgroup_mode rkl_stats_mode(rkl_stats *st);
 void rkl_stats_refresh(rkl_stats *st, rkl_stats_target *t, size_t n);
 /* A reference to the current snapshot (never NULL: empty before the first refresh). */
 rkl_stats_snapshot *rkl_stats_get(rkl_stats *st);
-/* The current snapshot, or when it was collected more than max_age_usec ago, the next: the
- * collector reads the last targets again at once, and the caller waits for it up to
- * timeout_usec (else gets the old one). Before the first refresh, the empty one at once. For
- * a client that asks twice within --stats-interval and reads rates off the two (crictl stats:
- * equal timestamps are an error to it). */
-rkl_stats_snapshot *rkl_stats_get_fresh(rkl_stats *st, uint64_t max_age_usec,
-                                        uint64_t timeout_usec);
+/* Whether the current snapshot was collected more than max_age_usec ago (never before the
+ * first refresh). */
+bool rkl_stats_stale(rkl_stats *st, uint64_t max_age_usec);
+/* When it is, has the collector read the last targets again at once and waits for that, up
+ * to timeout_usec; whether the snapshot is fresh on return. For a client that asks twice
+ * within --stats-interval and reads rates off the two (crictl stats: equal timestamps are an
+ * error to it). It waits: never on a completion-queue thread. */
+bool rkl_stats_renew(rkl_stats *st, uint64_t max_age_usec, uint64_t timeout_usec);
 /* Waits until a refresh handed over before the call has been collected, or timeout. For
  * tests and the benchmark. */
 bool rkl_stats_wait_collected(rkl_stats *st, uint64_t timeout_usec);
