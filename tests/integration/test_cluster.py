@@ -488,23 +488,30 @@ class FaultsTest(ClusterCase):
             if s["id"] in old:
                 self.assertEqual(s["state"], "SANDBOX_NOTREADY", s)
         # Nothing of the old boot left: rkt runs the ready sandboxes' pods only, host-local
-        # holds their addresses only, and one veth each.
-        ready_n = len([s for s in c.sandboxes("node2", None) if s["state"] == "SANDBOX_READY"])
+        # holds their addresses only, and one veth each. The count of ready sandboxes is
+        # taken at each look, as kubelet may still be settling one.
+        last = [None]
 
         def leftovers():
+            ready_n = len([s for s in c.sandboxes("node2", None)
+                           if s["state"] == "SANDBOX_READY"])
             ipam = os.path.join(c.dir, "node2", "cni", "ipam")
-            leases = [f for _, _, fs in os.walk(ipam) for f in fs
-                      if not f.startswith("last_reserved_ip") and f != "lock"]
-            veths = [x for x in c.in_node("node2", "ip", "-o", "link", "show", "type",
-                                          "veth").stdout.splitlines() if ": veth" in x]
-            running = [x for x in c.in_node("node2", harness.real_rkt()[0], "--dir=" +
-                                            os.path.join(c.dir, "node2", "rkt"), "list",
-                                            "--no-legend").stdout.splitlines()
-                       if "running" in x]
-            return (len(leases), len(veths), len(running)) == (ready_n,) * 3 or \
-                (len(leases), len(veths), len(running), ready_n)
-        harness.wait_for("node2 holding its ready sandboxes only", lambda: leftovers() is True,
-                         120, 2)
+            leases = sorted(f for _, _, fs in os.walk(ipam) for f in fs
+                            if not f.startswith("last_reserved_ip") and f != "lock")
+            veths = [x.split(":")[1].strip() for x in c.in_node(
+                "node2", "ip", "-o", "link", "show", "type", "veth").stdout.splitlines()
+                if ": veth" in x]
+            running = [x.split()[0] for x in c.in_node(
+                "node2", harness.real_rkt()[0], "--dir=" + os.path.join(c.dir, "node2", "rkt"),
+                "list", "--no-legend").stdout.splitlines() if "running" in x]
+            if (len(leases), len(veths), len(running)) == (ready_n,) * 3:
+                return True
+            last[0] = dict(ready=ready_n, leases=leases, veths=veths, running=running)
+            return False
+        try:
+            harness.wait_for("node2 holding its ready sandboxes only", leftovers, 120, 2)
+        except AssertionError as e:
+            raise AssertionError("%s; node2 had %r" % (e, last[0])) from None
 
     def test_4_wire_cut(self):
         c = self.c
