@@ -19,7 +19,7 @@
 /* Two patches of the real list, as a test's "wanted" set. */
 static const rkl_rkt_patch want[] = {
     {"stderr-fd.patch", "459979962fa8aff583397b452cb54b895f8c250d154f33bb860a4d1d42057c85"},
-    {"stream-drain.patch", "2d77fa7ce5d614ec4ae7bb47eaad8b51b7c40e1644c63e65c13d9fa3ab1ec3c5"},
+    {"stream-drain.patch", "736f88221f892b5a86b71f6d2e1f71272449bbd245612073c22f6fa240617c8f"},
 };
 
 /* A sha256 in the record's format, of nothing in particular. */
