@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -204,20 +205,44 @@ int rkl_cgroup_path_of(pid_t pid, const char *controller, char **ret)
         return r;
 }
 
+int rkl_cgroup_pids_at(int dirfd, const char *dir, pid_t **ret, size_t *ret_n)
+{
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
+        _cleanup_free_ char *text = NULL;
+        *ret = NULL;
+        *ret_n = 0;
+        int r = rkl_read_file_at(dirfd, procs, MAX_PROC_FILE, &text, NULL);
+        if (r < 0)
+                return r;
+        pid_t *pids = NULL;
+        size_t n = 0, room = 0;
+        for (char *line = text, *next; *line; line = next) {
+                next = line + strcspn(line, "\n");
+                if (*next)
+                        *next++ = 0;
+                unsigned pid;
+                if (rkl_safe_atou(line, &pid) < 0 || pid == 0 || pid > INT_MAX)
+                        continue;
+                if (n == room) {
+                        room = room ? 2 * room : 16;
+                        pids = rkl_xrealloc(pids, room * sizeof(*pids));
+                }
+                pids[n++] = (pid_t)pid;
+        }
+        *ret = pids;
+        *ret_n = n;
+        return 0;
+}
+
 int rkl_cgroup_kill(const char *dir, int sig)
 {
         int n = 0;
-        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
-        _cleanup_free_ char *text = NULL;
-        if (rkl_read_file_at(AT_FDCWD, procs, MAX_PROC_FILE, &text, NULL) == 0)
-                for (char *line = text, *next; line && *line; line = next) {
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        unsigned pid;
-                        if (rkl_safe_atou(line, &pid) == 0 && pid > 1 && kill((pid_t)pid, sig) == 0)
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids = 0;
+        if (rkl_cgroup_pids_at(AT_FDCWD, dir, &pids, &n_pids) == 0)
+                for (size_t i = 0; i < n_pids; i++)
+                        if (pids[i] > 1 && kill(pids[i], sig) == 0)
                                 n++;
-                }
         _cleanup_closedir_ DIR *d = opendir(dir);
         if (!d)
                 return n;

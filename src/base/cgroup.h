@@ -32,6 +32,11 @@ int rkl_cgroup_entries_of(pid_t pid, rkl_cgroup_entry **ret, size_t *ret_n);
  * ("memory") or name ("name=systemd") of the hierarchy. -ENODATA when it has none. */
 int rkl_cgroup_path_of(pid_t pid, const char *controller, char **ret);
 
+/* The processes dir's cgroup.procs lists, in its order (dir relative to dirfd: AT_FDCWD, or
+ * an open cgroup with dir "."); *ret is NULL when there are none. -errno when it cannot be
+ * read (-ENOENT: the cgroup is gone). */
+int rkl_cgroup_pids_at(int dirfd, const char *dir, pid_t **ret, size_t *ret_n);
+
 /* Sends sig to every process in dir and its descendants; returns how many were signalled. */
 int rkl_cgroup_kill(const char *dir, int sig);
 /* SIGKILLs everything in dir and below, once: through cgroup.kill where the kernel has it

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "base/strv.h"
@@ -241,21 +242,16 @@ static owned_cgroup owned_join(const char *dir)
 /* Kills every process of the cgroup but this one; how many there were. */
 static int owned_kill_others(const owned_cgroup *o)
 {
-        _cleanup_free_ char *text = NULL;
-        if (rkl_read_file_at(o->dirfd, "cgroup.procs", 1 << 20, &text, NULL) < 0)
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids = 0;
+        if (rkl_cgroup_pids_at(o->dirfd, ".", &pids, &n_pids) < 0)
                 return 0;
         int n = 0;
-        for (char *line = text, *next; *line; line = next) {
-                next = line + strcspn(line, "\n");
-                if (*next)
-                        *next++ = 0;
-                unsigned pid;
-                if (rkl_safe_atou(line, &pid) < 0 || pid == 0 || pid > INT_MAX ||
-                    (pid_t)pid == getpid())
-                        continue;
-                (void)kill((pid_t)pid, SIGKILL);
-                n++;
-        }
+        for (size_t i = 0; i < n_pids; i++)
+                if (pids[i] != getpid()) {
+                        (void)kill(pids[i], SIGKILL);
+                        n++;
+                }
         return n;
 }
 

@@ -118,35 +118,33 @@ const char *rkl_app_cgroup_relative(const char *dir)
 
 int rkl_app_cgroup_first_pid(const char *dir, pid_t *ret)
 {
-        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
-        _cleanup_free_ char *text = NULL;
-        int r = rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL);
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
+        int r = rkl_cgroup_pids_at(AT_FDCWD, dir, &pids, &n);
         if (r < 0)
                 return r;
-        unsigned pid = 0;
-        text[strcspn(text, "\n")] = 0;
-        *ret = *text && rkl_safe_atou(text, &pid) == 0 ? (pid_t)pid : 0;
+        *ret = n > 0 ? pids[0] : 0;
         return 0;
 }
 
-/* Writes one PID into a cgroup.procs file: -ESRCH when the process is gone. */
-static int write_pid(const char *procs, const char *pid)
+static bool pid_among(const pid_t *pids, size_t n, pid_t pid)
 {
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+/* Moves pid into the cgroup dir: -ESRCH when the process is gone. */
+static int move_pid(const char *dir, pid_t pid)
+{
+        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
         _cleanup_close_ int fd = open(procs, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        return write(fd, pid, strlen(pid)) < 0 ? -errno : 0;
-}
-
-/* Whether pid is a line of a cgroup.procs text. */
-static bool pid_listed(const char *text, unsigned pid)
-{
-        char key[16];
-        int n = snprintf(key, sizeof(key), "%u\n", pid);
-        for (const char *p = text; (p = strstr(p, key)); p += n)
-                if (p == text || p[-1] == '\n')
-                        return true;
-        return false;
+        char text[16];
+        int n = snprintf(text, sizeof(text), "%d", (int)pid);
+        return write(fd, text, (size_t)n) < 0 ? -errno : 0;
 }
 
 int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
@@ -156,27 +154,22 @@ int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
         int r = rkl_mkdir_p(memory_dir, 0755);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *from = rkl_xasprintf("%s/cgroup.procs", procs_dir);
-        _cleanup_free_ char *to = rkl_xasprintf("%s/cgroup.procs", memory_dir);
         int moved = 0;
         /* Each pass moves what it saw; a child forked meanwhile shows up in the next. */
         for (int pass = 0; pass < 16; pass++) {
-                _cleanup_free_ char *text = NULL, *have = NULL;
-                r = rkl_read_file_at(AT_FDCWD, from, 4 << 20, &text, NULL);
+                _cleanup_free_ pid_t *pids = NULL, *have = NULL;
+                size_t n_pids = 0, n_have = 0;
+                r = rkl_cgroup_pids_at(AT_FDCWD, procs_dir, &pids, &n_pids);
                 if (r < 0)
                         return r;
-                r = rkl_read_file_at(AT_FDCWD, to, 4 << 20, &have, NULL);
+                r = rkl_cgroup_pids_at(AT_FDCWD, memory_dir, &have, &n_have);
                 if (r < 0)
                         return r;
                 int n = 0;
-                for (char *line = text, *next; line && *line; line = next) {
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        unsigned pid;
-                        if (rkl_safe_atou(line, &pid) < 0 || pid_listed(have, pid))
+                for (size_t i = 0; i < n_pids; i++) {
+                        if (pid_among(have, n_have, pids[i]))
                                 continue;
-                        r = write_pid(to, line);
+                        r = move_pid(memory_dir, pids[i]);
                         if (r == -ESRCH)
                                 continue; /* it exited meanwhile */
                         if (r < 0)
@@ -301,14 +294,6 @@ struct rkl_app_cgroup_loan {
         char *mark;    /* "/<app>.service": the end of the app's own name=systemd cgroup */
 };
 
-static int move_pid(const char *dir, pid_t pid)
-{
-        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", dir);
-        char text[16];
-        snprintf(text, sizeof(text), "%d", (int)pid);
-        return write_pid(procs, text);
-}
-
 int rkl_app_cgroup_lend(pid_t supervisor, const char *app, rkl_app_cgroup_loan **ret)
 {
         _cleanup_free_ char *own = NULL, *unit = NULL, *base = NULL, *init = NULL, *mem = NULL;
@@ -384,17 +369,12 @@ void rkl_app_cgroup_loan_end(rkl_app_cgroup_loan *loan, bool started)
                                 loan->back, strerror(-k), loan->lent);
         /* What else the pod's systemd forked meanwhile (the app's reaper-<app>.service, which
          * its unit wants) is not the app's: back to the pod's cgroup with it. */
-        _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", loan->lent);
-        _cleanup_free_ char *text = NULL;
-        if (rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL) >= 0)
-                for (char *line = text, *next; line && *line; line = next) {
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        unsigned pid;
-                        if (rkl_safe_atou(line, &pid) == 0 && !in_unit((pid_t)pid, loan->mark))
-                                (void)move_pid(loan->back, (pid_t)pid);
-                }
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
+        (void)rkl_cgroup_pids_at(AT_FDCWD, loan->lent, &pids, &n);
+        for (size_t i = 0; i < n; i++)
+                if (!in_unit(pids[i], loan->mark))
+                        (void)move_pid(loan->back, pids[i]);
         if (!started)
                 (void)rmdir(loan->lent); /* busy when its process is there after all */
         free(loan->lent);
@@ -563,19 +543,16 @@ int rkl_app_cgroup_apply_limits(const char *procs_dir, const char *memory_dir,
                          reterr);
         if (l->oom_score_adj != 0) {
                 /* Every process the app has now; its children inherit the value. */
-                _cleanup_free_ char *procs = rkl_xasprintf("%s/cgroup.procs", procs_dir);
-                _cleanup_free_ char *text = NULL;
+                _cleanup_free_ pid_t *pids = NULL;
+                size_t n = 0;
                 snprintf(buf, sizeof(buf), "%" PRId64, l->oom_score_adj);
-                if (rkl_read_file_at(AT_FDCWD, procs, 4 << 20, &text, NULL) == 0)
-                        for (char *line = text, *next; line && *line; line = next) {
-                                next = strchr(line, '\n');
-                                if (next)
-                                        *next++ = 0;
-                                _cleanup_free_ char *p = rkl_xasprintf("/proc/%s", line);
-                                int k = write_at(p, "oom_score_adj", buf);
-                                if (k != -ENOENT && k != -ESRCH)
-                                        r = note(r, k, "oom_score_adj", reterr);
-                        }
+                (void)rkl_cgroup_pids_at(AT_FDCWD, procs_dir, &pids, &n);
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *p = rkl_xasprintf("/proc/%d", (int)pids[i]);
+                        int k = write_at(p, "oom_score_adj", buf);
+                        if (k != -ENOENT && k != -ESRCH)
+                                r = note(r, k, "oom_score_adj", reterr);
+                }
         }
         return r;
 }

@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/time-util.h"
@@ -395,26 +397,22 @@ static uint64_t nofile_soft(int proc_fd, const char *pid)
 
 int rkl_stats_read_procs(int cgroup_fd, int proc_fd, rkl_stats_procs *ret)
 {
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
         rkl_stats_procs p = {0};
-        int r = rkl_read_file_at(cgroup_fd, "cgroup.procs", 4 << 20, &text, NULL);
+        int r = rkl_cgroup_pids_at(cgroup_fd, ".", &pids, &n);
         if (r < 0)
                 return r;
-        for (char *line = text; line && *line;) {
-                char *end = strchrnul(line, '\n');
-                bool last = !*end;
-                *end = 0;
-                unsigned pid;
-                if (rkl_safe_atou(line, &pid) == 0) {
-                        /* A process that exits meanwhile counts as one without threads. */
-                        p.processes++;
-                        p.threads += count_entries(proc_fd, line, "task", NULL);
-                        task_states(proc_fd, line, &p);
-                        p.fds += count_entries(proc_fd, line, "fd", &p.sockets);
-                        if (p.processes == 1)
-                                p.nofile_soft = nofile_soft(proc_fd, line);
-                }
-                line = last ? NULL : end + 1;
+        for (size_t i = 0; i < n; i++) {
+                char pid[16];
+                (void)snprintf(pid, sizeof(pid), "%d", (int)pids[i]);
+                /* A process that exits meanwhile counts as one without threads. */
+                p.processes++;
+                p.threads += count_entries(proc_fd, pid, "task", NULL);
+                task_states(proc_fd, pid, &p);
+                p.fds += count_entries(proc_fd, pid, "fd", &p.sockets);
+                if (p.processes == 1)
+                        p.nofile_soft = nofile_soft(proc_fd, pid);
         }
         *ret = p;
         return 0;

@@ -1,9 +1,10 @@
 /* cgroup primitives: /proc/PID/cgroup placed with mountinfo (fixtures from a real rkt host
- * and a pure cgroup2 one), and, as root, emptying and removing a live cgroup. */
+ * and a pure cgroup2 one), and, as root, listing, emptying and removing a live cgroup. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -165,6 +166,29 @@ static void test_kill_and_remove(void **state)
         assert_false(rkl_cgroup_is_empty(cg));
         assert_int_equal(rkl_cgroup_remove(cg), -EBUSY);
 
+        /* Listed: the child and the two it forks, in nested only; by path or by an open fd. */
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids = 0;
+        for (int i = 0; i < 200 && n_pids < 3; i++) {
+                pids = mfree(pids);
+                assert_int_equal(rkl_cgroup_pids_at(AT_FDCWD, sub, &pids, &n_pids), 0);
+                usleep(10 * 1000);
+        }
+        assert_int_equal(n_pids, 3);
+        bool child = false;
+        for (size_t i = 0; i < n_pids; i++)
+                child = child || pids[i] == pid;
+        assert_true(child);
+        pids = mfree(pids);
+        _cleanup_close_ int subfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(subfd >= 0);
+        assert_int_equal(rkl_cgroup_pids_at(subfd, ".", &pids, &n_pids), 0);
+        assert_int_equal(n_pids, 3);
+        pids = mfree(pids);
+        assert_int_equal(rkl_cgroup_pids_at(AT_FDCWD, cg, &pids, &n_pids), 0);
+        assert_int_equal(n_pids, 0);
+        assert_null(pids);
+
         uint64_t t0 = rkl_now_usec(CLOCK_MONOTONIC);
         assert_int_equal(rkl_cgroup_kill_and_remove(cg, 60 * USEC_PER_SEC), 0);
         assert_true(rkl_now_usec(CLOCK_MONOTONIC) - t0 < 30 * USEC_PER_SEC); /* not its timeout */
@@ -173,6 +197,7 @@ static void test_kill_and_remove(void **state)
         int status;
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        assert_int_equal(rkl_cgroup_pids_at(AT_FDCWD, sub, &pids, &n_pids), -ENOENT);
         /* Gone already: nothing to do. */
         assert_int_equal(rkl_cgroup_kill_and_remove(cg, USEC_PER_SEC), 0);
         assert_true(rkl_cgroup_is_empty(cg));
