@@ -435,13 +435,7 @@ static void push_paths(char ***a, const char *name, char *const *paths)
 {
         if (!paths || !*paths)
                 return;
-        size_t len = 0;
-        RKL_STRV_FOREACH (p, paths)
-                len += strlen(*p) + 1;
-        _cleanup_free_ char *v = rkl_xmalloc(len);
-        char *q = v;
-        RKL_STRV_FOREACH (p, paths)
-                q += snprintf(q, len - (size_t)(q - v), "%s%s", q == v ? "" : " ", *p);
+        _cleanup_free_ char *v = rkl_strv_join(paths, " ");
         pushf(a, "--annotation=coreos.com/rkt/experiment/%s=%s", name, v);
 }
 
