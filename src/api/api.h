@@ -79,12 +79,14 @@ typedef int (*rkl_api_handler)(rkl_api_ctx *ctx, const ProtobufCMessage *req,
  * another: an exec probe due in a second must not wait for a pull of minutes. The server
  * owns them (made at start, drained at shutdown); a handler names one. */
 typedef enum rkl_api_pool {
-        RKL_API_POOL_SLOW, /* pulls, image removal, ImageFsInfo, log reopening, first looks:
-                            * RKL_API_SLOW_THREADS threads, no bound on what waits */
-        RKL_API_POOL_EXEC, /* ExecSync: RKL_API_EXEC_THREADS at once, RKL_API_EXEC_ADMITTED
-                            * running or waiting */
-        RKL_API_POOL_WAIT, /* replies waiting for the reconciler (--wait only, wait.h): each
-                            * holds a thread while it polls, RKL_API_WAIT_THREADS at once */
+        RKL_API_POOL_SLOW,  /* pulls, image removal, ImageFsInfo, log reopening, first looks:
+                             * RKL_API_SLOW_THREADS threads, no bound on what waits */
+        RKL_API_POOL_EXEC,  /* ExecSync: RKL_API_EXEC_THREADS at once, RKL_API_EXEC_ADMITTED
+                             * running or waiting */
+        RKL_API_POOL_WAIT,  /* replies waiting for the reconciler (--wait only, wait.h): each
+                             * holds a thread while it polls, RKL_API_WAIT_THREADS at once */
+        RKL_API_POOL_STATS, /* stats calls waiting for a fresh snapshot (at most a few
+                             * seconds): RKL_API_STATS_THREADS threads, no bound */
         _RKL_API_POOL_MAX,
 } rkl_api_pool;
 #define RKL_API_SLOW_THREADS  4
@@ -94,20 +96,24 @@ typedef enum rkl_api_pool {
  * full node's batch must wait, or those past the pool's size would answer without their IP. */
 #define RKL_API_WAIT_THREADS  256
 #define RKL_API_WAIT_ADMITTED RKL_API_WAIT_THREADS /* a waiter never queues: it would be late */
+/* Concurrent stats calls wait for the same renewal of the snapshot, so a few threads serve
+ * them all. */
+#define RKL_API_STATS_THREADS 4
 /* rkl_api_defer_on(ctx, RKL_API_POOL_SLOW, ...). */
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata);
 /* RKL_API_DEFERRED, or -EMFILE (nothing started: answer RESOURCE_EXHAUSTED) when the pool
  * has as much work running and waiting as it admits. */
 int rkl_api_defer_on(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_work_fn fn, void *userdata);
 void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err);
-/* For what is not known yet right after a start (the first probe of rkt and systemd, the
- * first image list): the handler returns rkl_api_defer_until(ctx, wait, userdata), and a
- * worker runs wait(userdata), which returns once the thing is known or the wait has gone
- * on long enough (RKL_API_FIRST_LOOK_USEC), then the handler again on the same request
- * with ctx->late set. Other calls are answered meanwhile. */
+/* For what is not known yet (the first probe of rkt and systemd and the first image list
+ * after a start, on RKL_API_POOL_SLOW; a fresh stats snapshot, on RKL_API_POOL_STATS): the
+ * handler returns rkl_api_defer_until(ctx, pool, wait, userdata), and a worker of that pool
+ * runs wait(userdata), which returns once the thing is known or the wait has gone on long
+ * enough (RKL_API_FIRST_LOOK_USEC for a first look), then the handler again on the same
+ * request with ctx->late set. Other calls are answered meanwhile. */
 #define RKL_API_FIRST_LOOK_USEC (20 * USEC_PER_SEC) /* > rkt version's own 10 s */
 typedef void (*rkl_api_wait_fn)(void *userdata);
-int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata);
+int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_api_wait_fn wait, void *userdata);
 /* True once the client cancelled or went away: the work may stop early. */
 bool rkl_api_call_cancelled(rkl_api_call *c);
 

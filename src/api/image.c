@@ -61,7 +61,7 @@ static int images_listed(rkl_api_ctx *ctx, const Runtime__V1__ImageFilter *f, rk
         if (r < 0)
                 return r;
         if (wait_for_list(ctx))
-                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
+                return rkl_api_defer_until(ctx, RKL_API_POOL_SLOW, wait_listed, ctx->images);
         return rkl_images_list(ctx->images, filter ? filter->image : NULL, ret, ret_n, reterr);
 }
 
@@ -126,7 +126,7 @@ int rkl_api_image_status(rkl_api_ctx *ctx, const Runtime__V1__ImageStatusRequest
         if (r < 0)
                 return r;
         if (wait_for_list(ctx))
-                return rkl_api_defer_until(ctx, wait_listed, ctx->images);
+                return rkl_api_defer_until(ctx, RKL_API_POOL_SLOW, wait_listed, ctx->images);
         r = rkl_images_status(ctx->images, req->image->image, &i, reterr);
         if (r == -ENOENT || r == -ENOTUNIQ)
                 return 0; /* CRI: an unknown image is an empty answer, not an error */

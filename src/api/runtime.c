@@ -92,7 +92,7 @@ int rkl_api_status(rkl_api_ctx *ctx, const Runtime__V1__StatusRequest *req,
         const char *reason = NULL, *message = NULL;
 
         if (wait_for_probe(ctx))
-                return rkl_api_defer_until(ctx, wait_probed, ctx->cache);
+                return rkl_api_defer_until(ctx, RKL_API_POOL_SLOW, wait_probed, ctx->cache);
         rkl_cache_get_health(ctx->cache, &h);
         if (h.probed_ns == 0) {
                 reason = "NotProbedYet";

@@ -1,7 +1,8 @@
-/* Calls finished on a worker pool (api.h's rkl_api_defer_on()): slow handlers, ExecSync
- * and --wait's replies, each pool with its threads and its bound, and the calls that wait
- * for the daemon's first look at the machine (rkl_api_defer_until()). A deferred call watches
- * for its client going away, and holds a reference of its own until the work answers. */
+/* Calls finished on a worker pool (api.h's rkl_api_defer_on()): slow handlers, ExecSync,
+ * --wait's replies and stats calls waiting for a fresh snapshot, each pool with its threads
+ * and its bound, and the calls that wait for something not known yet, such as the daemon's
+ * first look at the machine (rkl_api_defer_until()). A deferred call watches for its client
+ * going away, and holds a reference of its own until the work answers. */
 #include "server-internal.h"
 
 #include "base/config.h"
@@ -15,6 +16,7 @@ static const struct {
     [RKL_API_POOL_SLOW] = {"api", RKL_API_SLOW_THREADS, 0},
     [RKL_API_POOL_EXEC] = {"exec", RKL_API_EXEC_THREADS, RKL_API_EXEC_ADMITTED},
     [RKL_API_POOL_WAIT] = {"wait", RKL_API_WAIT_THREADS, RKL_API_WAIT_ADMITTED},
+    [RKL_API_POOL_STATS] = {"stats", RKL_API_STATS_THREADS, 0},
 };
 
 int rkl_api_defer(rkl_api_ctx *ctx, rkl_work_fn fn, void *userdata)
@@ -77,12 +79,12 @@ static void late_run_main(void *userdata)
         rkl_api__call_unref(c);
 }
 
-int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_wait_fn wait, void *userdata)
+int rkl_api_defer_until(rkl_api_ctx *ctx, rkl_api_pool pool, rkl_api_wait_fn wait, void *userdata)
 {
         assert(!ctx->late);
         late_run *j = rkl_arena_newa(late_run, ctx->arena, 1);
         *j = (late_run){.c = ctx->call, .wait = wait, .userdata = userdata};
-        return rkl_api_defer(ctx, late_run_main, j);
+        return rkl_api_defer_on(ctx, pool, late_run_main, j);
 }
 
 void rkl_api_call_finish(rkl_api_call *c, int r, const rkl_error *err)
@@ -108,4 +110,5 @@ void rkl_api__pools_drain(rkl_api_server *s)
 {
         s->pools[RKL_API_POOL_EXEC] = rkl_workpool_free(s->pools[RKL_API_POOL_EXEC]);
         s->pools[RKL_API_POOL_WAIT] = rkl_workpool_free(s->pools[RKL_API_POOL_WAIT]);
+        s->pools[RKL_API_POOL_STATS] = rkl_workpool_free(s->pools[RKL_API_POOL_STATS]);
 }

@@ -518,7 +518,8 @@ void rkl_api_server_shutdown(rkl_api_server *s, int grace_ms)
                 }
         }
         /* Commands run by ExecSync end with their calls (cancelled above, if not done), and
-         * so do the replies waiting for the reconciler: wait for that, while the queues
+         * so do the replies waiting for the reconciler; a stats call's wait for a fresh
+         * snapshot ends within seconds: wait for those, while the queues
          * still take their answers, so that none outlives the daemon. */
         rkl_api__pools_drain(s);
         /* Pending requests complete with ok=0 and are freed as the workers drain. */

@@ -243,7 +243,7 @@ static int defer_stats(rkl_api_ctx *ctx, const char *first_of)
         stats_wait *w = rkl_arena_newa(stats_wait, ctx->arena, 1);
         w->stats = ctx->cfg->stats;
         snprintf(w->id, sizeof(w->id), "%s", first_of ? first_of : "");
-        return rkl_api_defer_until(ctx, wait_stats, w);
+        return rkl_api_defer_until(ctx, RKL_API_POOL_STATS, wait_stats, w);
 }
 
 /* Whether a unary call must first have the snapshot read again (FRESH_USEC). */

@@ -649,6 +649,33 @@ class FirstLookTest(unittest.TestCase):
             if any(t.endswith("busybox:latest") for t in i.repo_tags)])
 
 
+class PoolsTest(unittest.TestCase):
+    """Each kind of slow work waits on a pool of its own."""
+
+    def test_stats_not_behind_hung_pulls(self):
+        """Regression: a stats call that finds its snapshot stale waits for the collector
+        to read it again; that wait ran on the pool of pulls, so with as many pulls under
+        way as the pool has threads (4) it waited for the pulls, here for ever."""
+        env = harness.SimEnv(self, extra=["--stats-interval", "3600"], net=False).start()
+        ch = env.daemon.channel()
+        self.addCleanup(ch.close)
+        rs, img = pbg.RuntimeServiceStub(ch), pbg.ImageServiceStub(ch)
+        rs.ListContainerStats(pb.ListContainerStatsRequest(), timeout=10)
+        env.set_faults("image fetch hang\n")
+        pulls = [img.PullImage.future(pb.PullImageRequest(
+            image=pb.ImageSpec(image="docker.io/library/hung:%d" % i)), timeout=120)
+            for i in range(6)]
+        self.addCleanup(lambda: [f.cancel() for f in pulls])
+        harness.wait_for("4 fetches hanging", lambda: len(subprocess.run(
+            ["pgrep", "-f", "image fetch.*library/hung:"], capture_output=True,
+            text=True).stdout.split()) >= 4, 30, 0.1)
+        time.sleep(1)  # the snapshot is stale (older than 0.5 s)
+        self.assertFalse(any(f.done() for f in pulls))
+        for call, req in ((rs.ListContainerStats, pb.ListContainerStatsRequest()),
+                          (rs.ListPodSandboxStats, pb.ListPodSandboxStatsRequest())):
+            call(req, timeout=10)
+
+
 class FlagsTest(unittest.TestCase):
     def test_every_documented_flag_is_accepted(self):
         """Regression: --sync-full, --net, --stage1-name and --max-actions were in --help and
