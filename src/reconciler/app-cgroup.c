@@ -183,6 +183,21 @@ int rkl_app_cgroup_memory_adopt(const char *procs_dir, const char *memory_dir)
         return moved;
 }
 
+bool rkl_app_cgroup_memory_lent(const char *procs_dir, const char *memory_dir)
+{
+        if (!memory_dir || streq(procs_dir, memory_dir))
+                return false;
+        _cleanup_free_ pid_t *app = NULL, *all = NULL;
+        size_t n_app = 0, n_all = 0;
+        if (rkl_cgroup_pids_at(AT_FDCWD, procs_dir, &app, &n_app) < 0 ||
+            rkl_cgroup_pids_at(AT_FDCWD, memory_dir, &all, &n_all) < 0)
+                return false;
+        for (size_t i = 0; i < n_all; i++)
+                if (!pid_among(app, n_app, all[i]))
+                        return true;
+        return false;
+}
+
 int rkl_app_cgroup_memory_release(const char *procs_dir, const char *memory_dir)
 {
         if (!memory_dir || streq(procs_dir, memory_dir))

@@ -52,6 +52,9 @@ int rkl_app_cgroup_lend(pid_t supervisor, const char *app, rkl_app_cgroup_loan *
  * app's unit (its reaper-<app>.service, which the app's unit wants), and frees loan (NULL is
  * fine); unless the app started, also removes the cgroup made for it. */
 void rkl_app_cgroup_loan_end(rkl_app_cgroup_loan *loan, bool started);
+/* Whether memory_dir holds a process that procs_dir does not: the pod's systemd, lent the
+ * app's memory cgroup for the app's start. A limit written then would bind it too. */
+bool rkl_app_cgroup_memory_lent(const char *procs_dir, const char *memory_dir);
 /* Removes an app's own memory cgroup made by rkl_app_cgroup_memory_adopt (ENOENT is fine). */
 int rkl_app_cgroup_memory_release(const char *procs_dir, const char *memory_dir);
 /* Removes what is left of a unit's cgroup (slice/unit, e.g. "system.slice/rktlet-X.service")

@@ -7,9 +7,9 @@
  * made and its processes moved in), within one observation of the process appearing: not
  * before its first instruction. Only the memory cgroup is the app's from its start, lent to the
  * pod's systemd for the start without a limit (app-cgroup.h, rkl_app_cgroup_lend; docs/stats.md,
- * 'Resource limits'). What is applied is remembered in memory only, so
- * after a restart of the daemon every running container's limits are written again at its
- * first observation, and an UpdateContainerResources (a new version of the record, kicked)
+ * 'Resource limits'), and its limits wait for the loan's end. What is applied is remembered in
+ * memory only, so after a restart of the daemon every running container's limits are written again
+ * at its first observation, and an UpdateContainerResources (a new version of the record, kicked)
  * is written at the next pass. */
 #include "limits.h"
 
@@ -76,6 +76,11 @@ void rkl_limits_sync(rkl_reconciler *r, const rkl_container_record *c, const rkl
         if (k < 0)
                 rkl_log_warning("container %.12s: cannot give it cgroups of its own: %s", c->id,
                                 strerror(-k));
+        /* Seen before its `rkt app start` returned: its memory cgroup is still lent to the
+         * pod's systemd, which the limit would bind too. The action's end comes with the
+         * next observation. */
+        if (rkl_app_cgroup_memory_lent(procs, memory))
+                return;
         rkl_app_cgroup_limits l = {
             .cpu_period = c->spec.cpu_period,
             .cpu_quota = c->spec.cpu_quota,

@@ -105,6 +105,23 @@ static void test_memory_adopt(void **state)
         rkl_app_cgroup_cpu_release(f->procs, NULL);
 }
 
+/* Lent: the memory cgroup holds a process the app's does not (the pod's systemd). */
+static void test_memory_lent(void **state)
+{
+        fixture *f = *state;
+        put(f->procs, "cgroup.procs", "4242\n");
+        assert_false(rkl_app_cgroup_memory_lent(f->procs, f->memory)); /* not made yet */
+        assert_int_equal(rkl_mkdir_p(f->memory, 0755), 0);
+        put(f->memory, "cgroup.procs", "");
+        assert_false(rkl_app_cgroup_memory_lent(f->procs, f->memory)); /* nothing moved in */
+        put(f->memory, "cgroup.procs", "77\n4242\n");
+        assert_true(rkl_app_cgroup_memory_lent(f->procs, f->memory));
+        put(f->memory, "cgroup.procs", "4242\n");
+        assert_false(rkl_app_cgroup_memory_lent(f->procs, f->memory)); /* given back */
+        assert_false(rkl_app_cgroup_memory_lent(f->procs, f->procs));  /* cgroup2 */
+        assert_false(rkl_app_cgroup_memory_lent(f->procs, NULL));
+}
+
 /* OOM kills as cgroup2 (memory.events) and v1 (memory.oom_control) count them. */
 static void test_oom_kills(void **state)
 {
@@ -195,6 +212,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_first_pid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_memory_adopt, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_memory_lent, setup, teardown),
             cmocka_unit_test_setup_teardown(test_oom_kills, setup, teardown),
             cmocka_unit_test_setup_teardown(test_limits_v2, setup, teardown),
             cmocka_unit_test_setup_teardown(test_limits_error, setup, teardown),
