@@ -177,6 +177,7 @@ int rkl_api_container_wait_running(rkl_cache *cache, rkl_api_call *call, const c
                                    rkl_error *reterr)
 {
         uint64_t budget = timeout_usec ? timeout_usec : START_WAIT_MAX;
+        uint64_t seen = rkl_cache_changes(cache); /* before the look: no change is missed */
         for (;;) {
                 _cleanup_(rkl_container_view_unrefp) rkl_container_view *v =
                     rkl_cache_container_get(cache, id);
@@ -194,7 +195,8 @@ int rkl_api_container_wait_running(rkl_cache *cache, rkl_api_call *call, const c
                         return rkl_error_set(reterr, timeout_usec ? -ETIMEDOUT : -EBADFD,
                                              "container %s did not start within %" PRIu64 " s", id,
                                              budget / USEC_PER_SEC);
-                usleep(20 * USEC_PER_MSEC);
+                /* Woken by the cache's next change; 20 ms at most, for a cancellation. */
+                seen = rkl_cache_wait_change(cache, seen, 20 * USEC_PER_MSEC);
         }
 }
 

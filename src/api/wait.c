@@ -1,7 +1,6 @@
 #include "wait.h"
 
 #include <inttypes.h>
-#include <unistd.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -9,8 +8,9 @@
 #include "store/cache.h"
 #include "base/banned.h"
 
-/* The cache is read at this pace: a wait ends within a poll of the reconciler's update. */
-#define POLL_USEC (20 * USEC_PER_MSEC)
+/* A wait looks again at each change of the cache, and at least at this pace, for its
+ * client going away and its budget. */
+#define LOOK_USEC (20 * USEC_PER_MSEC)
 
 typedef struct wait_job {
         rkl_api_call *call;
@@ -149,6 +149,7 @@ static void wait_run(void *userdata)
         rkl_error err = RKL_ERROR_INIT;
         int r;
 
+        uint64_t seen = rkl_cache_changes(j->cache); /* before the look: no change is missed */
         while ((r = checks[j->what](j, &err)) == 0) {
                 if (rkl_api_call_cancelled(j->call)) {
                         r = rkl_error_set(&err, -ECANCELED, "cancelled");
@@ -169,7 +170,7 @@ static void wait_run(void *userdata)
                                           what_words[j->what].state, waited / USEC_PER_SEC);
                         break;
                 }
-                usleep(POLL_USEC);
+                seen = rkl_cache_wait_change(j->cache, seen, LOOK_USEC);
         }
         if (r < 0)
                 rkl_log_debug("%s", err.msg);

@@ -48,7 +48,34 @@ struct rkl_cache {
         pthread_mutex_t failures_lock;
         rkl_hashmap *failures; /* sandbox id -> rkl_pod_failure (copies) */
         rkl_events *events;
+        pthread_mutex_t change_lock;
+        pthread_cond_t changed; /* CLOCK_MONOTONIC */
+        uint64_t changes;       /* under change_lock */
 };
+
+/* After a change is in: wakes whoever waits for one. */
+static void count_change(rkl_cache *c)
+{
+        RKL_GUARD(&c->change_lock);
+        c->changes++;
+        (void)pthread_cond_broadcast(&c->changed);
+}
+
+uint64_t rkl_cache_changes(rkl_cache *c)
+{
+        RKL_GUARD(&c->change_lock);
+        return c->changes;
+}
+
+uint64_t rkl_cache_wait_change(rkl_cache *c, uint64_t seen, uint64_t timeout_usec)
+{
+        struct timespec ts = rkl_timespec_from_usec(rkl_now_usec(CLOCK_MONOTONIC) + timeout_usec);
+        RKL_GUARD(&c->change_lock);
+        while (c->changes == seen)
+                if (pthread_cond_timedwait(&c->changed, &c->change_lock, &ts) != 0)
+                        break;
+        return c->changes;
+}
 
 static void failure_free(void *f)
 {
@@ -193,6 +220,12 @@ rkl_cache *rkl_cache_new(void)
         pthread_mutex_init(&c->health_lock, NULL);
         pthread_mutex_init(&c->stale_lock, NULL);
         pthread_mutex_init(&c->failures_lock, NULL);
+        pthread_mutex_init(&c->change_lock, NULL);
+        pthread_condattr_t a;
+        (void)pthread_condattr_init(&a);
+        (void)pthread_condattr_setclock(&a, CLOCK_MONOTONIC); /* deadlines survive clock steps */
+        (void)pthread_cond_init(&c->changed, &a);
+        (void)pthread_condattr_destroy(&a);
         c->failures = rkl_hashmap_new();
         rkl_latch_init(&c->probed);
         c->pods = rkl_hashmap_new();
@@ -239,6 +272,8 @@ rkl_cache *rkl_cache_free(rkl_cache *c)
         rkl_strv_free(c->stale_containers);
         rkl_hashmap_free_values(c->failures, failure_free);
         pthread_mutex_destroy(&c->failures_lock);
+        (void)pthread_cond_destroy(&c->changed);
+        pthread_mutex_destroy(&c->change_lock);
         rkl_latch_destroy(&c->probed);
         free(c);
         return NULL;
@@ -258,16 +293,22 @@ void rkl_cache_failure_put(rkl_cache *c, const rkl_pod_failure *f)
         copy->sandbox = rkl_xstrdup(f->sandbox);
         copy->failed_ns = f->failed_ns;
         copy->undone_ns = f->undone_ns;
-        RKL_GUARD(&c->failures_lock);
-        rkl_pod_failure_free(rkl_hashmap_put(c->failures, copy->sandbox_id, copy));
+        {
+                RKL_GUARD(&c->failures_lock);
+                rkl_pod_failure_free(rkl_hashmap_put(c->failures, copy->sandbox_id, copy));
+        }
+        count_change(c);
 }
 
 void rkl_cache_failure_undone(rkl_cache *c, const char *id, int64_t now_ns)
 {
-        RKL_GUARD(&c->failures_lock);
-        rkl_pod_failure *f = rkl_hashmap_get(c->failures, id);
-        if (f)
-                f->undone_ns = now_ns;
+        {
+                RKL_GUARD(&c->failures_lock);
+                rkl_pod_failure *f = rkl_hashmap_get(c->failures, id);
+                if (f)
+                        f->undone_ns = now_ns;
+        }
+        count_change(c);
 }
 
 bool rkl_cache_failure_get(rkl_cache *c, const char *id, int *ret_code, char **ret_message,
@@ -391,6 +432,8 @@ static void *put(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t version,
                         by_pod_add(c, e, sandbox_id);
         }
         pthread_rwlock_unlock(&c->lock);
+        if (displaced != view)
+                count_change(c);
         return displaced;
 }
 
@@ -450,6 +493,7 @@ static void *tombstone(rkl_cache *c, rkl_hashmap *m, const char *id, uint64_t ve
                 sweep(c, c->containers, now);
         }
         pthread_rwlock_unlock(&c->lock);
+        count_change(c);
         return displaced;
 }
 

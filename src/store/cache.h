@@ -112,6 +112,13 @@ bool rkl_cache_health_known(rkl_cache *c);
 /* Waits for that first probe at most timeout_usec; returns rkl_cache_health_known(). */
 bool rkl_cache_wait_health(rkl_cache *c, uint64_t timeout_usec);
 
+/* Every put, removal and failure change counts one change. rkl_cache_wait_change waits
+ * until the count is no longer seen (a count read before looking at the cache, so that no
+ * change between the look and the wait is missed) or timeout_usec has passed, and returns
+ * the count then: a --wait reply wakes at the change it waits for, not at a poll. */
+uint64_t rkl_cache_changes(rkl_cache *c);
+uint64_t rkl_cache_wait_change(rkl_cache *c, uint64_t seen, uint64_t timeout_usec);
+
 /* Takes over the caller's reference. Returns false (and drops v) when the cache already
  * holds a newer version of the object, or a newer tombstone. */
 bool rkl_cache_pod_put(rkl_cache *c, rkl_pod_view *v);

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
+#include <pthread.h>
 #include <cmocka.h>
 
 #include "base/alloc.h"
@@ -263,6 +265,45 @@ static void test_readers_against_writer(void **state)
         rkl_cache_free(r.c);
 }
 
+static void *put_after_a_while(void *userdata)
+{
+        rkl_cache *c = userdata;
+        /* The waiter is in its wait, or about to be: either way it sees the change. */
+        struct timespec ts = {.tv_nsec = 20 * 1000 * 1000};
+        (void)nanosleep(&ts, NULL);
+        rkl_cache_pod_put(
+            c, rkl_pod_view_new(pod(3, 1, RKL_POD_DESIRED_READY, RKL_POD_PHASE_RUNNING, "a")));
+        return NULL;
+}
+
+/* A put, a lost put, a removal and a failure each count a change or not; a waiter wakes at
+ * one, and a wait with none ends at its timeout with the count it was given. */
+static void test_changes(void **state)
+{
+        _cleanup_(rkl_cache_freep) rkl_cache *c = rkl_cache_new();
+        _cleanup_free_ char *id = hex_id(3);
+        uint64_t n = rkl_cache_changes(c);
+        assert_int_equal(rkl_cache_wait_change(c, n, 1000), n); /* nothing: its timeout */
+
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, put_after_a_while, c), 0);
+        /* A minute: the put comes long before, and ends the wait. */
+        assert_int_equal(rkl_cache_wait_change(c, n, 60ULL * 1000 * 1000), n + 1);
+        assert_int_equal(pthread_join(t, NULL), 0);
+
+        /* An older version, which loses, changes nothing. */
+        assert_false(rkl_cache_pod_put(
+            c, rkl_pod_view_new(pod(3, 0, RKL_POD_DESIRED_READY, RKL_POD_PHASE_PENDING, "a"))));
+        assert_int_equal(rkl_cache_changes(c), n + 1);
+        rkl_cache_pod_remove(c, id, 2);
+        assert_int_equal(rkl_cache_changes(c), n + 2);
+        rkl_pod_failure f = {.code = -EIO, .message = (char *)"no", .sandbox = (char *)"{}"};
+        memcpy(f.sandbox_id, id, sizeof(f.sandbox_id));
+        rkl_cache_failure_put(c, &f);
+        rkl_cache_failure_undone(c, id, 1);
+        assert_int_equal(rkl_cache_changes(c), n + 4);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -272,6 +313,7 @@ int main(void)
             cmocka_unit_test(test_list_and_resolve),
             cmocka_unit_test(test_containers),
             cmocka_unit_test(test_readers_against_writer),
+            cmocka_unit_test(test_changes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
