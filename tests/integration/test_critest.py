@@ -7,7 +7,9 @@ same ones), reached through --registry-mirror for every registry critest names, 
 a ginkgo JSON report, parsed here spec by spec.
 
 Fails when fewer specs pass than docs/conformance.md records for that version, or when a
-spec that does not pass is missing from its list. The results go to
+spec that does not pass is missing from its list; a spec that fails and is not one of those
+docs/conformance.md says do not pass comes with what the daemon logged of its sandboxes and
+containers. The results go to
 $RKL_BUILD_DIR/critest-VERSION/ (report.json, results.txt, critest.log, rktlet.log) and stay
 there for a look after the run. $RKL_CRITEST_FOCUS (a ginkgo regular expression) runs only
 the specs it matches, without the gate: for work on one spec."""
@@ -51,7 +53,8 @@ def spec_name(r):
 
 
 def parse_report(path):
-    """[(state, name, failure message)] for each spec in critest's ginkgo JSON report."""
+    """[(state, name, failure message, ids)] for each spec in critest's ginkgo JSON report;
+    ids: the sandboxes and containers its output names (critest logs each it makes)."""
     with open(path) as f:
         suites = json.load(f)
     out = []
@@ -60,8 +63,32 @@ def parse_report(path):
             if r.get("LeafNodeType") != "It":
                 continue  # BeforeSuite and friends: their failures fail specs too
             msg = (r.get("Failure") or {}).get("Message", "")
-            out.append((r.get("State", "?"), spec_name(r), " ".join(msg.split())[:300]))
+            ids = sorted(set(re.findall(r'"([0-9a-f]{64})"', r.get("CapturedGinkgoWriterOutput")
+                                        or "")))
+            out.append((r.get("State", "?"), spec_name(r), " ".join(msg.split())[:300], ids))
     return out
+
+
+def known_failures():
+    """The part of docs/conformance.md that lists the specs that do not pass."""
+    with open(CONFORMANCE_DOC) as f:
+        doc = f.read()
+    start = doc.find("## What does not pass")
+    return doc[start:doc.find("\n## ", start + 1)] if start >= 0 else ""
+
+
+def daemon_lines(log_path, ids, limit=40):
+    """What the daemon logged of those sandboxes and containers (by the 12-character form
+    it logs), the last `limit` lines: why a spec failed, from rktlet's side."""
+    if not ids:
+        return []
+    with open(log_path, errors="replace") as f:
+        log = f.read().splitlines()
+    # A container's first line names its sandbox.
+    short = {i[:12] for i in ids}
+    short |= {m[:12] for ln in log if any(i in ln for i in short)
+              for m in re.findall(r"for sandbox ([0-9a-f]{64})", ln)}
+    return [ln for ln in log if any(i in ln for i in short)][-limit:]
 
 
 class TestCritest(unittest.TestCase):
@@ -109,13 +136,14 @@ class TestCritest(unittest.TestCase):
                         "critest wrote no report (exit %d); see %s" % (proc.returncode, out_dir))
 
         specs = parse_report(report)
-        passed = [n for s, n, _ in specs if s == "passed"]
-        failed = [(s, n, m) for s, n, m in specs if s not in ("passed", "skipped", "pending")]
-        skipped = [n for s, n, _ in specs if s in ("skipped", "pending")]
+        passed = [n for s, n, _, _ in specs if s == "passed"]
+        failed = [(s, n, m, i) for s, n, m, i in specs
+                  if s not in ("passed", "skipped", "pending")]
+        skipped = [n for s, n, _, _ in specs if s in ("skipped", "pending")]
         lines = ["critest %s: %d passed, %d failed, %d skipped of %d specs in %.1f min" % (
             version, len(passed), len(failed), len(skipped), len(specs), minutes)]
         lines += ["%-8s %s%s" % (s, n, ("\n         " + m) if m else "")
-                  for s, n, m in sorted(specs, key=lambda x: (x[0], x[1]))]
+                  for s, n, m, _ in sorted(specs, key=lambda x: (x[0], x[1]))]
         with open(os.path.join(out_dir, "results.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
         print("\n" + lines[0] + "\n(full list in %s/results.txt)" % out_dir)
@@ -123,14 +151,22 @@ class TestCritest(unittest.TestCase):
         if focus:
             return
         recorded = recorded_count(version)
-        failing = "\n".join("%s: %s" % (n, m) for _, n, m in failed)
+        # A spec that fails and is not one of those known not to pass comes with what the
+        # daemon logged of its sandboxes and containers.
+        known, failing = known_failures(), []
+        for _, n, m, ids in failed:
+            failing.append("%s: %s" % (n, m))
+            if n not in known:
+                failing += ["    rktlet: " + ln
+                            for ln in daemon_lines(env.daemon.log_path, ids)]
+        failing = "\n".join(failing)
         self.assertGreaterEqual(
             len(passed), recorded,
             "fewer critest %s specs pass than docs/conformance.md records (%d < %d); failing:"
             "\n%s" % (version, len(passed), recorded, failing))
         with open(CONFORMANCE_DOC) as f:
             doc = f.read()
-        unlisted = [n for _, n, _ in failed if n not in doc]
+        unlisted = [n for _, n, _, _ in failed if n not in doc]
         self.assertEqual(unlisted, [], "failing specs docs/conformance.md does not list")
 
 
