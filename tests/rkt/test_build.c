@@ -19,7 +19,7 @@
 /* Two patches of the real list, as a test's "wanted" set. */
 static const rkl_rkt_patch want[] = {
     {"stderr-fd.patch", "459979962fa8aff583397b452cb54b895f8c250d154f33bb860a4d1d42057c85"},
-    {"stream-drain.patch", "736f88221f892b5a86b71f6d2e1f71272449bbd245612073c22f6fa240617c8f"},
+    {"stream-drain.patch", "c7bbae481477080b33e9427e4892f65e68ad491617e14e86a2fd65be27fdd28c"},
 };
 
 /* A sha256 in the record's format, of nothing in particular. */
