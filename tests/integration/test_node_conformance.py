@@ -157,13 +157,13 @@ class NodeConformanceTest(unittest.TestCase):
 
         specs = test_critest.parse_report(report)
         ran = [x for x in specs if x[0] not in ("skipped", "pending")]
-        passed = [n for s, n, _ in ran if s == "passed"]
-        failed = [(s, n, m) for s, n, m in ran if s != "passed"]
-        skipped = [n for s, n, _ in specs if s in ("skipped", "pending")]
+        passed = [n for s, n, _, _ in ran if s == "passed"]
+        failed = [(s, n, m) for s, n, m, _ in ran if s != "passed"]
+        skipped = [n for s, n, _, _ in specs if s in ("skipped", "pending")]
         lines = ["node conformance (%s): %d passed of %d run, %d skipped, in %.1f min" % (
             run if not focus else "focus", len(passed), len(ran), len(skipped), minutes)]
         lines += ["%-8s %s%s" % (s, n, ("\n         " + m) if m else "")
-                  for s, n, m in sorted(ran, key=lambda x: (x[0], x[1]))]
+                  for s, n, m, _ in sorted(ran, key=lambda x: (x[0], x[1]))]
         with open(os.path.join(out_dir, "results.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
         print("\n" + lines[0] + "\n(full list in %s/results.txt)" % out_dir)
