@@ -164,11 +164,12 @@ class StatsTest(test_rkt.RealRktBase):
                          self.app_cgroup_file(cid, "memory", "memory.limit_in_bytes"))
         harness.wait_for("new quota", lambda: "50000" in
                          self.app_cgroup_file(cid, "cpu", "cpu.cfs_quota_us"))
-        # The cpuset: in a cgroup of the app's own, which its process was moved into.
+        # The cpuset: in a cgroup of the app's own, which its process was moved into (rktlet
+        # writes cpuset.cpus first, then moves the process).
         harness.wait_for("cpuset written", lambda: self.app_cgroup_file(
             cid, "cpuset", "cpuset.cpus") == ["0"])
-        procs = self.app_cgroup_file(cid, "cpuset", "cgroup.procs")
-        self.assertTrue(procs)
+        procs = harness.wait_for("the app's process in its cpuset cgroup", lambda:
+                                 self.app_cgroup_file(cid, "cpuset", "cgroup.procs"))
         status = self.env.run("cat", "/proc/%s/status" % procs[0]).stdout
         self.assertIn("Cpus_allowed_list:\t0\n", status)
         # In SQLite, for operators.
